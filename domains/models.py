@@ -1,0 +1,271 @@
+"""Domains (knowledge areas), their filter fields and stores, and the indexed content.
+
+Shape: Domain 1-n FilterField, Domain 1-n Store, Store 1-n Document 1-n Chunk,
+Document 1-n MetadataEntry (the metadata map: ``DEFAULT`` + heading chains).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pgtrigger
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+STORE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+RESERVED_DOMAIN_NAMES = {"undefined"}  # the classifier's "no domain" answer
+HEADING_SEPARATOR = " > "
+
+# HNSW build parameters (pgvector defaults; Malkov & Yashunin 2018): m = links per
+# node, ef_construction = candidate list size while building.
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+
+
+def _validate_domain_name(value: str) -> None:
+    if value != value.strip() or not value:
+        raise ValidationError("Domain name must not be empty or start/end with spaces.")
+    if value.lower() in RESERVED_DOMAIN_NAMES:
+        raise ValidationError(f"'{value}' is reserved (the classifier's 'no domain' answer).")
+
+
+class Domain(models.Model):
+    """A knowledge area users can ask about, e.g. "NeuroML documentation".
+
+    The classifier reads ``description``; retrieval reads the k knobs and
+    ``min_relevance`` (minimum cosine similarity kept from vector search).
+    """
+
+    name = models.CharField(max_length=100, unique=True, validators=[_validate_domain_name])
+    description = models.TextField(help_text="What the domain covers; the classifier reads this.")
+    active = models.BooleanField(default=True)
+    default_k = models.PositiveIntegerField(default=5, validators=[MinValueValidator(1)])
+    k_max = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1)])
+    k_inc = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    min_relevance = models.FloatField(
+        default=0.15,
+        validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
+        help_text="Vector hits below this cosine similarity (1 - distance) are dropped.",
+    )
+    instructions = models.TextField(blank=True, help_text="Extra instructions for the answer model.")
+    allowed_groups = models.ManyToManyField(
+        Group,
+        blank=True,
+        related_name="klea_domains",
+        help_text="Only members of these groups may query the domain; empty = everyone allowed to chat.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.k_max is not None and self.default_k is not None and self.k_max < self.default_k:
+            raise ValidationError(
+                {"k_max": f"k_max ({self.k_max}) must be at least default_k ({self.default_k})."}
+            )
+
+
+class FilterField(models.Model):
+    """A metadata field a domain's queries may filter on (e.g. ``year``, ``authors``)."""
+
+    class ValueType(models.TextChoices):
+        STRING = "string"
+        INT = "int"
+        FLOAT = "float"
+        LIST = "list"
+
+    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="filter_fields")
+    name = models.CharField(
+        max_length=64,
+        validators=[
+            RegexValidator(
+                IDENTIFIER,
+                "Filter field name must be an identifier: a letter or _ then letters, digits or _.",
+            )
+        ],
+    )
+    description = models.TextField(blank=True)
+    value_type = models.CharField(max_length=10, choices=ValueType.choices, default=ValueType.STRING)
+    person_name = models.BooleanField(
+        default=False,
+        help_text="Values are person names: a filter on one word of a name ('Sinha') matches.",
+    )
+
+    class Meta:
+        ordering = ["domain", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["domain", "name"], name="unique_filter_field_per_domain")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.domain.name}.{self.name} ({self.value_type})"
+
+
+class Store(models.Model):
+    """A collection of chunks (the ``--collection`` name), searched by vector, BM25 or both."""
+
+    class Mode(models.TextChoices):
+        VECTOR = "vector"
+        BM25 = "bm25"
+        BOTH = "both"
+
+    name = models.CharField(
+        max_length=100,
+        unique=True,
+        validators=[
+            RegexValidator(
+                STORE_NAME,
+                "Store name: letters, digits, '_', '.', '-', starting with a letter or digit.",
+            )
+        ],
+    )
+    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="stores")
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.BOTH)
+    embedding_model = models.CharField(max_length=200, default="all-MiniLM-L6-v2")
+    embedding_dim = models.PositiveIntegerField(default=384)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def uses_vector(self) -> bool:
+        return self.mode in (self.Mode.VECTOR, self.Mode.BOTH)
+
+    @property
+    def uses_bm25(self) -> bool:
+        return self.mode in (self.Mode.BM25, self.Mode.BOTH)
+
+
+class Document(models.Model):
+    """One source file of a store. ``metadata`` is its bibliographic DEFAULT entry."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        CONVERTING = "converting"
+        CHUNKED = "chunked"
+        STORED = "stored"
+        FAILED = "failed"
+        NEEDS_OCR = "needs_ocr"
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="documents")
+    file_name = models.CharField(max_length=500, help_text="Path relative to the ingested folder.")
+    source_path = models.CharField(max_length=1000, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the file bytes.")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True)
+    pages = models.PositiveIntegerField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["store", "file_name"]
+        constraints = [
+            models.UniqueConstraint(fields=["store", "file_name"], name="unique_file_per_store")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.store.name}:{self.file_name}"
+
+    @property
+    def title(self) -> str:
+        return str(self.metadata.get("title") or "")
+
+
+class MetadataEntry(models.Model):
+    """One entry of a document's metadata map: ``DEFAULT`` or a heading chain ``A > B``."""
+
+    DEFAULT = "DEFAULT"
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="metadata_entries")
+    heading_key = models.CharField(max_length=1000)
+    values = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["document", "heading_key"]
+        verbose_name_plural = "metadata entries"
+        constraints = [
+            models.UniqueConstraint(fields=["document", "heading_key"], name="unique_heading_per_document")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document.file_name} [{self.heading_key}]"
+
+
+# The tsvector covers the heading chain and the text, English stemming and stop words.
+# The config is schema-qualified so the trigger does not depend on search_path.
+SEARCH_CONFIG = "pg_catalog.english"
+
+
+class Chunk(models.Model):
+    """A piece of a document, at most ~450 tokens, with its heading chain.
+
+    ``text`` is what a reader sees; what is embedded and indexed is the heading chain
+    followed by the text (:func:`domains.text.indexed_text`).
+    ``embedding``: 384 floats (KLEA_EMBEDDING_DIM), L2-normalised, never all zero.
+    ``search_vector``: tsvector of headings + text, kept by a database trigger.
+    """
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="chunks")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField(help_text="Position within the document, from 0.")
+    text = models.TextField()
+    headings = ArrayField(models.TextField(), default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    year = models.IntegerField(null=True, blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+    embedding = VectorField(dimensions=settings.KLEA_EMBEDDING_DIM, null=True, blank=True)
+    search_vector = SearchVectorField(null=True, editable=False)
+
+    class Meta:
+        ordering = ["document", "ordinal"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "ordinal"], name="unique_chunk_ordinal")
+        ]
+        indexes = [
+            models.Index(fields=["store", "year"], name="chunk_store_year"),
+            GinIndex(fields=["search_vector"], name="chunk_search_vector"),
+            HnswIndex(
+                name="chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=HNSW_M,
+                ef_construction=HNSW_EF_CONSTRUCTION,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+        triggers = [
+            pgtrigger.Trigger(
+                name="chunk_search_vector",
+                when=pgtrigger.Before,
+                operation=pgtrigger.Insert | pgtrigger.UpdateOf("text", "headings"),
+                func=(
+                    "NEW.search_vector := to_tsvector("
+                    f"'{SEARCH_CONFIG}'::regconfig, "
+                    "array_to_string(NEW.headings, ' ') || ' ' || NEW.text); RETURN NEW;"
+                ),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document.file_name} #{self.ordinal}"
+
+    @property
+    def heading_chain(self) -> str:
+        return HEADING_SEPARATOR.join(self.headings)

@@ -1,0 +1,34 @@
+"""Text helpers shared by ingestion and retrieval."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+HEADING_SEPARATOR = " > "
+
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"), None)
+_SPACES = re.compile(r"\s+")
+
+
+def normalize_text(text: str) -> str:
+    """Normalise user or document text before embedding and keyword search.
+
+    Soft hyphens, zero-width characters and the BOM are removed, no-break spaces become
+    spaces, Unicode NFKC is applied and runs of white space collapse to one space.
+    """
+    text = text.translate(_INVISIBLE).replace("\u00a0", " ")
+    text = unicodedata.normalize("NFKC", text)
+    return _SPACES.sub(" ", text).strip()
+
+
+def heading_chain(headings: Sequence[str]) -> str:
+    """``["Results", "2.1 Neurons"]`` -> ``"Results > 2.1 Neurons"``."""
+    return HEADING_SEPARATOR.join(h for h in headings if h)
+
+
+def indexed_text(headings: Sequence[str], text: str) -> str:
+    """What is embedded for a chunk: its heading chain on the first line, then the text."""
+    chain = heading_chain(headings)
+    return f"{chain}\n{text}" if chain else text

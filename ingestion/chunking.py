@@ -1,0 +1,113 @@
+"""Heading-aware chunking: blocks -> chunks of at most ``max_tokens`` tokens.
+
+A chunk never spans two heading chains. Within one chain, consecutive blocks are packed
+greedily; a block larger than the budget is split at sentence (prose) or line (code,
+lists, tables) boundaries, and a single overlong sentence or line at word boundaries.
+Token counts are those of the embedding model's tokenizer, for the text as it is
+embedded: the heading chain line plus the chunk text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from itertools import groupby
+
+from domains.text import heading_chain
+
+from .convert.base import Block, ConvertedDocument
+
+DEFAULT_MAX_TOKENS = 450
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+@dataclass(frozen=True)
+class ChunkDraft:
+    """A chunk before it is stored: heading chain, reader-facing text, token count."""
+
+    headings: tuple[str, ...]
+    text: str
+    token_count: int
+
+
+def _pieces(block: Block) -> list[str]:
+    if block.kind == "text":
+        return [s for s in _SENTENCE_END.split(block.text) if s.strip()]
+    return [line for line in block.text.split("\n")]
+
+
+def _word_windows(text: str, budget: int, count: Callable[[str], int]) -> Iterable[str]:
+    words, current = text.split(), []
+    for word in words:
+        if current and count(" ".join(current + [word])) > budget:
+            yield " ".join(current)
+            current = []
+        current.append(word)
+    if current:
+        yield " ".join(current)
+
+
+def _fit(block: Block, budget: int, count: Callable[[str], int]) -> list[tuple[str, int]]:
+    """The block as (text, tokens) parts, each within ``budget`` tokens."""
+    tokens = count(block.text)
+    if tokens <= budget:
+        return [(block.text, tokens)]
+    joiner = " " if block.kind == "text" else "\n"
+    parts: list[tuple[str, int]] = []
+    current: list[str] = []
+    current_tokens = 0
+    for piece in _pieces(block):
+        piece_tokens = count(piece) + 1
+        if piece_tokens > budget:
+            if current:
+                parts.append((joiner.join(current), current_tokens))
+                current, current_tokens = [], 0
+            parts.extend((w, count(w)) for w in _word_windows(piece, budget, count))
+            continue
+        if current and current_tokens + piece_tokens > budget:
+            parts.append((joiner.join(current), current_tokens))
+            current, current_tokens = [], 0
+        current.append(piece)
+        current_tokens += piece_tokens
+    if current:
+        parts.append((joiner.join(current), current_tokens))
+    return parts
+
+
+def chunk_blocks(
+    blocks: Iterable[Block], count_tokens: Callable[[str], int], max_tokens: int = DEFAULT_MAX_TOKENS
+) -> list[ChunkDraft]:
+    """Pack blocks into chunks.
+
+    :param count_tokens: tokenizer length function (no special tokens).
+    :param max_tokens: budget per chunk, heading chain included; must be >= 32.
+    :returns: chunks in document order; ``token_count`` includes the heading chain line.
+    :raises ValueError: when ``max_tokens`` is below 32.
+    """
+    if max_tokens < 32:
+        raise ValueError(f"max_tokens must be at least 32, got {max_tokens}")
+    chunks: list[ChunkDraft] = []
+    for headings, group in groupby(blocks, key=lambda b: b.headings):
+        chain_tokens = count_tokens(heading_chain(headings)) + 1 if headings else 0
+        budget = max(16, max_tokens - chain_tokens)
+        texts: list[str] = []
+        used = 0
+        for block in group:
+            for text, tokens in _fit(block, budget, count_tokens):
+                cost = tokens + (2 if texts else 0)  # the blank line between packed blocks
+                if texts and used + cost > budget:
+                    chunks.append(ChunkDraft(headings, "\n\n".join(texts), used + chain_tokens))
+                    texts, used = [], 0
+                texts.append(text)
+                used += cost
+        if texts:
+            chunks.append(ChunkDraft(headings, "\n\n".join(texts), used + chain_tokens))
+    return chunks
+
+
+def chunk_document(
+    document: ConvertedDocument, count_tokens: Callable[[str], int], max_tokens: int = DEFAULT_MAX_TOKENS
+) -> list[ChunkDraft]:
+    """:func:`chunk_blocks` over a converted document's blocks."""
+    return chunk_blocks(document.blocks, count_tokens, max_tokens)

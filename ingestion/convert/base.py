@@ -1,0 +1,47 @@
+"""The shape every converter returns: a title and a flat list of blocks under headings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class ConversionError(ValueError):
+    """A file that cannot be converted. ``reason`` is a short code (``binary``,
+    ``not_utf8``, ``unsupported``, ``empty``, ``encrypted``, ...); the message is one line
+    naming the problem."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Block:
+    """One paragraph, list, table or code listing under its heading chain.
+
+    ``headings``: the chain from the top heading down, e.g. ("Get NeuroML", "What you need").
+    ``kind``: "text" | "code" | "list" | "table".
+    """
+
+    headings: tuple[str, ...]
+    text: str
+    kind: str = "text"
+
+
+@dataclass
+class ConvertedDocument:
+    """A converted file. ``converter`` names the path that ran (for logs and the admin)."""
+
+    blocks: list[Block] = field(default_factory=list)
+    title: str = ""
+    metadata: dict = field(default_factory=dict)
+    pages: int | None = None
+    converter: str = ""
+
+    def first_heading(self) -> str:
+        """The first heading that is not a banner (a badge line, a lone symbol)."""
+        for block in self.blocks:
+            for heading in block.headings:
+                if sum(ch.isalpha() for ch in heading) >= 2:
+                    return heading
+        return ""

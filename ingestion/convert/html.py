@@ -1,0 +1,82 @@
+"""HTML -> blocks under heading chains (BeautifulSoup; scripts, styles and page chrome dropped)."""
+
+from __future__ import annotations
+
+import re
+
+from bs4 import BeautifulSoup, NavigableString, Tag
+
+from .base import Block, ConvertedDocument
+
+CHROME = ["script", "style", "noscript", "nav", "header", "footer", "aside", "form", "svg", "template"]
+BLOCK_TAGS = {"p", "pre", "ul", "ol", "dl", "table", "blockquote", "figcaption"}
+HEADINGS = {f"h{i}": i for i in range(1, 7)}
+_SPACES = re.compile(r"\s+")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?)\]])")
+
+
+def _text(tag: Tag) -> str:
+    # " " keeps words of adjacent elements apart; it must not split "bold</b>." though.
+    return _SPACE_BEFORE_PUNCTUATION.sub(r"\1", _SPACES.sub(" ", tag.get_text(" "))).strip()
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.stack: list[tuple[int, str]] = []
+        self.loose: list[str] = []
+
+    def headings(self) -> tuple[str, ...]:
+        return tuple(t for _, t in self.stack if t)
+
+    def add(self, text: str, kind: str = "text") -> None:
+        if text.strip():
+            self.blocks.append(Block(self.headings(), text.strip(), kind))
+
+    def flush(self) -> None:
+        self.add(_SPACES.sub(" ", " ".join(self.loose)))
+        self.loose = []
+
+    def walk(self, node: Tag) -> None:
+        for child in node.children:
+            if isinstance(child, NavigableString):
+                if child.strip() and child.__class__ is NavigableString:
+                    self.loose.append(str(child))
+                continue
+            if not isinstance(child, Tag):
+                continue
+            name = child.name
+            if name in HEADINGS:
+                self.flush()
+                level = HEADINGS[name]
+                self.stack = [(lvl, t) for lvl, t in self.stack if lvl < level] + [(level, _text(child))]
+            elif name in BLOCK_TAGS:
+                self.flush()
+                if name == "pre":
+                    self.add(child.get_text().rstrip(), "code")
+                elif name in ("ul", "ol"):
+                    items = [_text(li) for li in child.find_all("li", recursive=False)]
+                    self.add("\n".join(f"- {i}" for i in items if i), "list")
+                elif name == "table":
+                    rows = [" | ".join(_text(c) for c in tr.find_all(["td", "th"])) for tr in child.find_all("tr")]
+                    self.add("\n".join(rows), "table")
+                else:
+                    self.add(_text(child))
+            elif name == "br":
+                self.loose.append("\n")
+            else:
+                self.walk(child)
+
+
+def convert_html(text: str) -> ConvertedDocument:
+    """Convert an HTML page. :returns: blocks; title from ``<title>`` or the first ``<h1>``."""
+    soup = BeautifulSoup(text, "lxml")
+    for tag in soup(CHROME):
+        tag.decompose()
+    title_tag = soup.find("title")
+    h1 = soup.find("h1")
+    title = _text(title_tag) if title_tag else (_text(h1) if h1 else "")
+    walker = _Walker()
+    walker.walk(soup.body or soup)
+    walker.flush()
+    return ConvertedDocument(blocks=walker.blocks, title=title, converter="beautifulsoup")

@@ -1,0 +1,265 @@
+"""Markdown, MyST and Hugo/Jekyll Markdown -> blocks under heading chains.
+
+Parsed with markdown-it-py and the MyST plugins of mdit-py-plugins, so MyST markup never
+reaches a chunk as noise: ``(label)=`` targets and ``%`` comments are dropped, roles
+(``{ref}`text <target>```) keep only their text, directive fences keep their content
+(admonitions, figures' captions, code cells) or vanish (toctree, images, includes), and
+YAML front matter is read for the title and date instead of being indexed.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+from bs4 import BeautifulSoup
+from markdown_it import MarkdownIt
+from markdown_it.tree import SyntaxTreeNode
+from mdit_py_plugins.colon_fence import colon_fence_plugin
+from mdit_py_plugins.deflist import deflist_plugin
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.front_matter import front_matter_plugin
+from mdit_py_plugins.myst_blocks import myst_block_plugin
+from mdit_py_plugins.myst_role import myst_role_plugin
+
+from .base import Block, ConvertedDocument
+
+# Directives whose content is not prose a reader would want in an answer.
+DROPPED_DIRECTIVES = {
+    "toctree", "contents", "image", "bibliography", "literalinclude", "include", "raw",
+    "glue", "glue:figure", "mermaid", "graphviz", "tableofcontents", "footbibliography",
+    "currentmodule", "module", "autosummary", "only", "highlight", "index",
+}
+# Directives whose content is code or a formula, kept verbatim.
+CODE_DIRECTIVES = {
+    "code-cell", "code-block", "code", "sourcecode", "ipython", "jupyter-execute",
+    "doctest", "testcode", "math", "prompt", "parsed-literal",
+}
+# Directives whose argument is an image path or a label rather than a title.
+ARGUMENT_NOT_TITLE = {"figure", "eval-rst", "div", "container", "tab-set", "grid"}
+# Roles whose content is a citation key, not prose.
+DROPPED_ROLES = {"cite", "cite:p", "cite:t", "cite:ps", "cite:ts", "footcite", "footcite:t"}
+
+_ROLE_TARGET = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
+_OPTION_LINE = re.compile(r"^:[\w-]+:.*$")
+_DIRECTIVE_INFO = re.compile(r"^\{(?P<name>[\w:.-]+)\}\s*(?P<args>.*)$")
+_SPACES = re.compile(r"[ \t]+")
+
+
+def _parser() -> MarkdownIt:
+    return (
+        MarkdownIt("commonmark", {"html": True})
+        .enable("table")
+        .enable("strikethrough")
+        .use(front_matter_plugin)
+        .use(myst_role_plugin)
+        .use(myst_block_plugin)
+        .use(colon_fence_plugin)
+        .use(deflist_plugin)
+        .use(dollarmath_plugin)
+    )
+
+
+_MD = _parser()
+
+
+def render_role(name: str, content: str) -> str:
+    """``{ref}`pyNeuroML <pyneuroml>``` -> ``pyNeuroML``; ``{py:class}`~pandas.Series``` ->
+    ``pandas.Series``; citation roles -> ``""``."""
+    if name in DROPPED_ROLES:
+        return ""
+    if name in {"math", "abbr", "sub", "sup", "kbd", "guilabel", "menuselection", "samp"}:
+        return content
+    match = _ROLE_TARGET.match(content)
+    if match and match.group("text"):
+        return match.group("text")
+    target = content.lstrip("~!")
+    if name in ("ref", "numref"):
+        # A bare label ("schema:cell", "userdocs:get_neuroml"): its last part reads best.
+        return target.rsplit(":", 1)[-1].replace("_", " ")
+    return target
+
+
+def _inline(node: SyntaxTreeNode) -> str:
+    parts: list[str] = []
+    for child in node.children:
+        kind = child.type
+        if kind in ("text", "code_inline", "math_inline"):
+            parts.append(child.content)
+        elif kind == "myst_role":
+            parts.append(render_role(child.meta.get("name", ""), child.content))
+        elif kind in ("softbreak",):
+            parts.append(" ")
+        elif kind == "hardbreak":
+            parts.append("\n")
+        elif kind == "html_inline" or kind == "image":
+            continue
+        elif child.children:
+            parts.append(_inline(child))
+    return _SPACES.sub(" ", "".join(parts)).strip()
+
+
+def _strip_options(content: str) -> str:
+    """Drop a directive's leading ``:option: value`` lines or ``---`` YAML block."""
+    lines = content.split("\n")
+    if lines and lines[0].strip() == "---":
+        try:
+            end = lines.index("---", 1)
+            lines = lines[end + 1 :]
+        except ValueError:
+            pass
+    while lines and _OPTION_LINE.match(lines[0].strip()):
+        lines.pop(0)
+    return "\n".join(lines).strip("\n")
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.stack: list[tuple[int, str]] = []
+        self.first_h1 = ""
+
+    @property
+    def headings(self) -> tuple[str, ...]:
+        return tuple(text for _, text in self.stack if text)
+
+    def add(self, text: str, kind: str = "text") -> None:
+        text = text.strip()
+        if text:
+            self.blocks.append(Block(self.headings, text, kind))
+
+    def walk(self, nodes) -> None:
+        for node in nodes:
+            handler = getattr(self, f"on_{node.type}", None)
+            if handler is not None:
+                handler(node)
+            elif node.children:
+                self.walk(node.children)
+
+    def on_heading(self, node: SyntaxTreeNode) -> None:
+        level = int(node.tag[1])
+        text = _inline(node.children[0]) if node.children else ""
+        if level == 1 and not self.first_h1:
+            self.first_h1 = text
+        self.stack = [(lvl, t) for lvl, t in self.stack if lvl < level] + [(level, text)]
+
+    def on_paragraph(self, node: SyntaxTreeNode) -> None:
+        self.add(_inline(node.children[0]) if node.children else "")
+
+    def on_bullet_list(self, node: SyntaxTreeNode) -> None:
+        self.add(self._list_text(node, 0), "list")
+
+    on_ordered_list = on_bullet_list
+
+    def _list_text(self, node: SyntaxTreeNode, depth: int) -> str:
+        lines = []
+        ordered = node.type == "ordered_list"
+        for number, item in enumerate(node.children, start=1):
+            marker = f"{number}." if ordered else "-"
+            texts, nested = [], []
+            for child in item.children:
+                if child.type in ("bullet_list", "ordered_list"):
+                    nested.append(self._list_text(child, depth + 1))
+                elif child.type == "paragraph":
+                    texts.append(_inline(child.children[0]) if child.children else "")
+                elif child.type in ("fence", "code_block"):
+                    texts.append(child.content.rstrip())
+            lines.append("  " * depth + f"{marker} " + " ".join(t for t in texts if t))
+            lines.extend(nested)
+        return "\n".join(line for line in lines if line.strip() not in ("-", ""))
+
+    def on_table(self, node: SyntaxTreeNode) -> None:
+        rows = []
+        for section in node.children:
+            for row in section.children:
+                cells = [_inline(cell.children[0]) if cell.children else "" for cell in row.children]
+                rows.append(" | ".join(cells))
+        self.add("\n".join(rows), "table")
+
+    def on_fence(self, node: SyntaxTreeNode) -> None:
+        info = (node.info or "").strip()
+        match = _DIRECTIVE_INFO.match(info)
+        if not match:
+            self.add(node.content.rstrip(), "code")
+            return
+        self.directive(match.group("name"), match.group("args").strip(), node.content)
+
+    on_colon_fence = on_fence
+
+    def on_code_block(self, node: SyntaxTreeNode) -> None:
+        self.add(node.content.rstrip(), "code")
+
+    def on_math_block(self, node: SyntaxTreeNode) -> None:
+        self.add(node.content.strip(), "code")
+
+    def on_html_block(self, node: SyntaxTreeNode) -> None:
+        soup = BeautifulSoup(node.content, "html.parser")
+        for tag in soup(["script", "style"]):
+            tag.decompose()
+        self.add(_SPACES.sub(" ", soup.get_text(" ")).strip())
+
+    def on_dl(self, node: SyntaxTreeNode) -> None:
+        lines = []
+        for child in node.children:
+            if child.type == "dt":
+                lines.append(_inline(child.children[0]) if child.children else "")
+            elif child.type == "dd":
+                inner = _Walker()
+                inner.walk(child.children)
+                lines.append("  " + " ".join(b.text for b in inner.blocks))
+        self.add("\n".join(lines), "list")
+
+    def directive(self, name: str, args: str, content: str) -> None:
+        if name in DROPPED_DIRECTIVES:
+            return
+        body = _strip_options(content)
+        if name in CODE_DIRECTIVES:
+            self.add(body.rstrip(), "code")
+            return
+        if args and name not in ARGUMENT_NOT_TITLE:
+            self.add(args)
+        inner = _Walker()
+        inner.stack = list(self.stack)
+        inner.walk(SyntaxTreeNode(_MD.parse(body)).children)
+        self.blocks.extend(inner.blocks)
+
+    # Dropped outright: MyST targets, comments, block breaks, rules, front matter.
+    def on_myst_target(self, node) -> None: ...
+    def on_myst_line_comment(self, node) -> None: ...
+    def on_myst_block_break(self, node) -> None: ...
+    def on_hr(self, node) -> None: ...
+    def on_front_matter(self, node) -> None: ...
+
+
+def _front_matter(tokens) -> dict:
+    for token in tokens:
+        if token.type == "front_matter":
+            try:
+                data = yaml.safe_load(token.content)
+            except yaml.YAMLError:
+                return {}
+            return data if isinstance(data, dict) else {}
+    return {}
+
+
+def convert_markdown(text: str) -> ConvertedDocument:
+    """Convert Markdown/MyST source to blocks.
+
+    :returns: ConvertedDocument with ``title`` from front matter ``title`` or the first
+        H1, and ``metadata`` holding front-matter ``date``/``tags``/``author`` when present.
+    """
+    tokens = _MD.parse(text)
+    front = _front_matter(tokens)
+    walker = _Walker()
+    has_h1 = any(t.type == "heading_open" and t.tag == "h1" for t in tokens)
+    if front.get("title") and not has_h1:
+        # Hugo-style pages carry the title only in front matter: make it the top heading
+        # so chunks read "Okonomiyaki > Ingredients", not just "Ingredients".
+        walker.stack = [(0, str(front["title"]).strip())]
+    walker.walk(SyntaxTreeNode(tokens).children)
+    metadata = {}
+    for key in ("date", "tags", "author", "authors", "description"):
+        if front.get(key):
+            metadata[key] = front[key] if isinstance(front[key], (list, str, int, float)) else str(front[key])
+    title = str(front.get("title") or walker.first_h1 or "").strip()
+    return ConvertedDocument(blocks=walker.blocks, title=title, metadata=metadata, converter="markdown-it (MyST)")

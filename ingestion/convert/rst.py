@@ -1,0 +1,176 @@
+"""reStructuredText (Sphinx flavoured) -> blocks under heading chains, through docutils.
+
+Plain docutils does not know Sphinx's roles and directives. Before parsing, every role
+and directive name the source uses that docutils lacks is registered with a generic
+handler: roles keep their text (``:py:meth:`~Dataset.sel``` -> ``Dataset.sel``),
+directives keep their content as prose (``note``, ``tab``), as code (``code-block``,
+``ipython``), as a list of names (``autosummary``) or vanish (``toctree``, ``include``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from docutils import nodes
+from docutils.core import publish_doctree
+from docutils.parsers.rst import Directive, directives, roles
+from docutils.utils import unescape
+
+from .base import Block, ConvertedDocument
+from .markdown import CODE_DIRECTIVES, DROPPED_ROLES, render_role
+
+_ROLE_USE = re.compile(r":(?P<name>[A-Za-z][\w:.+-]*):`")
+_DIRECTIVE_USE = re.compile(r"^\s*\.\.\s+(?P<name>[A-Za-z][\w:.+-]*)::", re.M)
+_SPACES = re.compile(r"\s+")
+
+# Sphinx directives with nothing a reader needs; autosummary is kept (a list of API names).
+DROPPED = {
+    "toctree", "include", "literalinclude", "currentmodule", "module", "highlight", "index",
+    "only", "tabularcolumns", "mermaid", "graphviz", "bibliography", "automodule", "autoclass",
+    "autofunction", "automethod", "autoattribute", "autodata", "autoexception", "raw", "image",
+    "contents",
+}
+DOCUTILS_SETTINGS = {
+    "report_level": 5,
+    "halt_level": 5,
+    "file_insertion_enabled": False,
+    "raw_enabled": False,
+    "doctitle_xform": False,
+    "sectsubtitle_xform": False,
+    "warning_stream": False,
+}
+
+
+def _generic_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    rendered = render_role(name, unescape(text))
+    return ([nodes.Text(rendered)] if rendered else []), []
+
+
+class _GenericDirective(Directive):
+    """Content kept as prose, code or a list of names; see the module docstring."""
+
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = None  # accept any option
+
+    def run(self):
+        name = self.name
+        if name in DROPPED:
+            return []
+        text = "\n".join(self.content)
+        if name in CODE_DIRECTIVES:
+            return [nodes.literal_block(text, text)]
+        if name == "autosummary":
+            names = [
+                line.strip()
+                for line in self.content
+                if line.strip() and not line.strip().startswith((":", ".."))
+            ]
+            return [nodes.paragraph(text=", ".join(names))] if names else []
+        container = nodes.container()
+        if self.arguments and name not in {"figure", "tab-set", "grid"}:
+            container += nodes.paragraph(text=self.arguments[0])
+        self.state.nested_parse(self.content, self.content_offset, container)
+        return [container]
+
+
+# option_spec None makes docutils reject options; a dict that accepts anything keeps them out.
+class _AnyOptions(dict):
+    def __contains__(self, key):
+        return True
+
+    def __getitem__(self, key):
+        return directives.unchanged
+
+
+_GenericDirective.option_spec = _AnyOptions()
+
+
+# docutils' own directives and roles that render well as they are.
+NATIVE_DIRECTIVES = {
+    "note", "warning", "tip", "important", "hint", "attention", "caution", "danger", "error",
+    "admonition", "topic", "sidebar", "rubric", "epigraph", "highlights", "pull-quote",
+    "compound", "container", "table", "csv-table", "list-table", "math", "line-block",
+}
+NATIVE_ROLES = {
+    "emphasis", "strong", "literal", "math", "sub", "sup", "subscript", "superscript",
+    "abbreviation", "acronym", "title-reference", "title", "t",
+}
+
+
+def _register_handlers(source: str) -> None:
+    """Give every Sphinx role/directive used in ``source`` the generic handler."""
+    for name in set(_ROLE_USE.findall(source)) - NATIVE_ROLES:
+        roles.register_local_role(name, _generic_role)
+    for name in set(_DIRECTIVE_USE.findall(source)) - NATIVE_DIRECTIVES:
+        directives.register_directive(name, _GenericDirective)
+
+
+def _text(node: nodes.Node) -> str:
+    return _SPACES.sub(" ", node.astext()).strip()
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.headings: list[str] = []
+
+    def add(self, text: str, kind: str = "text") -> None:
+        if text.strip():
+            self.blocks.append(Block(tuple(self.headings), text.strip(), kind))
+
+    def walk(self, node: nodes.Node) -> None:
+        for child in node.children:
+            self.visit(child)
+
+    def visit(self, node: nodes.Node) -> None:
+        if isinstance(node, nodes.section):
+            title = next((c for c in node.children if isinstance(c, nodes.title)), None)
+            self.headings.append(_text(title) if title is not None else "")
+            self.walk(node)
+            self.headings.pop()
+        elif isinstance(node, (nodes.title, nodes.comment, nodes.target, nodes.system_message,
+                               nodes.substitution_definition, nodes.raw, nodes.image)):
+            return
+        elif isinstance(node, nodes.paragraph):
+            self.add(_text(node))
+        elif isinstance(node, (nodes.literal_block, nodes.doctest_block, nodes.math_block)):
+            self.add(node.astext().rstrip(), "code")
+        elif isinstance(node, (nodes.bullet_list, nodes.enumerated_list)):
+            self.add(self._list(node), "list")
+        elif isinstance(node, nodes.definition_list):
+            lines = []
+            for item in node.children:
+                term = next((c for c in item.children if isinstance(c, nodes.term)), None)
+                definition = next((c for c in item.children if isinstance(c, nodes.definition)), None)
+                lines.append((_text(term) if term else "") + ": " + (_text(definition) if definition else ""))
+            self.add("\n".join(lines), "list")
+        elif isinstance(node, nodes.table):
+            rows = [" | ".join(_text(entry) for entry in row.children) for row in node.findall(nodes.row)]
+            self.add("\n".join(rows), "table")
+        elif isinstance(node, nodes.field_list):
+            lines = [f"{_text(f.children[0])}: {_text(f.children[1])}" for f in node.children if len(f.children) == 2]
+            self.add("\n".join(lines))
+        else:
+            self.walk(node)
+
+    def _list(self, node: nodes.Element, depth: int = 0) -> str:
+        lines = []
+        for item in node.children:
+            own = [_text(c) for c in item.children if not isinstance(c, (nodes.bullet_list, nodes.enumerated_list))]
+            lines.append("  " * depth + "- " + " ".join(t for t in own if t))
+            for nested in item.children:
+                if isinstance(nested, (nodes.bullet_list, nodes.enumerated_list)):
+                    lines.append(self._list(nested, depth + 1))
+        return "\n".join(lines)
+
+
+def convert_rst(text: str, source_name: str = "<rst>") -> ConvertedDocument:
+    """Convert reStructuredText source. :returns: blocks; title = the first section title."""
+    _register_handlers(text)
+    doctree = publish_doctree(text, source_path=source_name, settings_overrides=DOCUTILS_SETTINGS)
+    walker = _Walker()
+    walker.walk(doctree)
+    title = next((_text(t) for t in doctree.findall(nodes.title)), "")
+    return ConvertedDocument(blocks=walker.blocks, title=title, converter="docutils")

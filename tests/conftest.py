@@ -1,0 +1,58 @@
+"""Shared fixtures. Everything runs against the real embedded PostgreSQL + pgvector
+(or DATABASE_URL), real Redis (TEST_REDIS_URL) and the real embedding model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+DOC_DOMAINS = {
+    "domains": {
+        "neuroml": {
+            "description": (
+                "NeuroML: a standard XML-based language and software ecosystem (pyNeuroML, "
+                "jNeuroML, LEMS) for describing and simulating computational models of neurons, "
+                "ion channels, synapses and networks in computational neuroscience."
+            ),
+            "vector_stores": [{"name": "neuroml-docs"}],
+            "bm25_stores": [{"name": "neuroml-docs"}],
+        },
+        "xarray": {
+            "description": (
+                "xarray: a Python library for labelled N-dimensional arrays and datasets "
+                "(DataArray, Dataset): indexing, groupby, resampling, netCDF/Zarr IO, dask."
+            ),
+            "vector_stores": [{"name": "xarray-docs"}],
+            "bm25_stores": [{"name": "xarray-docs"}],
+        },
+    }
+}
+
+
+def corpora_path(*parts: str) -> Path:
+    """A path inside the shared corpora; fails (never skips) when it is missing."""
+    path = Path(settings.KLEA_CORPORA_DIR, *parts)
+    if not path.exists():
+        pytest.fail(f"shared corpora not found at {path}; set KLEA_CORPORA_DIR", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def doc_domains(django_db_setup, django_db_blocker):
+    """The NeuroML and xarray documentation ingested as two domains, once per session.
+
+    The rows are committed to the test database; tests that use them must not delete them.
+    """
+    from domains.config_io import load_domain_config
+    from ingestion.indexing import ingest_directory
+
+    with django_db_blocker.unblock():
+        load_domain_config(json.loads(json.dumps(DOC_DOMAINS)))
+        reports = {
+            "neuroml": ingest_directory(corpora_path("docs", "neuroml"), "neuroml-docs", "neuroml"),
+            "xarray": ingest_directory(corpora_path("docs", "xarray"), "xarray-docs", "xarray"),
+        }
+    return reports

@@ -1,0 +1,190 @@
+"""Conversion of text formats to blocks under heading chains; bad files refused clearly."""
+
+from pathlib import Path
+
+import pytest
+
+from ingestion.convert import ConversionError, convert_file
+from ingestion.convert.base import Block
+from ingestion.convert.html import convert_html
+from ingestion.convert.markdown import convert_markdown, render_role
+from ingestion.convert.plain import convert_plain
+from ingestion.convert.rst import convert_rst
+
+MYST = """---
+title: Ignored because an H1 exists
+date: 2021-04-06
+tags: [quick, japanese]
+---
+(userdocs:getting_started)=
+# Getting started
+% a MyST comment that must vanish
+
+Install {ref}`pyNeuroML <pyneuroml>` and read {py:class}`~pandas.Series` and {ref}`userdocs:paths`.
+See {cite}`Gleeson2010` for details.
+
+```{admonition} Validate first
+:class: tip
+Always validate your files.
+```
+
+:::{note}
+Colon fences work too.
+:::
+
+```{toctree}
+:maxdepth: 2
+Userdocs/Paths
+```
+
+```{figure} ../images/cell.png
+:alt: a cell
+A detailed cell morphology.
+```
+
+## Install
+
+```{code-block} console
+pip install pyneuroml
+```
+
+- first item with [a link](https://example.org)
+- second item
+  - nested item
+
+| Tool | Language |
+|------|----------|
+| jnml | Java |
+"""
+
+
+def test_markdown_myst_markup_never_reaches_blocks():
+    doc = convert_markdown(MYST)
+    assert doc.title == "Ignored because an H1 exists"
+    assert doc.metadata == {"date": "2021-04-06", "tags": ["quick", "japanese"]}
+    assert doc.blocks == [
+        Block(("Getting started",), "Install pyNeuroML and read pandas.Series and paths. See for details."),
+        Block(("Getting started",), "Validate first"),
+        Block(("Getting started",), "Always validate your files."),
+        Block(("Getting started",), "Colon fences work too."),
+        Block(("Getting started",), "A detailed cell morphology."),
+        Block(("Getting started", "Install"), "pip install pyneuroml", "code"),
+        Block(("Getting started", "Install"), "- first item with a link\n- second item\n  - nested item", "list"),
+        Block(("Getting started", "Install"), "Tool | Language\njnml | Java", "table"),
+    ]
+
+
+def test_hugo_front_matter_title_becomes_the_top_heading():
+    doc = convert_markdown("---\ntitle: Okonomiyaki\ndate: 2021-04-06\n---\n\nA pancake.\n\n## Ingredients\n\n- flour\n")
+    assert doc.title == "Okonomiyaki"
+    assert doc.blocks == [
+        Block(("Okonomiyaki",), "A pancake."),
+        Block(("Okonomiyaki", "Ingredients"), "- flour", "list"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "name, content, expected",
+    [
+        ("ref", "pyNeuroML <pyneuroml>", "pyNeuroML"),
+        ("ref", "userdocs:get_neuroml", "get neuroml"),
+        ("py:meth", "~xarray.Dataset.sel", "xarray.Dataset.sel"),
+        ("math", "V_{m}", "V_{m}"),
+        ("cite:p", "Gleeson2010", ""),
+        ("doc", "the paths page <Userdocs/Paths>", "the paths page"),
+    ],
+)
+def test_render_role(name, content, expected):
+    assert render_role(name, content) == expected
+
+
+RST = """
+.. _indexing:
+
+Indexing and selecting
+======================
+
+.. currentmodule:: xarray
+
+Use :py:meth:`~Dataset.sel` for labels and :ref:`positional <pos>` indexing.
+
+.. note::
+
+   Labels must be unique.
+
+.. ipython:: python
+
+    ds.sel(x=1)
+
+.. autosummary::
+   :toctree: generated/
+
+   Dataset.sel
+   Dataset.isel
+
+Subsection
+----------
+
+* one
+* two
+
+.. toctree::
+
+   other
+"""
+
+
+def test_rst_sphinx_roles_and_directives():
+    doc = convert_rst(RST)
+    assert doc.title == "Indexing and selecting"
+    assert doc.blocks == [
+        Block(("Indexing and selecting",), "Use Dataset.sel for labels and positional indexing."),
+        Block(("Indexing and selecting",), "Labels must be unique."),
+        Block(("Indexing and selecting",), "ds.sel(x=1)", "code"),
+        Block(("Indexing and selecting",), "Dataset.sel, Dataset.isel"),
+        Block(("Indexing and selecting", "Subsection"), "- one\n- two", "list"),
+    ]
+
+
+def test_html_headings_and_chrome():
+    html = """<html><head><title>Page</title><script>var x = 1;</script></head><body>
+    <nav>menu</nav><h1>Top</h1><p>Intro <b>bold</b>.</p><h2>Part</h2><ul><li>a</li><li>b</li></ul>
+    <pre>code()</pre><footer>footer</footer></body></html>"""
+    doc = convert_html(html)
+    assert doc.title == "Page"
+    assert doc.blocks == [
+        Block(("Top",), "Intro bold."),
+        Block(("Top", "Part"), "- a\n- b", "list"),
+        Block(("Top", "Part"), "code()", "code"),
+    ]
+
+
+def test_plain_text_paragraphs():
+    doc = convert_plain("Title line\n\nFirst paragraph\ncontinues.\n\n\nSecond.")
+    assert doc.title == "Title line"
+    assert [b.text for b in doc.blocks] == ["Title line", "First paragraph\ncontinues.", "Second."]
+
+
+@pytest.mark.parametrize(
+    "name, payload, reason, message",
+    [
+        ("blob.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00", "binary", "blob.md: binary content in a text file (NUL bytes)"),
+        ("latin.md", b"caf\xe9 au lait", "not_utf8", "latin.md: not UTF-8 (byte 0xe9 at offset 3)"),
+        ("empty.rst", b"", "empty", "empty.rst: the file is empty"),
+        ("only.md", b"```{toctree}\na\n```\n", "no_text", "only.md: no text left after conversion (only markup)"),
+        ("table.xlsx", b"PK", "unsupported", "table.xlsx: unsupported file type '.xlsx'"),
+    ],
+)
+def test_bad_files_raise_one_line_errors(tmp_path: Path, name, payload, reason, message):
+    path = tmp_path / name
+    path.write_bytes(payload)
+    with pytest.raises(ConversionError) as info:
+        convert_file(path)
+    assert info.value.reason == reason
+    assert str(info.value) == message
+
+
+def test_title_falls_back_to_first_real_heading(tmp_path: Path):
+    path = tmp_path / "notes.md"
+    path.write_text("## ✨\n\n## Real heading\n\nText here.\n", encoding="utf-8")
+    assert convert_file(path).title == "Real heading"

@@ -1,0 +1,135 @@
+"""Directory ingestion: incremental, pruning, bad files isolated, clear run errors."""
+
+from io import StringIO
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+
+from domains.models import Chunk, Document, Domain, MetadataEntry, Store
+from ingestion.indexing import IngestError, ingest_directory
+from ingestion.models import IngestionJob
+
+
+@pytest.fixture
+def domain(db):
+    return Domain.objects.create(name="ingest-test", description="Ingestion tests")
+
+
+def make_tree(root: Path) -> Path:
+    (root / "guide").mkdir(parents=True)
+    (root / "guide" / "intro.md").write_text(
+        "# Intro\n\nNeurons communicate through synapses.\n\n## Channels\n\nIon channels open.\n", encoding="utf-8"
+    )
+    (root / "api.rst").write_text("API\n===\n\nThe ``sel`` method selects by label.\n", encoding="utf-8")
+    (root / "page.html").write_text("<h1>Page</h1><p>An HTML page about spikes.</p>", encoding="utf-8")
+    (root / "notes.txt").write_text("Plain notes.\n\nSecond paragraph.", encoding="utf-8")
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "skip.md").write_text("# Hidden\n\nnever ingested", encoding="utf-8")
+    (root / "image.png").write_bytes(b"\x89PNG")  # unsupported extension: not listed at all
+    return root
+
+
+def test_ingest_builds_documents_chunks_and_metadata(domain, tmp_path):
+    report = ingest_directory(make_tree(tmp_path), "ingest-store", "ingest-test")
+    assert (report.count("stored"), report.count("failed"), report.chunks) == (4, 0, 5)
+    store = Store.objects.get(name="ingest-store")
+    assert store.domain == domain
+    docs = dict(Document.objects.filter(store=store).values_list("file_name", "status"))
+    assert docs == {"api.rst": "stored", "guide/intro.md": "stored", "notes.txt": "stored", "page.html": "stored"}
+    intro = Chunk.objects.filter(store__name="ingest-store", document__file_name="guide/intro.md").order_by("ordinal")
+    assert [(c.headings, c.text) for c in intro] == [
+        (["Intro"], "Neurons communicate through synapses."),
+        (["Intro", "Channels"], "Ion channels open."),
+    ]
+    vectors = np.array([c.embedding for c in intro])
+    assert vectors.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert MetadataEntry.objects.get(document__store__name="ingest-store", document__file_name="api.rst", heading_key="DEFAULT").values == {"title": "API"}
+    job = IngestionJob.objects.get(pk=report.job_id)
+    assert (job.status, job.done, job.total, job.errors) == ("succeeded", 4, 4, {})
+
+
+def test_rerun_skips_unchanged_replaces_changed_and_prunes_removed(domain, tmp_path):
+    root = make_tree(tmp_path)
+    ingest_directory(root, "ingest-store", "ingest-test")
+    first_ids = set(Chunk.objects.filter(store__name="ingest-store", document__file_name="api.rst").values_list("id", flat=True))
+
+    (root / "guide" / "intro.md").write_text("# Intro\n\nRewritten text.\n", encoding="utf-8")
+    (root / "notes.txt").unlink()
+    report = ingest_directory(root, "ingest-store", "ingest-test")
+    statuses = {o.file_name: o.status for o in report.outcomes}
+    assert statuses == {
+        "api.rst": "unchanged",
+        "page.html": "unchanged",
+        "guide/intro.md": "stored",
+        "notes.txt": "pruned",
+    }
+    assert list(Chunk.objects.filter(store__name="ingest-store", document__file_name="guide/intro.md").values_list("text", flat=True)) == [
+        "Rewritten text."
+    ]
+    assert not Document.objects.filter(store__name="ingest-store", file_name="notes.txt").exists()
+    assert set(Chunk.objects.filter(store__name="ingest-store", document__file_name="api.rst").values_list("id", flat=True)) == first_ids
+
+    forced = ingest_directory(root, "ingest-store", "ingest-test", force=True)
+    assert forced.count("stored") == 3
+    assert Chunk.objects.filter(store__name="ingest-store").count() == 3
+
+
+def test_bad_files_fail_alone(domain, tmp_path):
+    root = make_tree(tmp_path)
+    (root / "binary.md").write_bytes(b"\x00\x01\x02 binary")
+    (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    report = ingest_directory(root, "ingest-store", "ingest-test")
+    failed = {o.file_name: o.error for o in report.outcomes if o.status == "failed"}
+    assert failed == {
+        "binary.md": "binary.md: binary content in a text file (NUL bytes)",
+        "latin1.txt": "latin1.txt: not UTF-8 (byte 0xe9 at offset 3)",
+    }
+    assert report.count("stored") == 4
+    bad = Document.objects.get(store__name="ingest-store", file_name="binary.md")
+    assert (bad.status, bad.chunks.count()) == ("failed", 0)
+    assert IngestionJob.objects.get(pk=report.job_id).status == "partial"
+
+
+def test_run_errors_are_one_line_and_write_nothing(domain, tmp_path):
+    with pytest.raises(IngestError, match=r"no_such: no such directory$"):
+        ingest_directory(tmp_path / "no_such", "s", "ingest-test")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(IngestError, match=r"empty: no files to ingest \(supported: "):
+        ingest_directory(tmp_path / "empty", "s", "ingest-test")
+    root = make_tree(tmp_path / "tree")
+    with pytest.raises(IngestError) as info:
+        ingest_directory(root, "s", "no-such-domain")
+    assert str(info.value) == (
+        "domain 'no-such-domain' does not exist; create it in the admin or with `manage.py loaddomains`"
+    )
+    other = Domain.objects.create(name="other-domain", description="o")
+    Store.objects.create(name="taken", domain=other)
+    with pytest.raises(IngestError, match="store 'taken' belongs to domain 'other-domain', not 'ingest-test'"):
+        ingest_directory(root, "taken", "ingest-test")
+    assert not Store.objects.filter(name="s").exists()
+    assert not Document.objects.filter(store__name="taken").exists()
+
+
+def test_command_prints_summary_and_exits_nonzero_on_failures(domain, tmp_path):
+    root = make_tree(tmp_path)
+    out = StringIO()
+    call_command("stores", "build", str(root), "--collection", "cmd-store", "--domain", "ingest-test",
+                 "--no-progress", stdout=out, stderr=StringIO())
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("store cmd-store (job ")
+    assert lines[1:6] == [
+        "  stored                 4",
+        "  unchanged              0",
+        "  skipped                0",
+        "  failed                 0",
+        "  pruned                 0",
+    ]
+    (root / "bad.md").write_bytes(b"\x00")
+    with pytest.raises(CommandError, match=r"^1 file\(s\) failed; the others were stored$"):
+        call_command("stores", "build", str(root), "--collection", "cmd-store", "--domain", "ingest-test",
+                     "--no-progress", stdout=StringIO(), stderr=StringIO())
+    with pytest.raises(CommandError, match="domain 'nope' does not exist"):
+        call_command("stores", "build", str(root), "--collection", "x", "--domain", "nope", "--no-progress")

@@ -1,0 +1,98 @@
+"""Models, database objects and the admin."""
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.db import connection
+
+from domains.models import Chunk, Document, Domain, FilterField, Store
+
+
+@pytest.mark.django_db
+def test_database_has_pgvector_hnsw_index_and_search_vector_trigger():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        (version,) = cursor.fetchone()
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_embedding_hnsw'")
+        (indexdef,) = cursor.fetchone()
+    assert tuple(int(p) for p in version.split(".")[:2]) >= (0, 6)
+    assert "USING hnsw (embedding vector_cosine_ops)" in indexdef
+    assert "m='16'" in indexdef and "ef_construction='64'" in indexdef
+
+    domain = Domain.objects.create(name="d-trigger", description="d")
+    store = Store.objects.create(name="s-trigger", domain=domain)
+    document = Document.objects.create(store=store, file_name="a.md")
+    chunk = Chunk.objects.create(
+        store=store, document=document, ordinal=0, text="Neurons were firing", headings=["Spiking models"]
+    )
+    chunk.refresh_from_db()
+    assert str(chunk.search_vector) == "'fire':5 'model':2 'neuron':3 'spike':1"
+    chunk.text = "Synapses"
+    chunk.save()
+    chunk.refresh_from_db()
+    assert str(chunk.search_vector) == "'model':2 'spike':1 'synaps':3"
+
+
+@pytest.mark.django_db
+def test_validation_names_what_is_wrong():
+    domain = Domain(name="d-valid", description="d", default_k=6, k_max=4)
+    with pytest.raises(ValidationError) as info:
+        domain.full_clean()
+    assert info.value.message_dict == {"k_max": ["k_max (4) must be at least default_k (6)."]}
+
+    domain = Domain.objects.create(name="d-valid", description="d")
+    field = FilterField(domain=domain, name="first name", value_type="string")
+    with pytest.raises(ValidationError) as info:
+        field.full_clean()
+    assert info.value.message_dict["name"] == [
+        "Filter field name must be an identifier: a letter or _ then letters, digits or _."
+    ]
+
+    Store.objects.create(name="dup-store", domain=domain)
+    with pytest.raises(ValidationError) as info:
+        Store(name="dup-store", domain=domain).full_clean()
+    assert info.value.message_dict["name"] == ["Store with this Name already exists."]
+
+
+@pytest.mark.django_db
+def test_admin_pages_show_inlines_counts_and_errors(admin_client):
+    domain = Domain.objects.create(name="d-admin", description="An admin test domain")
+    FilterField.objects.create(domain=domain, name="year", value_type="int")
+    store = Store.objects.create(name="s-admin", domain=domain)
+    document = Document.objects.create(store=store, file_name="x.md")
+    Chunk.objects.create(store=store, document=document, ordinal=0, text="hello")
+
+    page = admin_client.get(f"/admin/domains/domain/{domain.pk}/change/").content.decode()
+    assert 'name="filter_fields-0-name"' in page and 'value="year"' in page
+    assert 'name="stores-0-name"' in page and 'value="s-admin"' in page
+    listing = admin_client.get("/admin/domains/store/?q=s-admin").content.decode()
+    assert '<td class="field-document_count">1</td>' in listing
+    assert '<td class="field-chunk_count">1</td>' in listing
+
+    form = {
+        "name": "d-admin",
+        "description": "x",
+        "active": "on",
+        "default_k": "8",
+        "k_max": "3",
+        "k_inc": "1",
+        "min_relevance": "0.15",
+        "filter_fields-TOTAL_FORMS": "1",
+        "filter_fields-INITIAL_FORMS": "0",
+        "filter_fields-0-name": "not an identifier",
+        "filter_fields-0-value_type": "string",
+        "stores-TOTAL_FORMS": "0",
+        "stores-INITIAL_FORMS": "0",
+    }
+    response = admin_client.post(f"/admin/domains/domain/{domain.pk}/change/", form)
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "k_max (3) must be at least default_k (8)." in body
+    assert "Filter field name must be an identifier" in body
+
+
+@pytest.mark.django_db
+def test_admin_requires_staff(client, django_user_model):
+    assert client.get("/admin/").status_code == 302
+    django_user_model.objects.create_user("plain", password="pw-123456")
+    client.login(username="plain", password="pw-123456")
+    assert client.get("/admin/").status_code == 302
