@@ -34,3 +34,26 @@ class IngestionJob(models.Model):
     @property
     def percent(self) -> int:
         return int(100 * self.done / self.total) if self.total else 0
+
+
+class DoiRecord(models.Model):
+    """One DOI looked up in the DOI services, cached so no DOI is fetched twice.
+
+    ``key`` is the DOI in lower case (DOI identity is case-insensitive); ``record`` the
+    normalised answer (title, authors, year, journal, keywords) of the first service
+    that had a titled record, empty when every service answered "not found".
+    """
+
+    key = models.CharField(max_length=512, unique=True, help_text="The DOI in lower case.")
+    doi = models.CharField(max_length=512, help_text="The DOI as first looked up.")
+    found = models.BooleanField(default=True)
+    service = models.CharField(max_length=32, blank=True, help_text="crossref, openalex or semanticscholar")
+    record = models.JSONField(default=dict, blank=True)
+    fetched_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "DOI record"
+        ordering = ["key"]
+
+    def __str__(self) -> str:
+        return f"{self.doi} ({self.service or 'not found'})"

@@ -145,3 +145,19 @@ KLEA_EMBEDDING_BATCH_SIZE = env.int("KLEA_EMBEDDING_BATCH_SIZE", default=32)
 # Reference-material budget: characters, each chunk costs len(text) + 200.
 KLEA_MAX_REFS_SIZE = env.int("KLEA_MAX_REFS_SIZE", default=20_000)
 KLEA_CHUNK_MAX_TOKENS = env.int("KLEA_CHUNK_MAX_TOKENS", default=450)
+
+# --- Bibliographic metadata (ingestion/biblio; docs/bibliography.md) ----------------
+# DOI lookups in Crossref, OpenAlex and Semantic Scholar, cached in the database.
+# KLEA_DOI_NETWORK=false keeps ingestion offline (cached records are still used).
+KLEA_DOI_NETWORK = env.bool("KLEA_DOI_NETWORK", default=True)
+# Contact address sent to Crossref and OpenAlex (their "polite pool"); set it in production.
+KLEA_INGEST_MAILTO = env("KLEA_INGEST_MAILTO", default="")
+KLEA_CROSSREF_URL = env("KLEA_CROSSREF_URL", default="https://api.crossref.org")
+KLEA_OPENALEX_URL = env("KLEA_OPENALEX_URL", default="https://api.openalex.org")
+KLEA_SEMANTIC_SCHOLAR_URL = env("KLEA_SEMANTIC_SCHOLAR_URL", default="https://api.semanticscholar.org")
+KLEA_SEMANTIC_SCHOLAR_API_KEY = env("KLEA_SEMANTIC_SCHOLAR_API_KEY", default="")
+KLEA_DOI_TIMEOUT = env.float("KLEA_DOI_TIMEOUT", default=10.0)  # seconds per request
+# Rounds over the three services after the first (only for 429/5xx/timeouts), waiting
+# KLEA_DOI_BACKOFF * 2**n seconds before round n+1 (capped at 30 s).
+KLEA_DOI_RETRIES = env.int("KLEA_DOI_RETRIES", default=2)
+KLEA_DOI_BACKOFF = env.float("KLEA_DOI_BACKOFF", default=1.0)
