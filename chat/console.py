@@ -44,13 +44,21 @@ class EventPrinter:
     (each attempt on its own line), then warnings and references, and errors.
 
     :param write: writes one piece of text (no newline added), e.g. ``stdout.write``
-        with ``ending=""``.
+        with ``ending=""``; ``write_error`` the same for errors.
     """
 
-    def __init__(self, write: Callable[[str], None], write_error: Callable[[str], None], *, quiet: bool = False):
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        write_error: Callable[[str], None],
+        *,
+        quiet: bool = False,
+        show_fatal: bool = True,
+    ):
         self.write = write
         self.write_error = write_error
         self.quiet = quiet
+        self.show_fatal = show_fatal  # False when the caller reports the fatal error itself
         self._attempt = 0
         self._streaming = False
 
@@ -72,6 +80,8 @@ class EventPrinter:
             self._streaming = True
         elif isinstance(event, Error):
             self._end_stream()
+            if event.fatal and not self.show_fatal:
+                return
             self.write_error(f"error ({event.code}{', ' + event.node if event.node else ''}): {event.message}\n")
         elif isinstance(event, References):
             self._end_stream()

@@ -3,11 +3,16 @@ never answer text; cancelled turns stop the stream and store the partial answer.
 
 from __future__ import annotations
 
+import re
+from io import StringIO
+
 import pytest
 from asgiref.sync import async_to_sync
+from django.core.management import CommandError, call_command
 
 from chat.models import ChatMessage, ChatSession
-from chat.pipeline import Token, Turn, TurnRequest, TurnResult, run_turn
+from chat.backends import ModelNotFound
+from chat.pipeline import Token, Turn, TurnFailed, TurnRequest, TurnResult, run_turn
 
 from .fake_ollama import Reply, closed_port_url
 from .pipeline_helpers import run, trace
@@ -34,6 +39,8 @@ def test_model_not_pulled_is_one_fatal_error(fake, domains):
         "done failed",
     ]
     assert result.answer is None
+    with pytest.raises(ModelNotFound, match=r"run `ollama pull qwen3:0.6b`$"):
+        result.raise_for_error()
 
 
 def test_connection_refused_is_one_fatal_error(fake, domains, settings):
@@ -130,6 +137,8 @@ def test_cancel_stops_the_stream_and_stores_the_partial_answer(fake, domains):
         "done interrupted",
     ]
     assert fake.disconnected.wait(10), "the model stream was not closed"
+    with pytest.raises(TurnFailed, match=r"^interrupted: the turn was cancelled$"):
+        result.raise_for_error()
     assistant = session.messages.get(role=ChatMessage.Role.ASSISTANT)
     assert (assistant.status, assistant.content, assistant.route, assistant.domains) == (
         "interrupted", "The Izhikevich model is cheap", "domains", ["neuro"],
@@ -166,3 +175,14 @@ def test_cancel_after_the_turn_ended_changes_nothing(fake, domains):
     events = async_to_sync(scenario)()
     assert [e.type for e in events[-5:]] == ["answer", "stage", "stage", "stage", "done"]
     assert events[-1].status == "complete"
+
+
+def test_ask_command_exits_non_zero_on_a_fatal_error(fake, domains, settings):
+    url = closed_port_url()
+    settings.OLLAMA_HOST = url
+    out, err = StringIO(), StringIO()
+    with pytest.raises(CommandError, match=rf"^unreachable: cannot reach the Ollama server at {url} \(is it running\?\)$"):
+        call_command("ask", IZH, "--backend", "ollama", stdout=out, stderr=err)
+    lines = [re.sub(r" \(\d+ ms\)$", "", line) for line in out.getvalue().splitlines()]
+    assert lines == ["· memory: no session", "· guard: skipped (no guard model)"]
+    assert err.getvalue() == ""

@@ -61,6 +61,22 @@ def test_retrieve_more_info_grows_k_then_continues(fake, domains):
     assert result.answer.warnings == []
 
 
+def test_k_at_k_max_ends_in_best_effort(fake, domains):
+    neuro = domains["neuro"]
+    neuro.k_max = 6
+    neuro.save()
+    fake.script(
+        domains_reply("neuro"), queries_reply("cheap neuron model"),
+        cheap(), scores(coverage=0.8, confidence=0.4),
+        cheap(), scores(coverage=0.8, confidence=0.4),
+    )
+    result = run(IZH, [neuro])
+    assert [line for line in stages(result) if line.startswith("evaluate")] == [
+        "evaluate: retrieve_more_info (k=6)", "evaluate: best_effort",
+    ]
+    assert (result.answer.warnings, result.answer.text) == ([PARTIAL], CHEAP)
+
+
 def test_modify_query_shows_previous_query_and_review(fake, domains):
     fake.script(
         domains_reply("neuro"), queries_reply("neuron cost"),

@@ -40,9 +40,13 @@ def test_cleaner_handles_pieces_split_anywhere():
 def test_cleaner_keeps_ordinary_brackets_and_drops_an_unclosed_think():
     out, _ = clean(["a[i] = [x for x in y] and [", "see below]"])
     assert "".join(out) == "a[i] = [x for x in y] and [see below]"
-    out, cleaner = clean(["Index with `da[", "0]` or\n```\nx[2]\n```\nas in pip[3]."])
-    assert "".join(out) == "Index with `da[0]` or\n```\nx[2]\n```\nas in pip[1]."
+    out, cleaner = clean(["Index with `da[", "0]` or ``da[1]`` or\n```\nx[2]\n```\nas in pip[3]."])
+    assert "".join(out) == "Index with `da[0]` or ``da[1]`` or\n```\nx[2]\n```\nas in pip[1]."
     assert cleaner.cited == [3]
+    cleaner = AnswerCleaner([4, 5])
+    assert (cleaner.cite(5), cleaner.cite(4), cleaner.cite(5), cleaner.cited) == ("[1]", "[2]", "[1]", [5, 4])
+    with pytest.raises(ValueError, match="source 7 was not given"):
+        cleaner.cite(7)
     out, cleaner = clean(["Answer. <think>never closed"])
     assert "".join(out) == "Answer."
     assert strip_think("<think>a</think> b <think>c") == "b"

@@ -46,6 +46,8 @@ MIN_SENTENCE_CHARS = 25
 # grows with length, about 4 characters per token).
 PREFILTER = 12
 SENTENCE_EMBED_CHARS = 300
+# Source 1's candidates scored first when none of them is among the PREFILTER best.
+FIRST_SOURCE_KEEP = 3
 _WORD = re.compile(r"[a-z0-9_]+")
 _STOP_WORDS = frozenset(
     "a an and are as at be by can do does for from how i in is it of on or the this to what when where which "
@@ -167,63 +169,95 @@ def _matches(wanted: set[str], text: str) -> set[str]:
     return {t for t in wanted if t in words or any(w.startswith(t) for w in words)}
 
 
-def prefilter(question: str, candidates: list, keep: int = PREFILTER) -> list[int]:
-    """Indexes of the ``keep`` candidates (``(number, position, sentence, chunk score)``)
-    with the best lexical score: the idf-weighted share of question terms in the
-    sentence, plus the chunk's retrieval score (both in [0, 1]); in original order."""
-    if len(candidates) <= keep:
-        return list(range(len(candidates)))
+def lexical_scores(question: str, sentences: Sequence[str], chunk_scores: Sequence[float]) -> list[float]:
+    """Per sentence: the idf-weighted share of question terms it contains (idf over these
+    sentences), plus its chunk's retrieval score; both in [0, 1]."""
     wanted = _terms(question)
-    found = [_matches(wanted, c[2]) for c in candidates]
-    count = len(candidates)
+    found = [_matches(wanted, sentence) for sentence in sentences]
+    count = len(sentences)
     idf = {t: np.log(1 + count / (1 + sum(t in terms for terms in found))) for t in wanted}
     total = sum(idf.values()) or 1.0
-    scores = [sum(idf[t] for t in terms) / total + c[3] for terms, c in zip(found, candidates)]
-    return sorted(sorted(range(count), key=lambda i: -scores[i])[:keep])
+    return [sum(idf[t] for t in terms) / total + score for terms, score in zip(found, chunk_scores)]
 
 
-def compose_answer(query_vector: np.ndarray, sources: Sequence[Source], question: str = "") -> list[tuple[int, str]]:
-    """Pick the sources' sentences most similar to the question.
+@dataclass(frozen=True)
+class Candidate:
+    number: int  # the source's number
+    position: int  # the sentence's place within the source (reading order)
+    sentence: str
+    chunk_score: float
+
+
+class Composer:
+    """Picks up to MAX_SENTENCES sentences of the sources most similar to the question
+    (at most MAX_PER_SOURCE per source), in two steps so that the first sentence can be
+    sent before the others are scored:
+
+    1. :meth:`first`: the best sentence of source 1 (retrieval saw whole chunks, the
+       sentence scorer sees sentences alone, so the best-ranked source always speaks);
+    2. :meth:`rest`: the others, in reading order.
+
+    Only the PREFILTER candidates with the best lexical score are embedded.
 
     :param query_vector: the question's embedding, shape (384,), L2-normalised.
     :param sources: numbered sources (``Source.number``), chunks best first.
-    :param question: the question's text, for the lexical prefilter.
-    :returns: [(source number, sentence)] in reading order (source order, then text
-        order); [] when no sentence qualifies.
     """
-    candidates: list[tuple[int, int, str, float]] = []  # (number, position, sentence, chunk score)
-    for source in sources:
-        position = 0
-        for chunk in source.chunks:
-            for sentence in split_sentences(chunk.text):
-                candidates.append((source.number, position, sentence, chunk.score))
-                position += 1
-    if not candidates:
-        return []
-    candidates = [candidates[i] for i in prefilter(question, candidates)]
-    vectors = embeddings.embed_texts([c[2][:SENTENCE_EMBED_CHARS] for c in candidates])
-    # Retrieval already weighed each chunk (fusion + recency): keep some of that.
-    retrieval = np.array([c[3] for c in candidates], dtype=np.float32)
-    scores = vectors @ query_vector + RETRIEVAL_WEIGHT * retrieval
-    order = [int(i) for i in np.argsort(-scores, kind="stable")]
-    # The first source always contributes its best sentence: retrieval saw whole
-    # chunks, the sentence scorer sees sentences alone.
-    first = next((i for i in order if candidates[i][0] == sources[0].number), None)
-    if first is not None:
-        order.remove(first)
-        order.insert(0, first)
-    chosen: list[tuple[int, int, str]] = []
-    per_source: dict[int, int] = {}
-    for index in order:
-        number, position, sentence, _ = candidates[index]
-        if per_source.get(number, 0) >= MAX_PER_SOURCE:
-            continue
-        chosen.append((number, position, sentence))
-        per_source[number] = per_source.get(number, 0) + 1
-        if len(chosen) == MAX_SENTENCES:
-            break
-    chosen.sort(key=lambda c: (c[0], c[1]))
-    return [(number, sentence) for number, _, sentence in chosen]
+
+    def __init__(self, query_vector: np.ndarray, sources: Sequence[Source], question: str):
+        self.query_vector = query_vector
+        self.candidates: list[Candidate] = []
+        for source in sources:
+            pairs = [(sentence, chunk.score) for chunk in source.chunks for sentence in split_sentences(chunk.text)]
+            self.candidates += [Candidate(source.number, i, text, score) for i, (text, score) in enumerate(pairs)]
+        lexical = lexical_scores(
+            question, [c.sentence for c in self.candidates], [c.chunk_score for c in self.candidates]
+        )
+        order = sorted(range(len(self.candidates)), key=lambda i: -lexical[i])
+        kept = order[:PREFILTER]
+        first_number = sources[0].number if sources else None
+        self._first = [i for i in kept if self.candidates[i].number == first_number] or [
+            i for i in order if self.candidates[i].number == first_number
+        ][:FIRST_SOURCE_KEEP]
+        self._rest = [i for i in kept if i not in self._first]
+        self._scores: dict[int, float] = {}
+        self.chosen: list[int] = []
+
+    def _score(self, indexes: list[int]) -> None:
+        if not indexes:
+            return
+        vectors = embeddings.embed_texts([self.candidates[i].sentence[:SENTENCE_EMBED_CHARS] for i in indexes])
+        # Retrieval already weighed each chunk (fusion + recency): keep some of that.
+        retrieval = np.array([self.candidates[i].chunk_score for i in indexes], dtype=np.float32)
+        for index, score in zip(indexes, vectors @ self.query_vector + RETRIEVAL_WEIGHT * retrieval):
+            self._scores[index] = float(score)
+
+    def first(self) -> tuple[int, str] | None:
+        """(source number, sentence) of source 1's best sentence; None when it has none."""
+        self._score(self._first)
+        if not self._first:
+            return None
+        best = max(self._first, key=lambda i: self._scores[i])
+        self.chosen.append(best)
+        return self.candidates[best].number, self.candidates[best].sentence
+
+    def rest(self) -> list[tuple[int, str]]:
+        """The other chosen sentences as (source number, sentence), in reading order."""
+        self._score(self._rest)
+        per_source: dict[int, int] = {}
+        for index in self.chosen:
+            per_source[self.candidates[index].number] = per_source.get(self.candidates[index].number, 0) + 1
+        picked = []
+        for index in sorted(self._scores, key=lambda i: -self._scores[i]):
+            number = self.candidates[index].number
+            if len(self.chosen) + len(picked) >= MAX_SENTENCES:
+                break
+            if index in self.chosen or per_source.get(number, 0) >= MAX_PER_SOURCE:
+                continue
+            picked.append(index)
+            per_source[number] = per_source.get(number, 0) + 1
+        self.chosen += picked
+        picked.sort(key=lambda i: (self.candidates[i].number, self.candidates[i].position))
+        return [(self.candidates[i].number, self.candidates[i].sentence) for i in picked]
 
 
 def fold_summary(summary: str, messages: Sequence[Message]) -> str:

@@ -14,7 +14,7 @@ Entry points (docs/pipeline.md)::
 
 from .events import Answer, Done, Error, Event, References, Stage, Token
 from .state import PipelineConfig, TurnRequest
-from .turn import Turn, TurnResult, ask, run_turn
+from .turn import Turn, TurnFailed, TurnResult, ask, run_turn
 
 __all__ = [
     "Answer",
@@ -26,6 +26,7 @@ __all__ = [
     "Stage",
     "Token",
     "Turn",
+    "TurnFailed",
     "TurnRequest",
     "TurnResult",
     "ask",

@@ -17,6 +17,7 @@ THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 _CITATION = re.compile(r"\[(?:sources?\s*(?:documents?\s*)?)?(\d+(?:\s*[,;]\s*\d+)*)\]", re.IGNORECASE)
 _CITATION_PREFIX = re.compile(r"\[(?:s(?:o(?:u(?:r(?:c(?:e(?:s)?)?)?)?)?)?\s*(?:d[a-z]*\s*)?)?[\d\s,;]*$", re.IGNORECASE)
 MAX_CITATION_CHARS = 40
+_TICK_RUN = re.compile(r"`+")  # `code`, ``code`` (reST) and ``` fences open and close code
 
 
 class AnswerCleaner:
@@ -39,7 +40,7 @@ class AnswerCleaner:
         self._buffer = ""
         self._in_think = False
         self._started = False  # leading white space (after a think block) is dropped
-        self._ticks = 0  # backticks seen: odd = inside code, where [0] is an index
+        self._ticks = 0  # backtick runs seen: odd = inside code, where [0] is an index
 
     def feed(self, piece: str) -> str:
         """Clean text that can be sent now (some may be held back until it is complete)."""
@@ -49,6 +50,14 @@ class AnswerCleaner:
     def close(self) -> str:
         """The rest of the text (an unfinished think block is dropped)."""
         return self._drain(final=True)
+
+    def cite(self, original: int) -> str:
+        """The marker for a citation made by our own code (the extractive backend), e.g.
+        ``"[1]"``; registered like a parsed one. :raises ValueError: a number not given."""
+        number = self._number(original)
+        if number is None:
+            raise ValueError(f"source {original} was not given")
+        return f"[{number}]"
 
     def _number(self, original: int) -> int | None:
         if original not in self.valid:
@@ -80,7 +89,7 @@ class AnswerCleaner:
             bracket = text.find("[")
             cut = min(i for i in (think, bracket, len(text)) if i >= 0)
             out.append(text[:cut])
-            self._ticks += text[:cut].count("`")
+            self._ticks += len(_TICK_RUN.findall(text[:cut]))
             text = text[cut:]
             if not text:
                 break

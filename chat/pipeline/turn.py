@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from asgiref.sync import sync_to_async
 
 from chat.backends import get_backend
-from chat.backends.base import BackendError, LLMBackend
+from chat.backends.base import BackendError, LLMBackend, ModelNotFound, NotSupported, Timeout, Unreachable
 from domains.models import Domain
 
 from .events import Answer, Done, Error, Event, References, Token
@@ -138,6 +138,18 @@ class Turn:
             logger.exception("could not store the %s turn", self.state.status)
 
 
+class TurnFailed(Exception):
+    """A turn that ended without an answer: ``code`` and ``message`` of its fatal error."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+_RAISED = {cls.code: cls for cls in (ModelNotFound, Unreachable, Timeout, NotSupported, BackendError)}
+
+
 @dataclass
 class TurnResult:
     """All events of a finished turn, with the final ones picked out."""
@@ -163,6 +175,17 @@ class TurnResult:
     @property
     def done(self) -> Done | None:
         return self._last(Done)
+
+    def raise_for_error(self) -> None:
+        """Raise the fatal error of a failed or interrupted turn as a typed exception:
+        the backend's (:class:`~chat.backends.base.ModelNotFound`, ``Unreachable``,
+        ``Timeout``, ...) for model server failures, :class:`TurnFailed` otherwise."""
+        fatal = next((e for e in self.errors if e.fatal), None)
+        if fatal is None:
+            return
+        if fatal.code in _RAISED:
+            raise _RAISED[fatal.code](fatal.message)
+        raise TurnFailed(fatal.code, fatal.message)
 
 
 async def run_turn(request: TurnRequest, **kwargs) -> AsyncIterator[Event]:

@@ -43,6 +43,7 @@ class Command(BaseCommand):
                 lambda text: self.stdout.write(text, ending=""),
                 lambda text: self.stderr.write(text, ending=""),
                 quiet=quiet,
+                show_fatal=False,  # raised as CommandError below
             )
         request = TurnRequest(question, domains=allowed, session_id=session, pick=picked)
         result = run_and_print(request, printer, backend)

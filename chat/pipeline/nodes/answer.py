@@ -1,7 +1,8 @@
 """answer: the cited answer from the numbered reference material, streamed.
 
 Generative backends stream the model's text; the extractive backend streams the best
-sentences of the sources (:func:`chat.backends.extractive.compose_answer`), each cited.
+sentences of the sources (:class:`chat.backends.extractive.Composer`), each run of
+sentences from one source cited once.
 Either way the text passes through :class:`~chat.pipeline.citations.AnswerCleaner`:
 ``<think>`` removed, citations renumbered 1..m in citation order, invalid ones dropped
 and counted. With no sources at all, no model is asked: the answer says so.
@@ -14,33 +15,39 @@ import asyncio
 from chat.backends import extractive
 
 from .. import prompts
+from ..citations import AnswerCleaner
 from ..graph import Step
 from ..state import TurnState
 from .classify import query_vector
-from .streaming import stream_attempt
+from .streaming import say, stream_attempt
 
 
 def no_source_text(domains: list[str]) -> str:
     return f"No source in {', '.join(domains)} answers this question."
 
 
-async def _extractive_pieces(state: TurnState) -> list[str]:
-    """Sentences in reading order; a run of sentences from one source is cited once."""
+async def _extractive_pieces(state: TurnState, cleaner: AnswerCleaner):
+    """The composed sentences as text pieces, verbatim: source 1's best sentence as soon
+    as it is known, then the others; a run of sentences from one source is cited once."""
     vector = await query_vector(state)
+    composer = extractive.Composer(vector, state.material.sources, state.question)
     # Embedding only (no database): any worker thread will do.
-    chosen = await asyncio.to_thread(extractive.compose_answer, vector, state.material.sources, state.question)
-    pieces = []
-    for index, (number, sentence) in enumerate(chosen):
-        last_of_run = index + 1 == len(chosen) or chosen[index + 1][0] != number
-        pieces.append(f"{sentence} [{number}] " if last_of_run else f"{sentence} ")
-    return pieces
+    chosen = [first] if (first := await asyncio.to_thread(composer.first)) else []
+    if chosen:
+        yield chosen[0][1]
+    for number, sentence in await asyncio.to_thread(composer.rest):
+        if chosen and chosen[-1][0] != number:
+            yield f" {cleaner.cite(chosen[-1][0])}"
+        yield f" {sentence}" if chosen else sentence
+        chosen.append((number, sentence))
+    if chosen:
+        yield f" {cleaner.cite(chosen[-1][0])}"
 
 
 async def answer(state: TurnState) -> Step:
     sources = state.material.sources if state.material else []
     if not sources:
-        await stream_attempt(state, [no_source_text(state.domain_names)])
-        state.cited, state.dropped_citations = [], 0
+        await say(state, no_source_text(state.domain_names))
         return Step("next", "no sources")
     rewrite = state.evaluation is not None and state.evaluation.decision == "rewrite_answer"
     if state.backend.generative:
@@ -54,10 +61,10 @@ async def answer(state: TurnState) -> Step:
             previous_answer=state.answer_text if rewrite else "",
             evaluator_summary=state.evaluation.summary if rewrite else "",
         )
-        pieces = state.backend.stream(messages)
+        cleaner = await stream_attempt(state, state.backend.stream(messages), valid=[s.number for s in sources])
     else:
-        pieces = await _extractive_pieces(state)
-    cleaner = await stream_attempt(state, pieces, valid=[s.number for s in sources])
+        cleaner = AnswerCleaner([s.number for s in sources])
+        await stream_attempt(state, _extractive_pieces(state, cleaner), cleaner=cleaner)
     by_number = {s.number: s for s in sources}
     state.cited = [by_number[n] for n in cleaner.cited]
     state.dropped_citations = cleaner.dropped

@@ -15,9 +15,13 @@ async def stream_attempt(
     pieces: AsyncIterable[str] | Iterable[str],
     *,
     valid: Iterable[int] = (),
+    cleaner: AnswerCleaner | None = None,
 ) -> AnswerCleaner:
     """Start a new attempt and send ``pieces`` as tokens (``<think>`` dropped, citations
     of ``valid`` source numbers renumbered, others removed).
+
+    With a ``cleaner`` given, ``pieces`` are final text (quoted sources keep their own
+    brackets) whose citations were made with ``cleaner.cite``.
 
     ``state.answer_text`` always holds what was sent in this attempt, so an interrupted
     turn can store its partial answer.
@@ -26,7 +30,9 @@ async def stream_attempt(
     """
     state.attempt += 1
     state.answer_text = ""
-    cleaner = AnswerCleaner(valid)
+    literal = cleaner is not None
+    cleaner = cleaner or AnswerCleaner(valid)
+    clean = (lambda text: text) if literal else cleaner.feed
 
     async def send(text: str) -> None:
         if text:
@@ -36,17 +42,18 @@ async def stream_attempt(
     if hasattr(pieces, "aclose"):  # a model stream: closed (HTTP included) on any exit
         async with aclosing(pieces) as stream:
             async for piece in stream:
-                await send(cleaner.feed(piece))
+                await send(clean(piece))
     else:
         for piece in pieces:
-            await send(cleaner.feed(piece))
-    await send(cleaner.close())
+            await send(clean(piece))
+    if not literal:
+        await send(cleaner.close())
     state.answer_text = state.answer_text.rstrip()
     return cleaner
 
 
 async def say(state: TurnState, text: str) -> None:
-    """A fixed reply (refusal, clarification) as a one-token attempt."""
-    await stream_attempt(state, [text])
+    """A fixed reply (refusal, clarification, no sources) as a one-token attempt, verbatim."""
+    await stream_attempt(state, [text], cleaner=AnswerCleaner(()))
     state.cited = []
     state.dropped_citations = 0
