@@ -161,3 +161,36 @@ KLEA_DOI_TIMEOUT = env.float("KLEA_DOI_TIMEOUT", default=10.0)  # seconds per re
 # KLEA_DOI_BACKOFF * 2**n seconds before round n+1 (capped at 30 s).
 KLEA_DOI_RETRIES = env.int("KLEA_DOI_RETRIES", default=2)
 KLEA_DOI_BACKOFF = env.float("KLEA_DOI_BACKOFF", default=1.0)
+
+# --- The question pipeline and its LLM backends (chat/, docs/pipeline.md) ----------
+OLLAMA_HOST = env("OLLAMA_HOST", default="")
+KLEA_OPENAI_BASE_URL = env("KLEA_OPENAI_BASE_URL", default="")
+KLEA_OPENAI_API_KEY = env("KLEA_OPENAI_API_KEY", default="")
+# extractive | ollama | openai; unset: ollama when OLLAMA_HOST is set, openai when
+# KLEA_OPENAI_BASE_URL is, else the model-free extractive backend.
+KLEA_LLM_BACKEND = env("KLEA_LLM_BACKEND", default="") or (
+    "ollama" if OLLAMA_HOST else "openai" if KLEA_OPENAI_BASE_URL else "extractive"
+)
+KLEA_RAG_CHAT_MODEL = env("KLEA_RAG_CHAT_MODEL", default="qwen3:0.6b")
+# The safety model (Llama Guard); "" skips the guard step. Defaults to llama-guard3:1b
+# on Ollama only (other servers name their models differently).
+KLEA_RAG_GUARD_MODEL = env(
+    "KLEA_RAG_GUARD_MODEL", default="llama-guard3:1b" if KLEA_LLM_BACKEND == "ollama" else ""
+)
+# What happens when the guard model fails: decline the question, or allow it.
+KLEA_RAG_GUARD_ON_ERROR = env("KLEA_RAG_GUARD_ON_ERROR", default="decline")
+# Ollama's name for all-MiniLM-L6-v2 (384 dimensions, like the stores' default model).
+KLEA_RAG_EMBEDDING_MODEL = env("KLEA_RAG_EMBEDDING_MODEL", default="all-minilm")
+# Questions no domain covers get a general-knowledge answer (else a refusal listing
+# the domains). Needs a generative backend.
+KLEA_RAG_NON_DOMAIN_CHAT = env.bool("KLEA_RAG_NON_DOMAIN_CHAT", default=True)
+# Seconds without a byte from the model server before a `timeout` error.
+KLEA_LLM_TIMEOUT = env.float("KLEA_LLM_TIMEOUT", default=120.0)
+# Evaluation loop budgets per turn: retrieval passes (first one included) and rewrites.
+KLEA_RAG_RETRIEVAL_BUDGET = env.int("KLEA_RAG_RETRIEVAL_BUDGET", default=5)
+KLEA_RAG_REWRITE_BUDGET = env.int("KLEA_RAG_REWRITE_BUDGET", default=1)
+# Search queries generated per pass (several for multi-concept questions).
+KLEA_RAG_MAX_QUERIES = env.int("KLEA_RAG_MAX_QUERIES", default=3)
+# Conversation memory: recent messages kept verbatim, in characters; older ones are
+# folded into the session's running summary.
+KLEA_RAG_HISTORY_CHARS = env.int("KLEA_RAG_HISTORY_CHARS", default=10_000)

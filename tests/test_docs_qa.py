@@ -1,21 +1,32 @@
-"""End to end on the real documentation corpora: routing and cited files."""
+"""End to end on the real documentation corpora, through the full pipeline on the
+extractive backend: routing, cited files, refusals, the event sequence, the commands."""
 
-from io import StringIO
 import json
+from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from chat.answering import answer_question
+from chat.models import ChatSession
 from domains.models import Domain
 
 from .doc_questions import NEUROML_QUESTIONS, OFF_TOPIC_QUESTIONS, XARRAY_QUESTIONS
+from .pipeline_helpers import run, trace
 
 pytestmark = [pytest.mark.django_db, pytest.mark.corpora]
 
 # Measured on the extractive backend: 12/13 NeuroML and 12/14 xarray questions cite the
 # expected file; the floor below guards against regressions.
 MIN_CITED = {"neuroml": 12, "xarray": 12}
+
+
+@pytest.fixture(autouse=True)
+def extractive(settings):
+    settings.KLEA_LLM_BACKEND = "extractive"
+
+
+def doc_domains_allowed():
+    return list(Domain.objects.filter(name__in=["neuroml", "xarray"]))
 
 
 def test_ingest_counts(doc_domains):
@@ -29,10 +40,12 @@ def test_questions_route_to_their_domain_and_cite_the_answering_file(doc_domains
     cited = 0
     misses = []
     for question, expected_file in questions:
-        answer = answer_question(question)
-        assert answer.domains == [domain], question
-        assert all(ref.domain == domain for ref in answer.references), question
-        files = [ref.file_name for ref in answer.references]
+        result = run(question, doc_domains_allowed())
+        answer = result.answer
+        assert (answer.route, answer.domains, result.done.status) == ("domains", [domain], "complete"), question
+        assert all(ref["domain"] == domain for ref in result.references), question
+        assert answer.citations == list(range(1, len(result.references) + 1)), question
+        files = [ref["file_name"] for ref in result.references]
         if expected_file in files:
             cited += 1
         else:
@@ -40,34 +53,102 @@ def test_questions_route_to_their_domain_and_cite_the_answering_file(doc_domains
     assert cited >= MIN_CITED[domain], misses
 
 
-def test_off_topic_questions_are_undefined(doc_domains):
+def test_off_topic_questions_are_refused_listing_the_domains(doc_domains):
     for question in OFF_TOPIC_QUESTIONS:
-        answer = answer_question(question)
-        assert (answer.route, answer.domains, answer.references) == ("undefined", [], []), question
-        assert answer.text.startswith("This question does not match any of the available domains (")
+        result = run(question, doc_domains_allowed())
+        answer = result.answer
+        assert (answer.route, answer.domains, result.references) == ("refused", [], []), question
+        assert answer.text == "This question does not match any of the available domains (neuroml, xarray)."
 
 
-def test_ask_command_prints_answer_and_references(doc_domains):
+def test_event_sequence_of_an_extractive_answer(doc_domains):
+    result = run("How do I install pyNeuroML with pip?", doc_domains_allowed())
+    lines = trace(result, tokens=False)
+    assert lines[:4] == ["memory: no session", "guard: skipped (no guard model)", lines[2], "route: domains: neuroml"]
+    assert lines[2].startswith("classify: neuroml 0.")
+    assert lines[4] == "generate_queries: How do I install pyNeuroML with pip? (the question)"
+    assert lines[5].startswith("retrieve: ") and lines[5].endswith(" (k=default)")
+    assert lines[6] == "> answer"
+    assert lines[7] == f"token 1: {result.answer.text}"
+    assert lines[8].startswith("< answer: ")
+    assert lines[9:] == [
+        "evaluate: continue",
+        "remember: no session",
+        "> respond",
+        "references: " + ", ".join(f"[{r['number']}] {r['file_name']}" for r in result.references),
+        f"answer domains: {result.answer.text}",
+        f"< respond: domains, {len(result.references)} references",
+        "summarise: no session",
+        "done complete",
+    ]
+    assert result.answer.evaluation == {
+        "scores": None,
+        "next_step": "",
+        "summary": "",
+        "checks": {"no_sources": False, "no_valid_citation": False, "answer_empty": False},
+        "decision": "continue",
+    }
+    assert "Userdocs/Software/pyNeuroML.md" in [r["file_name"] for r in result.references]
+
+
+def test_picked_domain_skips_classification(doc_domains):
+    result = run("How do I resample a time series to monthly means?", doc_domains_allowed(), pick=["xarray"])
+    assert trace(result)[2:4] == ["classify: picked: xarray", "route: domains: xarray"]
+
+
+def test_ask_command_prints_stages_answer_and_references(doc_domains):
     out = StringIO()
     call_command("ask", "How do I install pyNeuroML with pip?", "--domain", "neuroml", stdout=out)
     text = out.getvalue()
-    answer, _, references = text.partition("\nReferences\n")
-    assert "[1]" in answer
-    lines = references.splitlines()
+    before, _, after = text.partition("\nReferences\n")
+    assert before.splitlines()[0].startswith("· memory: no session (")
+    assert "[1]" in before  # the streamed answer, printed before the answer stage line
+    lines = after.splitlines()
     assert lines[0].startswith("[1] Userdocs/Software/pyNeuroML.md — pyNeuroML > ")
     assert lines[1] == "    title: pyNeuroML | domain: neuroml, store: neuroml-docs"
 
     out = StringIO()
-    call_command("ask", "How do I resample a time series to monthly means?", "--json", stdout=out)
-    payload = json.loads(out.getvalue())
+    call_command("ask", "How do I resample a time series to monthly means?", "--json", "--timings", stdout=out)
+    payload_text, _, timings = out.getvalue().partition("\nTimings (ms)\n")
+    payload = json.loads(payload_text)
     assert (payload["route"], payload["domains"]) == ("domains", ["xarray"])
     assert payload["references"][0]["number"] == 1
     assert payload["references"][0]["file_name"] == "user-guide/time-series.md"
+    assert [line.split()[0] for line in timings.splitlines()] == [
+        "memory", "guard", "classify", "route", "generate_queries", "retrieve", "answer", "evaluate",
+        "remember", "respond", "summarise", "first", "total",
+    ]
+
+
+def test_ask_command_events_are_json_lines(doc_domains):
+    out = StringIO()
+    call_command("ask", "What is the recipe for banana pancakes?", "--events", stdout=out)
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [e["type"] for e in events][-6:] == ["references", "answer", "stage", "stage", "stage", "done"]
+    assert events[-1]["status"] == "complete"
+    answer = next(e for e in events if e["type"] == "answer")
+    assert answer["route"] == "refused"
 
 
 def test_ask_errors(doc_domains):
-    with pytest.raises(CommandError, match=r"^domain 'nope' does not exist \(known: "):
+    with pytest.raises(CommandError, match=r"^domain 'nope' does not exist or is inactive \(active: "):
         call_command("ask", "anything", "--domain", "nope")
     with pytest.raises(CommandError, match="the question is empty"):
         call_command("ask", "   ")
+    with pytest.raises(CommandError, match="chat session 999999 does not exist"):
+        call_command("ask", "anything", "--session", "999999")
     assert Domain.objects.filter(name__in=["neuroml", "xarray"]).count() == 2
+
+
+def test_chat_command_keeps_a_session(doc_domains):
+    out = StringIO()
+    stdin = StringIO("How do I install xarray with conda?\n\n/new\nWhat is the capital of Australia?\n/quit\n")
+    call_command("chat", "--quiet", stdin=stdin, stdout=out)
+    text = out.getvalue()
+    first, second = ChatSession.objects.order_by("-pk")[:2][::-1]
+    assert text.startswith(f"Session {first.pk}. Commands: /new (new session), /quit")
+    assert f"Session {second.pk}." in text
+    assert "This question does not match any of the available domains (neuroml, xarray)." in text
+    assert list(first.messages.values_list("role", flat=True)) == ["user", "assistant"]
+    assert first.messages.last().references[0]["domain"] == "xarray"
+    assert list(second.messages.values_list("route", flat=True)) == ["", "refused"]

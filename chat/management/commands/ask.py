@@ -2,12 +2,18 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from chat.answering import answer_question
-from domains.models import Domain
+from chat.backends import BACKENDS
+from chat.console import EventPrinter, timing_lines
+from chat.pipeline import TurnRequest
+
+from ._turns import allowed_domains, run_and_print
 
 
 class Command(BaseCommand):
-    help = "Ask a question; prints the answer with numbered citations and the reference list."
+    help = (
+        "Ask one question through the full pipeline; prints the stages, the streamed answer "
+        "with numbered citations and the reference list."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("question")
@@ -15,40 +21,52 @@ class Command(BaseCommand):
             "--domain", action="append", dest="domains", metavar="NAME",
             help="Answer from this domain (repeatable); default: classify the question.",
         )
-        parser.add_argument("--json", action="store_true", dest="as_json", help="Print the answer as JSON.")
+        parser.add_argument("--session", type=int, metavar="ID", help="Continue this chat session (memory).")
+        parser.add_argument("--backend", choices=BACKENDS, help="Override KLEA_LLM_BACKEND.")
+        parser.add_argument("--json", action="store_true", dest="as_json", help="Print the final result as JSON.")
+        parser.add_argument("--events", action="store_true", help="Print every event as one JSON line.")
+        parser.add_argument("--timings", action="store_true", help="Print the per-node time breakdown.")
+        parser.add_argument("--quiet", action="store_true", help="No stage lines.")
 
-    def handle(self, *args, question, domains, as_json, **options):
+    def handle(self, *args, question, domains, session, backend, as_json, events, timings, quiet, **options):
         if not question.strip():
             raise CommandError("the question is empty")
-        selected = None
-        if domains:
-            selected = list(Domain.objects.filter(name__in=domains))
-            missing = sorted(set(domains) - {d.name for d in selected})
-            if missing:
-                known = ", ".join(Domain.objects.values_list("name", flat=True)) or "none"
-                raise CommandError(f"domain '{missing[0]}' does not exist (known: {known})")
-        answer = answer_question(question, selected)
-        if as_json:
+        allowed, picked = allowed_domains(domains)
+        if session is not None:
+            from chat.models import ChatSession
+
+            if not ChatSession.objects.filter(pk=session).exists():
+                raise CommandError(f"chat session {session} does not exist")
+        printer = None
+        if not (as_json or events):
+            printer = EventPrinter(
+                lambda text: self.stdout.write(text, ending=""),
+                lambda text: self.stderr.write(text, ending=""),
+                quiet=quiet,
+                show_fatal=False,  # raised as CommandError below
+            )
+        request = TurnRequest(question, domains=allowed, session_id=session, pick=picked)
+        result = run_and_print(request, printer, backend)
+        if events:
+            for event in result.events:
+                self.stdout.write(json.dumps(event.as_dict(), ensure_ascii=False))
+        elif as_json:
+            answer = result.answer
             payload = {
-                "question": answer.question,
-                "route": answer.route,
-                "domains": answer.domains,
-                "answer": answer.text,
-                "references": [r.as_dict() for r in answer.references],
+                "question": question,
+                "route": answer.route if answer else None,
+                "domains": answer.domains if answer else [],
+                "answer": answer.text if answer else "",
+                "warnings": answer.warnings if answer else [],
+                "evaluation": answer.evaluation if answer else {},
+                "references": result.references,
+                "errors": [e.as_dict() for e in result.errors],
+                "timings": result.done.timings,
+                "ttft_ms": result.done.ttft_ms,
             }
             self.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False))
-            return
-        self.stdout.write(answer.text)
-        if answer.references:
-            self.stdout.write("\nReferences")
-            for ref in answer.references:
-                chain = " > ".join(ref.headings)
-                line = f"[{ref.number}] {ref.file_name}"
-                if chain:
-                    line += f" — {chain}"
-                self.stdout.write(line)
-                details = [f"title: {ref.title}"] if ref.title else []
-                if ref.url:
-                    details.append(f"url: {ref.url}")
-                details.append(f"domain: {ref.domain}, store: {ref.store}")
-                self.stdout.write("    " + " | ".join(details))
+        if timings:
+            self.stdout.write("\n".join(timing_lines(result.done)))
+        if result.done.status != "complete":
+            error = result.errors[-1] if result.errors else None
+            raise CommandError(f"{error.code}: {error.message}" if error else f"turn {result.done.status}")

@@ -1,0 +1,34 @@
+"""System checks for the pipeline settings (fail loudly at startup, not mid-chat)."""
+
+from django.conf import settings
+from django.core.checks import Error, register
+
+E001_MSG = "KLEA_LLM_BACKEND={value!r} is not a backend."
+E001_HINT = "Use one of: extractive, ollama, openai."
+E002_MSG = "KLEA_RAG_GUARD_ON_ERROR={value!r} is not a policy."
+E002_HINT = "Use decline (refuse when the guard fails) or allow."
+E003_MSG = "KLEA_LLM_BACKEND=openai needs KLEA_OPENAI_BASE_URL."
+E003_HINT = "Set it to the server's API root, e.g. http://127.0.0.1:8080/v1."
+E004_MSG = "KLEA_RAG_RETRIEVAL_BUDGET, KLEA_RAG_MAX_QUERIES must be >= 1; KLEA_RAG_REWRITE_BUDGET >= 0."
+E004_HINT = "The defaults are 5, 3 and 1."
+
+
+@register()
+def check_pipeline_settings(app_configs=None, **kwargs):
+    from .backends import BACKENDS
+    from .pipeline.state import GUARD_POLICIES
+
+    errors = []
+    if settings.KLEA_LLM_BACKEND not in BACKENDS:
+        errors.append(Error(E001_MSG.format(value=settings.KLEA_LLM_BACKEND), hint=E001_HINT, id="chat.E001"))
+    if settings.KLEA_RAG_GUARD_ON_ERROR not in GUARD_POLICIES:
+        errors.append(Error(E002_MSG.format(value=settings.KLEA_RAG_GUARD_ON_ERROR), hint=E002_HINT, id="chat.E002"))
+    if settings.KLEA_LLM_BACKEND == "openai" and not settings.KLEA_OPENAI_BASE_URL:
+        errors.append(Error(E003_MSG, hint=E003_HINT, id="chat.E003"))
+    if (
+        settings.KLEA_RAG_RETRIEVAL_BUDGET < 1
+        or settings.KLEA_RAG_MAX_QUERIES < 1
+        or settings.KLEA_RAG_REWRITE_BUDGET < 0
+    ):
+        errors.append(Error(E004_MSG, hint=E004_HINT, id="chat.E004"))
+    return errors

@@ -1,0 +1,73 @@
+"""Conversation memory on ChatSession/ChatMessage (synchronous ORM; the pipeline calls
+these through ``sync_to_async``).
+
+The model sees the session's running summary plus the most recent messages up to
+``history_chars`` characters, verbatim. Messages older than that window are folded into
+the summary after a turn (:func:`messages_to_fold`, :func:`store_summary`). Failed and
+empty messages are never shown to a model.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from .models import ChatMessage, ChatSession
+
+TITLE_CHARS = 80
+
+
+def _unsummarised(session: ChatSession):
+    messages = session.messages.exclude(status=ChatMessage.Status.FAILED).exclude(content="")
+    if session.summarised_till_id:
+        messages = messages.filter(id__gt=session.summarised_till_id)
+    return messages.order_by("id")
+
+
+def _window(messages: list[ChatMessage], history_chars: int) -> int:
+    """Index of the first message of the most recent run that fits in ``history_chars``."""
+    used = 0
+    for index in range(len(messages) - 1, -1, -1):
+        used += len(messages[index].content)
+        if used > history_chars:
+            return index + 1
+    return 0
+
+
+def load_history(session_id: int, history_chars: int) -> tuple[str, list[dict]]:
+    """The session's summary and its recent messages as ``[{"role", "content"}]``.
+
+    :raises ChatSession.DoesNotExist: no such session.
+    """
+    session = ChatSession.objects.get(pk=session_id)
+    messages = list(_unsummarised(session))
+    recent = messages[_window(messages, history_chars):]
+    return session.summary, [{"role": m.role, "content": m.content} for m in recent]
+
+
+def add_message(session_id: int, role: str, content: str, **fields) -> int:
+    """Store one message (``fields``: status, route, domains, references, evaluation,
+    warnings, error, timing); the session's title defaults to its first question.
+
+    :returns: the new message id.
+    """
+    with transaction.atomic():
+        message = ChatMessage.objects.create(session_id=session_id, role=role, content=content, **fields)
+        session = ChatSession.objects.select_for_update().get(pk=session_id)
+        if not session.title and role == ChatMessage.Role.USER:
+            session.title = " ".join(content.split())[:TITLE_CHARS]
+        session.save(update_fields=["title", "updated_at"])
+    return message.id
+
+
+def messages_to_fold(session_id: int, history_chars: int) -> list[dict]:
+    """Unsummarised messages older than the verbatim window, as
+    ``[{"id", "role", "content"}]`` oldest first ([] when everything fits)."""
+    session = ChatSession.objects.get(pk=session_id)
+    messages = list(_unsummarised(session))
+    older = messages[: _window(messages, history_chars)]
+    return [{"id": m.id, "role": m.role, "content": m.content} for m in older]
+
+
+def store_summary(session_id: int, summary: str, last_folded_id: int) -> None:
+    """Replace the running summary; messages up to ``last_folded_id`` are now in it."""
+    ChatSession.objects.filter(pk=session_id).update(summary=summary, summarised_till_id=last_folded_id)

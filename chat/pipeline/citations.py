@@ -1,0 +1,140 @@
+"""Clean a streamed answer on the fly: drop ``<think>`` blocks, renumber citations.
+
+The model cites sources by their reference-material numbers (``[3]``, ``[1, 4]``,
+``[Source 2]``). As text streams in, each cited number that was given is renumbered in
+order of first citation (the first source cited becomes [1]); numbers that were not
+given are removed and counted. So the streamed text is already the final text, and the
+reference list (built from stored metadata) is numbered the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+# [1] [1, 2] [1; 2] [Source 3] [source document 1, 2]; at most 40 characters.
+_CITATION = re.compile(r"\[(?:sources?\s*(?:documents?\s*)?)?(\d+(?:\s*[,;]\s*\d+)*)\]", re.IGNORECASE)
+_CITATION_PREFIX = re.compile(r"\[(?:s(?:o(?:u(?:r(?:c(?:e(?:s)?)?)?)?)?)?\s*(?:d[a-z]*\s*)?)?[\d\s,;]*$", re.IGNORECASE)
+MAX_CITATION_CHARS = 40
+_TICK_RUN = re.compile(r"`+")  # `code`, ``code`` (reST) and ``` fences open and close code
+
+
+class AnswerCleaner:
+    """Feed raw text pieces, get clean pieces back.
+
+    Usage::
+
+        cleaner = AnswerCleaner(valid={1, 2, 3})
+        out = cleaner.feed("<think>hm</think>Use pip [3].") + cleaner.close()
+        # out == "Use pip [1]."; cleaner.cited == [3]; cleaner.dropped == 0
+
+    :param valid: the source numbers that were given to the model.
+    """
+
+    def __init__(self, valid: Iterable[int]):
+        self.valid = set(valid)
+        self.mapping: dict[int, int] = {}
+        self.cited: list[int] = []  # original numbers, in order of first citation
+        self.dropped = 0
+        self._buffer = ""
+        self._in_think = False
+        self._started = False  # leading white space (after a think block) is dropped
+        self._ticks = 0  # backtick runs seen: odd = inside code, where [0] is an index
+
+    def feed(self, piece: str) -> str:
+        """Clean text that can be sent now (some may be held back until it is complete)."""
+        self._buffer += piece
+        return self._drain(final=False)
+
+    def close(self) -> str:
+        """The rest of the text (an unfinished think block is dropped)."""
+        return self._drain(final=True)
+
+    def cite(self, original: int) -> str:
+        """The marker for a citation made by our own code (the extractive backend), e.g.
+        ``"[1]"``; registered like a parsed one. :raises ValueError: a number not given."""
+        number = self._number(original)
+        if number is None:
+            raise ValueError(f"source {original} was not given")
+        return f"[{number}]"
+
+    def _number(self, original: int) -> int | None:
+        if original not in self.valid:
+            self.dropped += 1
+            return None
+        if original not in self.mapping:
+            self.mapping[original] = len(self.mapping) + 1
+            self.cited.append(original)
+        return self.mapping[original]
+
+    def _rewrite(self, match: re.Match) -> str:
+        numbers = [self._number(int(n)) for n in re.split(r"\s*[,;]\s*", match.group(1).strip())]
+        kept = [n for n in dict.fromkeys(numbers) if n is not None]
+        return "[" + ", ".join(str(n) for n in kept) + "]" if kept else ""
+
+    def _drain(self, final: bool) -> str:
+        out: list[str] = []
+        text = self._buffer
+        while text:
+            if self._in_think:
+                end = text.find(THINK_CLOSE)
+                if end < 0:
+                    text = "" if final else text[-len(THINK_CLOSE):]
+                    break
+                text = text[end + len(THINK_CLOSE):]
+                self._in_think = False
+                continue
+            think = text.find(THINK_OPEN)
+            bracket = text.find("[")
+            cut = min(i for i in (think, bracket, len(text)) if i >= 0)
+            out.append(text[:cut])
+            self._ticks += len(_TICK_RUN.findall(text[:cut]))
+            text = text[cut:]
+            if not text:
+                break
+            if text.startswith(THINK_OPEN):
+                self._in_think = True
+                text = text[len(THINK_OPEN):]
+                continue
+            match = _CITATION.match(text) if self._ticks % 2 == 0 else None
+            if match:
+                rewritten = self._rewrite(match)
+                if not rewritten and out:  # "propagated [7]." -> "propagated."
+                    out[-1] = out[-1].rstrip(" ")
+                out.append(rewritten)
+                text = text[match.end():]
+                continue
+            in_code = self._ticks % 2 == 1
+            if not final and not in_code and len(text) < MAX_CITATION_CHARS and _CITATION_PREFIX.match(text):
+                break  # maybe a citation still arriving
+            out.append("[")
+            text = text[1:]
+        # Hold back a trailing prefix of "<think>" until we know what it is, and trailing
+        # spaces (a dropped citation may follow and take them along).
+        joined = "".join(out)
+        if not final and not self._in_think:
+            for size in range(min(len(THINK_OPEN) - 1, len(joined)), 0, -1):
+                if THINK_OPEN.startswith(joined[-size:]):
+                    text = joined[-size:] + text
+                    joined = joined[:-size]
+                    break
+        if not final:  # (before a think block, held spaces end up inside it: dropped)
+            kept = joined.rstrip()
+            text = joined[len(kept):] + text
+            joined = kept
+        else:
+            joined = joined.rstrip()
+        self._buffer = text
+        if not self._started:
+            joined = joined.lstrip()
+            self._started = bool(joined)
+        return joined
+
+
+_THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
+
+
+def strip_think(text: str) -> str:
+    """``text`` without ``<think>...</think>`` blocks (an unclosed one runs to the end)."""
+    return _THINK_BLOCK.sub("", text).strip()

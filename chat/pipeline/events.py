@@ -1,0 +1,116 @@
+"""The pipeline's one typed event stream (websocket, HTTP API, Python API, commands).
+
+Every event serialises with :meth:`Event.as_dict` to a JSON object whose ``type`` is one
+of ``stage``, ``token``, ``references``, ``answer``, ``error``, ``done``. A turn always
+ends with exactly one ``done``; a turn that produced an answer sends ``references`` then
+``answer`` just before it. Shapes are documented in docs/pipeline.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import ClassVar
+
+
+@dataclass
+class Event:
+    type: ClassVar[str] = "event"
+
+    def as_dict(self) -> dict:
+        """JSON-ready dict: ``{"type": ..., **fields}``."""
+        return {"type": self.type, **asdict(self)}
+
+
+@dataclass
+class Stage(Event):
+    """A node started or ended.
+
+    ``phase``: "start" | "end"; ``run``: how many times this node has started in this
+    turn (1 on the first pass; evaluation loops raise it); ``detail``: one short line
+    (on "end"); ``elapsed_ms``: the node's duration (on "end"; None on "start").
+    """
+
+    type: ClassVar[str] = "stage"
+    node: str
+    phase: str
+    run: int = 1
+    detail: str = ""
+    elapsed_ms: float | None = None
+
+
+@dataclass
+class Token(Event):
+    """A piece of answer text as it is generated (``<think>`` removed, citations already
+    renumbered). ``attempt`` starts at 1; a new attempt (the evaluator asked for more
+    sources, another query or a rewrite) replaces the text streamed so far."""
+
+    type: ClassVar[str] = "token"
+    text: str
+    attempt: int = 1
+
+
+@dataclass
+class References(Event):
+    """The cited sources in citation order, numbered 1..n as in the answer text.
+
+    Each item: ``{"number", "domain", "store", "file_name", "document_id", "title",
+    "authors" (list of str), "year" (int | None), "journal", "doi", "url",
+    "urls" ([{"label", "url"}]), "chunks" ([{"chunk_id", "headings", "heading_chain",
+    "text"}])}``, all built from stored metadata.
+    """
+
+    type: ClassVar[str] = "references"
+    references: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class Answer(Event):
+    """The final answer of the turn.
+
+    ``route``: "domains" | "general" | "fallback" | "refused" | "declined";
+    ``citations``: the numbers cited in ``text``; ``dropped_citations``: citations of
+    numbers that were not given (removed from the text); ``evaluation``: see
+    docs/pipeline.md; ``warnings``: shown above the answer (best effort, fallback,
+    retrieval failures); ``message_id``/``session_id``: the stored ChatMessage.
+    """
+
+    type: ClassVar[str] = "answer"
+    text: str
+    route: str
+    domains: list[str] = field(default_factory=list)
+    citations: list[int] = field(default_factory=list)
+    dropped_citations: int = 0
+    evaluation: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    session_id: int | None = None
+    message_id: int | None = None
+
+
+@dataclass
+class Error(Event):
+    """Something went wrong. ``fatal``: the turn ends (``done`` follows with status
+    "failed" or "interrupted"); otherwise the turn goes on.
+
+    ``code``: "model_not_found" | "unreachable" | "timeout" | "server_error" |
+    "not_supported" | "guard_failed" | "retrieval_failed" | "bad_filter" |
+    "interrupted" | "internal".
+    """
+
+    type: ClassVar[str] = "error"
+    code: str
+    message: str
+    node: str = ""
+    fatal: bool = False
+
+
+@dataclass
+class Done(Event):
+    """The turn is over. ``status``: "complete" | "failed" | "interrupted";
+    ``timings``: milliseconds per node (summed over passes); ``ttft_ms``: time to the
+    first answer token (None when none was sent); ``total_ms``."""
+
+    type: ClassVar[str] = "done"
+    status: str
+    total_ms: float = 0.0
+    ttft_ms: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)

@@ -1,0 +1,88 @@
+"""The question pipeline as data: nodes, their outcomes, the edges between them.
+
+::
+
+    memory -> guard -safe-> classify -> route -domains-> generate_queries -> retrieve
+                    -unsafe-> decline          -general-> general_chat
+                                               -refuse-> refuse
+    retrieve -> answer -> evaluate -continue | best_effort-> remember
+                                   -retrieve_more_info-> retrieve
+                                   -modify_query-> generate_queries
+                                   -rewrite_answer-> answer
+                                   -fallback-> general_chat
+                                   -clarify-> clarify
+    decline | refuse | general_chat | clarify -> remember -> respond -> summarise -> END
+"""
+
+from __future__ import annotations
+
+from .graph import END, Graph, Node
+from .nodes.answer import answer, general_chat
+from .nodes.classify import classify, route
+from .nodes.evaluate import evaluate
+from .nodes.guard import guard
+from .nodes.memory import load_memory, remember, summarise
+from .nodes.queries import generate_queries
+from .nodes.replies import clarify, decline, refuse
+from .nodes.respond import respond
+from .nodes.retrieve import retrieve
+from .state import PipelineConfig
+
+NEXT = frozenset({"next"})
+EVALUATION_OUTCOMES = frozenset(
+    {"continue", "best_effort", "retrieve_more_info", "modify_query", "rewrite_answer", "fallback", "clarify"}
+)
+
+EDGES = {
+    "memory": {"next": "guard"},
+    "guard": {"safe": "classify", "unsafe": "decline"},
+    "classify": {"next": "route"},
+    "route": {"domains": "generate_queries", "general": "general_chat", "refuse": "refuse"},
+    "generate_queries": {"next": "retrieve"},
+    "retrieve": {"next": "answer"},
+    "answer": {"next": "evaluate"},
+    "evaluate": {
+        "continue": "remember",
+        "best_effort": "remember",
+        "retrieve_more_info": "retrieve",
+        "modify_query": "generate_queries",
+        "rewrite_answer": "answer",
+        "fallback": "general_chat",
+        "clarify": "clarify",
+    },
+    "general_chat": {"next": "remember"},
+    "decline": {"next": "remember"},
+    "refuse": {"next": "remember"},
+    "clarify": {"next": "remember"},
+    "remember": {"next": "respond"},
+    "respond": {"next": "summarise"},
+    "summarise": {"next": END},
+}
+
+
+def build_graph(config: PipelineConfig) -> Graph:
+    """The pipeline for ``config``'s budgets (validated; see :class:`~chat.pipeline.graph.Graph`).
+
+    Run budgets per turn: retrieval passes (generate_queries, retrieve) =
+    ``retrieval_budget``; answer and evaluate = retrieval passes + rewrites.
+    """
+    passes = config.retrieval_budget
+    answers = passes + config.rewrite_budget
+    nodes = [
+        Node("memory", load_memory, NEXT),
+        Node("guard", guard, frozenset({"safe", "unsafe"})),
+        Node("classify", classify, NEXT),
+        Node("route", route, frozenset({"domains", "general", "refuse"})),
+        Node("generate_queries", generate_queries, NEXT, max_runs=passes),
+        Node("retrieve", retrieve, NEXT, max_runs=passes),
+        Node("answer", answer, NEXT, max_runs=answers),
+        Node("evaluate", evaluate, EVALUATION_OUTCOMES, max_runs=answers),
+        Node("general_chat", general_chat, NEXT),
+        Node("decline", decline, NEXT),
+        Node("refuse", refuse, NEXT),
+        Node("clarify", clarify, NEXT),
+        Node("remember", remember, NEXT),
+        Node("respond", respond, NEXT),
+        Node("summarise", summarise, NEXT),
+    ]
+    return Graph(nodes, EDGES, entry="memory")

@@ -1,0 +1,96 @@
+"""classify: which of the allowed domains the question belongs to (``query_domains``).
+
+Generative backends answer a JSON schema whose enum is the allowed active domains plus
+``undefined`` (built per turn: only domains this user may query are ever offered).
+Rules (REFERENCE.md): unknown names dropped; nothing valid -> ``undefined``;
+``undefined`` beside a real domain removed; invalid JSON twice -> ``undefined``.
+The extractive backend classifies by embedding similarity
+(:func:`chat.backends.extractive.classify`). Domains picked by the user skip both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from asgiref.sync import sync_to_async
+
+from chat.backends import extractive
+from domains import embeddings
+
+from .. import prompts
+from ..graph import Step
+from ..state import TurnState
+from ..structured import ask_json
+
+UNDEFINED = "undefined"
+
+
+def classification_schema(names: list[str]) -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "query_domains": {
+                "type": "array",
+                "items": {"type": "string", "enum": [*names, UNDEFINED]},
+                "minItems": 1,
+            }
+        },
+        "required": ["query_domains"],
+        "additionalProperties": False,
+    }
+
+
+def clean_domains(values: list, allowed: list[str]) -> list[str]:
+    """Apply the rules above to the model's list; keeps the model's order."""
+    names = [v for v in dict.fromkeys(values) if isinstance(v, str) and (v in allowed or v == UNDEFINED)]
+    real = [n for n in names if n != UNDEFINED]
+    return real or [UNDEFINED]
+
+
+def _validate(value: object) -> list:
+    items = value["query_domains"]
+    if not isinstance(items, list):
+        raise ValueError("query_domains is not a list")
+    return items
+
+
+async def query_vector(state: TurnState):
+    """The question's embedding (store model), computed once per turn."""
+    if state.query_vector is None:
+        state.query_vector = await asyncio.to_thread(embeddings.embed_query, state.question)
+    return state.query_vector
+
+
+async def classify(state: TurnState) -> Step:
+    names = [d.name for d in state.allowed]
+    if state.request.pick is not None:
+        state.query_domains = [n for n in dict.fromkeys(state.request.pick) if n in names] or [UNDEFINED]
+        return Step("next", "picked: " + ", ".join(state.query_domains))
+    if not names:
+        state.query_domains = [UNDEFINED]
+        return Step("next", "undefined (no domain available)")
+    if state.backend.generative:
+        messages = prompts.classify(state.question, state.allowed, state.summary, state.history)
+        values, invalid = await ask_json(state.backend, messages, classification_schema(names), _validate)
+        state.query_domains = clean_domains(values or [], names)
+        note = " (invalid JSON twice)" if values is None else " (retried once)" if invalid else ""
+        return Step("next", ", ".join(state.query_domains) + note)
+    vector = await query_vector(state)
+    scores = await sync_to_async(extractive.classify)(vector, state.allowed)
+    state.query_domains = [s.domain.name for s in scores] or [UNDEFINED]
+    return Step("next", ", ".join(f"{s.domain.name} {s.score:.2f}" for s in scores) or UNDEFINED)
+
+
+async def route(state: TurnState) -> Step:
+    """domains -> search; undefined -> general chat (KLEA_RAG_NON_DOMAIN_CHAT and a
+    generative backend) or a refusal listing the domains."""
+    if state.query_domains != [UNDEFINED]:
+        by_name = {d.name: d for d in state.allowed}
+        state.routed = [by_name[n] for n in state.query_domains]
+        state.route = "domains"
+        return Step("domains", "domains: " + ", ".join(state.domain_names))
+    if state.config.non_domain_chat and state.backend.generative:
+        state.route = "general"
+        return Step("general", "general chat")
+    state.route = "refused"
+    return Step("refuse", "refusal")

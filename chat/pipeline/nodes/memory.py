@@ -1,0 +1,79 @@
+"""memory (load history, store the question), remember (store the answer), summarise
+(fold old messages into the running summary). Without a session all three do nothing.
+
+The search queries are never stored: only the question and the answer enter history.
+"""
+
+from __future__ import annotations
+
+from asgiref.sync import sync_to_async
+
+from chat import memory as store
+from chat.backends import extractive
+from chat.backends.base import BackendError
+from chat.models import ChatMessage
+
+from .. import prompts
+from ..citations import strip_think
+from ..events import Error
+from ..graph import Step
+from ..references import reference_list
+from ..state import TurnState
+
+
+async def load_memory(state: TurnState) -> Step:
+    session_id = state.request.session_id
+    if session_id is None:
+        return Step("next", "no session")
+    state.summary, state.history = await sync_to_async(store.load_history)(session_id, state.config.history_chars)
+    state.user_message_id = await sync_to_async(store.add_message)(session_id, ChatMessage.Role.USER, state.question)
+    chars = sum(len(m["content"]) for m in state.history)
+    return Step("next", f"{len(state.history)} messages ({chars} chars), summary {len(state.summary)} chars")
+
+
+def assistant_fields(state: TurnState) -> dict:
+    """The stored assistant message of this turn (also used for interrupted turns)."""
+    return {
+        "status": state.status,
+        "route": state.route,
+        "domains": state.domain_names,
+        "references": reference_list(state.cited),
+        "evaluation": state.evaluation.as_dict() if state.evaluation else {},
+        "warnings": list(state.warnings),
+        "error": state.error,
+        "timing": {**state.timings, "ttft_ms": state.ttft_ms, "total_ms": round(state.elapsed_ms(), 1)},
+    }
+
+
+async def save_assistant(state: TurnState) -> None:
+    if state.request.session_id is None or state.assistant_message_id is not None:
+        return
+    state.assistant_message_id = await sync_to_async(store.add_message)(
+        state.request.session_id, ChatMessage.Role.ASSISTANT, state.answer_text, **assistant_fields(state)
+    )
+
+
+async def remember(state: TurnState) -> Step:
+    if state.request.session_id is None:
+        return Step("next", "no session")
+    await save_assistant(state)
+    return Step("next", f"message {state.assistant_message_id}")
+
+
+async def summarise(state: TurnState) -> Step:
+    session_id = state.request.session_id
+    if session_id is None:
+        return Step("next", "no session")
+    older = await sync_to_async(store.messages_to_fold)(session_id, state.config.history_chars)
+    if not older:
+        return Step("next", "nothing to fold")
+    if state.backend.generative:
+        try:
+            summary = strip_think(await state.backend.chat(prompts.summarise(state.summary, older)))
+        except BackendError as exc:  # the answer is out already: keep the old summary, fold next time
+            await state.emit(Error(code=exc.code, message=exc.message, node="summarise"))
+            return Step("next", f"not folded ({exc.code})")
+    else:
+        summary = extractive.fold_summary(state.summary, older)
+    await sync_to_async(store.store_summary)(session_id, summary, older[-1]["id"])
+    return Step("next", f"folded {len(older)} messages into the summary ({len(summary)} chars)")

@@ -1,0 +1,39 @@
+"""Fixed replies: decline (guard), refuse (no domain fits), clarify (evaluation gave up)."""
+
+from __future__ import annotations
+
+from ..graph import Step
+from ..state import TurnState
+from .streaming import say
+
+DECLINE_TEXT = "I'm sorry, but I can't help with that request."
+GUARD_FAILED_TEXT = "I can't check this question for safety right now, so I won't answer it. Please try again later."
+
+
+def refusal_text(domains: list[str]) -> str:
+    names = ", ".join(domains) or "none available"
+    return f"This question does not match any of the available domains ({names})."
+
+
+def clarify_text(domains: list[str]) -> str:
+    return (
+        f"I could not find an answer to this in {', '.join(domains)}. "
+        "Could you rephrase the question or add details?"
+    )
+
+
+async def decline(state: TurnState) -> Step:
+    state.route = "declined"
+    await say(state, GUARD_FAILED_TEXT if state.guard_failed else DECLINE_TEXT)
+    return Step("next", "guard failed" if state.guard_failed else "unsafe")
+
+
+async def refuse(state: TurnState) -> Step:
+    names = [d.name for d in state.allowed]
+    await say(state, refusal_text(names))
+    return Step("next", "lists " + (", ".join(names) or "no domain"))
+
+
+async def clarify(state: TurnState) -> Step:
+    await say(state, clarify_text(state.domain_names))
+    return Step("next", "asks for details")

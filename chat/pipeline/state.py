@@ -1,0 +1,158 @@
+"""The per-turn state every node reads and writes, and the turn's configuration."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from chat.backends.base import LLMBackend
+from domains.models import Domain
+from domains.retrieval import ReferenceMaterial, RetrievalResult, Source
+
+from .events import Event
+
+GUARD_POLICIES = ("decline", "allow")
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Settings of one turn, read from Django settings by :meth:`from_settings`.
+
+    :raises ValueError: a guard policy other than "decline" or "allow", or a budget < 1.
+    """
+
+    non_domain_chat: bool = True
+    guard_on_error: str = "decline"
+    retrieval_budget: int = 5
+    rewrite_budget: int = 1
+    max_queries: int = 3
+    history_chars: int = 10_000
+
+    def __post_init__(self):
+        if self.guard_on_error not in GUARD_POLICIES:
+            raise ValueError(
+                f"KLEA_RAG_GUARD_ON_ERROR={self.guard_on_error!r}; allowed: {', '.join(GUARD_POLICIES)}"
+            )
+        if self.retrieval_budget < 1 or self.max_queries < 1:
+            raise ValueError("KLEA_RAG_RETRIEVAL_BUDGET and KLEA_RAG_MAX_QUERIES must be at least 1")
+
+    @classmethod
+    def from_settings(cls, **overrides) -> PipelineConfig:
+        values = dict(
+            non_domain_chat=settings.KLEA_RAG_NON_DOMAIN_CHAT,
+            guard_on_error=settings.KLEA_RAG_GUARD_ON_ERROR,
+            retrieval_budget=settings.KLEA_RAG_RETRIEVAL_BUDGET,
+            rewrite_budget=settings.KLEA_RAG_REWRITE_BUDGET,
+            max_queries=settings.KLEA_RAG_MAX_QUERIES,
+            history_chars=settings.KLEA_RAG_HISTORY_CHARS,
+        )
+        values.update(overrides)
+        return cls(**values)
+
+
+@dataclass
+class TurnRequest:
+    """What the caller asks.
+
+    :param question: the user's text.
+    :param domains: the domains this user may query (the caller enforces access; the
+        pipeline never looks domains up by itself). Inactive ones are ignored.
+    :param session_id: a ChatSession to read history from and store the turn in; None
+        for a stateless turn.
+    :param pick: domain names chosen by the user (a subset of ``domains``): no
+        classification, these are routed.
+    :param filters: filter DSL chosen by the user; it wins over generated filter values
+        on the same field.
+    """
+
+    question: str
+    domains: Sequence[Domain] = ()
+    session_id: int | None = None
+    pick: Sequence[str] | None = None
+    filters: dict | None = None
+
+
+@dataclass
+class Evaluation:
+    """The evaluator's record for one answer (``as_dict`` is the event/DB shape)."""
+
+    scores: dict[str, float] | None = None  # None: deterministic checks only
+    next_step: str = ""
+    summary: str = ""
+    checks: dict[str, bool] = field(default_factory=dict)
+    decision: str = ""
+
+    def as_dict(self) -> dict:
+        return {
+            "scores": self.scores,
+            "next_step": self.next_step,
+            "summary": self.summary,
+            "checks": self.checks,
+            "decision": self.decision,
+        }
+
+
+@dataclass
+class TurnState:
+    """Everything one turn knows. Nodes read and write it; nothing here is shared
+    between turns or sessions."""
+
+    request: TurnRequest
+    backend: LLMBackend
+    config: PipelineConfig
+    emit: Callable[[Event], Awaitable[None]]
+    started: float = field(default_factory=time.perf_counter)
+    # memory
+    summary: str = ""
+    history: list[dict] = field(default_factory=list)
+    user_message_id: int | None = None
+    assistant_message_id: int | None = None
+    # guard
+    guard_failed: bool = False
+    # classify / route
+    allowed: list[Domain] = field(default_factory=list)
+    query_vector: object = None  # numpy (384,) for the extractive backend
+    query_domains: list[str] = field(default_factory=list)
+    routed: list[Domain] = field(default_factory=list)
+    route: str = ""
+    # search
+    queries: list[str] = field(default_factory=list)
+    filters: dict = field(default_factory=dict)
+    previous_queries: list[str] = field(default_factory=list)
+    k: int | None = None
+    retrieval: RetrievalResult | None = None
+    material: ReferenceMaterial | None = None
+    # answer
+    attempt: int = 0
+    answer_text: str = ""
+    cited: list[Source] = field(default_factory=list)
+    dropped_citations: int = 0
+    evaluation: Evaluation | None = None
+    rewrites: int = 0
+    warnings: list[str] = field(default_factory=list)
+    # bookkeeping
+    node: str = ""  # the node running now
+    runs: Counter = field(default_factory=Counter)
+    timings: dict[str, float] = field(default_factory=dict)
+    ttft_ms: float | None = None
+    status: str = "complete"
+    error: str = ""
+
+    @property
+    def question(self) -> str:
+        return self.request.question
+
+    @property
+    def domain_names(self) -> list[str]:
+        return [d.name for d in self.routed]
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+    def warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)

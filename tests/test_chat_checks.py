@@ -1,0 +1,38 @@
+"""The pipeline's system checks, each both ways."""
+
+import pytest
+from django.test import override_settings
+
+from chat.checks import check_pipeline_settings
+
+
+def ids():
+    return [error.id for error in check_pipeline_settings()]
+
+
+def test_defaults_pass():
+    with override_settings(KLEA_LLM_BACKEND="extractive", KLEA_RAG_GUARD_ON_ERROR="decline"):
+        assert ids() == []
+
+
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        ({"KLEA_LLM_BACKEND": "gpt"}, ["chat.E001"]),
+        ({"KLEA_RAG_GUARD_ON_ERROR": "ignore"}, ["chat.E002"]),
+        ({"KLEA_LLM_BACKEND": "openai", "KLEA_OPENAI_BASE_URL": ""}, ["chat.E003"]),
+        ({"KLEA_LLM_BACKEND": "openai", "KLEA_OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}, []),
+        ({"KLEA_RAG_RETRIEVAL_BUDGET": 0}, ["chat.E004"]),
+    ],
+)
+def test_misconfiguration_is_reported(overrides, expected):
+    with override_settings(**{"KLEA_LLM_BACKEND": "extractive", "KLEA_RAG_GUARD_ON_ERROR": "decline", **overrides}):
+        assert ids() == expected
+
+
+def test_messages():
+    with override_settings(KLEA_LLM_BACKEND="gpt", KLEA_RAG_GUARD_ON_ERROR="decline"):
+        (error,) = check_pipeline_settings()
+    assert (error.msg, error.hint) == (
+        "KLEA_LLM_BACKEND='gpt' is not a backend.", "Use one of: extractive, ollama, openai.",
+    )

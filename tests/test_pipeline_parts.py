@@ -1,0 +1,216 @@
+"""The pipeline's parts on their own: the answer cleaner, the guard verdict, filter
+schemas and the DSL, the routing table, graph validation, event shapes."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat.pipeline import Answer, Done, Error, PipelineConfig, References, Stage, Token
+from chat.pipeline.citations import AnswerCleaner, strip_think
+from chat.pipeline.evaluation import SCORE_KEYS, Options, apply_checks, decide, validate_evaluation
+from chat.pipeline.filters import FieldSpec, merge_filters, query_schema, to_filter_dsl
+from chat.pipeline.flow import EDGES, build_graph
+from chat.pipeline.graph import END, Graph, GraphError, Node, Step
+from chat.pipeline.nodes.guard import GuardVerdict, parse_verdict
+from chat.pipeline.references import labelled_urls, primary_url
+from chat.pipeline.structured import parse_json
+
+
+def clean(pieces, valid=(1, 2, 3)):
+    cleaner = AnswerCleaner(valid)
+    out = [cleaner.feed(p) for p in pieces] + [cleaner.close()]
+    return out, cleaner
+
+
+def test_cleaner_renumbers_in_citation_order_and_drops_invalid_numbers():
+    out, cleaner = clean(["B is true [3]. A is true [1, 9]. Both [3][1]. Source [Source 2]."])
+    assert "".join(out) == "B is true [1]. A is true [2]. Both [1][2]. Source [3]."
+    assert (cleaner.cited, cleaner.dropped) == ([3, 1, 2], 1)
+
+
+def test_cleaner_handles_pieces_split_anywhere():
+    text = "<think>\nplan [2]\n</think>\n\nUse pip [2]; see also [7] and [1;2]."
+    expected = "Use pip [1]; see also and [2, 1]."
+    for size in (1, 2, 3, 5, 8):
+        out, cleaner = clean([text[i:i + size] for i in range(0, len(text), size)])
+        assert "".join(out) == expected, size
+        assert (cleaner.cited, cleaner.dropped) == ([2, 1], 1)
+
+
+def test_cleaner_keeps_ordinary_brackets_and_drops_an_unclosed_think():
+    out, _ = clean(["a[i] = [x for x in y] and [", "see below]"])
+    assert "".join(out) == "a[i] = [x for x in y] and [see below]"
+    out, cleaner = clean(["Index with `da[", "0]` or ``da[1]`` or\n```\nx[2]\n```\nas in pip[3]."])
+    assert "".join(out) == "Index with `da[0]` or ``da[1]`` or\n```\nx[2]\n```\nas in pip[1]."
+    assert cleaner.cited == [3]
+    cleaner = AnswerCleaner([4, 5])
+    assert (cleaner.cite(5), cleaner.cite(4), cleaner.cite(5), cleaner.cited) == ("[1]", "[2]", "[1]", [5, 4])
+    with pytest.raises(ValueError, match="source 7 was not given"):
+        cleaner.cite(7)
+    out, cleaner = clean(["Answer. <think>never closed"])
+    assert "".join(out) == "Answer."
+    assert strip_think("<think>a</think> b <think>c") == "b"
+
+
+def test_guard_verdicts():
+    assert parse_verdict("safe") == GuardVerdict(True, [])
+    assert parse_verdict("\n unsafe\nS1, S10\n") == GuardVerdict(False, ["S1", "S10"])
+    assert parse_verdict("<think>hm</think>unsafe\ns2").describe() == "unsafe: S2 (non-violent crimes)"
+    assert parse_verdict("unsafe").describe() == "unsafe"
+    with pytest.raises(ValueError, match="unexpected guard reply 'maybe'"):
+        parse_verdict("maybe\nS1")
+    with pytest.raises(ValueError, match="empty reply from the guard model"):
+        parse_verdict("  ")
+
+
+FIELDS = {
+    "year": FieldSpec("year", "int"),
+    "score": FieldSpec("score", "float"),
+    "authors": FieldSpec("authors", "string", "Author names"),
+    "keywords": FieldSpec("keywords", "list"),
+}
+
+
+@pytest.mark.parametrize(
+    "values, dsl",
+    [
+        ({"year": 2020}, {"year": 2020}),
+        ({"year": "2020"}, {"year": 2020}),
+        ({"year": [2019, 2020.0, 2019]}, {"year": {"$in": [2019, 2020]}}),
+        ({"year": {"gte": 2015, "lte": 2020}}, {"year": {"$gte": 2015, "$lte": 2020}}),
+        ({"year": {"gte": 2015}}, {"year": {"$gte": 2015}}),
+        ({"year": {"gte": 2021, "lte": 2020}}, {}),
+        ({"year": "recent"}, {}),
+        ({"year": True}, {}),
+        ({"score": "0.5"}, {"score": 0.5}),
+        ({"authors": "Sinha"}, {"authors": "Sinha"}),
+        ({"authors": ["Sinha"]}, {"authors": "Sinha"}),
+        ({"authors": ["Sinha", "Gleeson", ""]}, {"authors": {"$in": ["Sinha", "Gleeson"]}}),
+        ({"authors": {"gte": "A"}}, {}),
+        ({"keywords": ["a", "b", "a"]}, {"keywords": {"$contains": ["a", "b"]}}),
+        ({"keywords": "a"}, {"keywords": {"$contains": ["a"]}}),
+        ({"keywords": []}, {}),
+        ({"journal": "Nature", "authors": None}, {}),
+    ],
+)
+def test_filter_values_become_the_dsl(values, dsl):
+    assert to_filter_dsl(values, FIELDS) == dsl
+
+
+def test_query_schema_and_user_filters():
+    schema = query_schema(FIELDS, 3)
+    assert schema["required"] == ["queries", "filters"]
+    assert schema["properties"]["filters"]["properties"]["authors"]["description"] == "Author names"
+    assert schema["properties"]["filters"]["properties"]["score"]["anyOf"][0] == {"type": "number"}
+    assert query_schema({}, 2) == {
+        "type": "object",
+        "properties": {"queries": {"type": "array", "items": {"type": "string"}, "maxItems": 2}},
+        "required": ["queries"],
+        "additionalProperties": False,
+    }
+    assert merge_filters({"year": 2020, "authors": "A"}, {"year": {"$gte": 2010}}) == {
+        "year": {"$gte": 2010}, "authors": "A",
+    }
+
+
+def options(**kw):
+    base = dict(retrieval_left=4, rewrite_left=1, can_modify_query=True, can_grow_k=True, can_rewrite=True,
+                can_fallback=True)
+    base.update(kw)
+    return Options(**base)
+
+
+def numbers(**kw):
+    return {key: kw.get(key, 0.9) for key in SCORE_KEYS}
+
+
+@pytest.mark.parametrize(
+    "scores, next_step, opts, decision",
+    [
+        (numbers(), "modify_query", options(), "continue"),
+        (numbers(coverage=0.2), "continue", options(), "modify_query"),
+        (numbers(coverage=0.2), "continue", options(retrieval_left=0), "fallback"),
+        (numbers(coverage=0.2), "continue", options(retrieval_left=0, can_fallback=False), "clarify"),
+        (numbers(coverage=0.6, confidence=0.4), "continue", options(), "retrieve_more_info"),
+        (numbers(coverage=0.6, confidence=0.4), "continue", options(can_grow_k=False), "best_effort"),
+        (numbers(coverage=0.6, confidence=0.2), "continue", options(can_grow_k=False), "fallback"),
+        (numbers(coherence=0.4), "continue", options(), "rewrite_answer"),
+        (numbers(coherence=0.4), "continue", options(rewrite_left=0), "best_effort"),
+        (numbers(coverage=0.4, confidence=0.4), "retrieve_more_info", options(), "retrieve_more_info"),
+        (numbers(coverage=0.4, confidence=0.4), "modify_query", options(), "modify_query"),
+        (numbers(coverage=0.4, confidence=0.4), "modify_query", options(can_modify_query=False), "best_effort"),
+    ],
+)
+def test_routing_table(scores, next_step, opts, decision):
+    assert decide(scores, next_step, opts) == decision
+
+
+def test_deterministic_checks_and_evaluator_replies():
+    assert apply_checks(None, {"no_sources": True})["coverage"] == 0.0
+    assert apply_checks(None, {"no_valid_citation": True}) == {**numbers(), **{k: 1.0 for k in SCORE_KEYS},
+                                                               "groundedness": 0.0}
+    assert decide(apply_checks(None, {"answer_empty": True}), "", options(can_rewrite=False),
+                  answer_empty=True) == "fallback"
+    reply = {**numbers(coverage=1.7, confidence=-1), "next_step": "dance", "summary": 5}
+    scores, step, summary = validate_evaluation(reply)
+    assert (scores["coverage"], scores["confidence"], step, summary) == (1.0, 0.0, "undefined", "5")
+    with pytest.raises(ValueError, match="score relevance is not a number"):
+        validate_evaluation({**numbers(), "relevance": "high"})
+    assert parse_json('```json\n{"a": 1}\n```') == {"a": 1}
+
+
+async def _noop(state):
+    return Step("next")
+
+
+def test_graph_is_checked_when_built():
+    nodes = [Node("a", _noop, frozenset({"next"})), Node("b", _noop, frozenset({"next", "again"}), max_runs=2)]
+    Graph(nodes, {"a": {"next": "b"}, "b": {"next": END, "again": "b"}}, entry="a")
+    with pytest.raises(GraphError, match=r"edge a.next -> unknown node 'c'"):
+        Graph(nodes, {"a": {"next": "c"}, "b": {"next": END, "again": "b"}}, entry="a")
+    with pytest.raises(GraphError, match=r"node 'b' has no edge for outcome\(s\) again"):
+        Graph(nodes, {"a": {"next": "b"}, "b": {"next": END}}, entry="a")
+    with pytest.raises(GraphError, match=r"edge a.other: node 'a' has no outcome 'other'; it declares next"):
+        Graph(nodes, {"a": {"next": "b", "other": END}, "b": {"next": END, "again": "b"}}, entry="a")
+    with pytest.raises(GraphError, match=r"node\(s\) a cannot be reached from 'b'"):
+        Graph(nodes, {"a": {"next": "b"}, "b": {"next": END, "again": "b"}}, entry="b")
+    with pytest.raises(GraphError, match="entry node 'x' is not a node"):
+        Graph(nodes, {}, entry="x")
+    with pytest.raises(GraphError, match="no edge leads to END"):
+        Graph(nodes, {"a": {"next": "b"}, "b": {"next": "a", "again": "b"}}, entry="a")
+
+
+def test_the_pipeline_graph_and_its_budgets():
+    graph = build_graph(PipelineConfig(retrieval_budget=5, rewrite_budget=1))
+    assert set(graph.nodes) == set(EDGES)
+    assert (graph.nodes["retrieve"].max_runs, graph.nodes["answer"].max_runs, graph.nodes["guard"].max_runs) == (5, 6, 1)
+    with pytest.raises(ValueError, match=r"KLEA_RAG_GUARD_ON_ERROR='maybe'; allowed: decline, allow"):
+        PipelineConfig(guard_on_error="maybe")
+
+
+def test_event_shapes():
+    assert Stage("classify", "end", 2, "neuro", 3.5).as_dict() == {
+        "type": "stage", "node": "classify", "phase": "end", "run": 2, "detail": "neuro", "elapsed_ms": 3.5,
+    }
+    assert Token("Hi", 1).as_dict() == {"type": "token", "text": "Hi", "attempt": 1}
+    assert References([]).as_dict() == {"type": "references", "references": []}
+    assert Error("timeout", "slow", "answer", True).as_dict() == {
+        "type": "error", "code": "timeout", "message": "slow", "node": "answer", "fatal": True,
+    }
+    assert Done("complete", 10.0, 5.0, {"guard": 1.0}).as_dict() == {
+        "type": "done", "status": "complete", "total_ms": 10.0, "ttft_ms": 5.0, "timings": {"guard": 1.0},
+    }
+    assert set(Answer("t", "domains").as_dict()) == {
+        "type", "text", "route", "domains", "citations", "dropped_citations", "evaluation", "warnings",
+        "session_id", "message_id",
+    }
+
+
+def test_reference_urls():
+    metadata = {"url_doi": "https://doi.org/1", "url_1": "https://a", "url_orcid": "https://o", "url": "", "doi": "1"}
+    assert labelled_urls(metadata) == [
+        {"label": "", "url": "https://a"}, {"label": "doi", "url": "https://doi.org/1"},
+        {"label": "orcid", "url": "https://o"},
+    ]
+    assert primary_url(metadata) == "https://doi.org/1"
+    assert primary_url({"doi": "10.1/x"}) == "https://doi.org/10.1/x"
