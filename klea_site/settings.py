@@ -145,3 +145,10 @@ KLEA_EMBEDDING_BATCH_SIZE = env.int("KLEA_EMBEDDING_BATCH_SIZE", default=32)
 # Reference-material budget: characters, each chunk costs len(text) + 200.
 KLEA_MAX_REFS_SIZE = env.int("KLEA_MAX_REFS_SIZE", default=20_000)
 KLEA_CHUNK_MAX_TOKENS = env.int("KLEA_CHUNK_MAX_TOKENS", default=450)
+# Retrieval (docs/retrieval.md). BM25: k1 and b (Okapi; measured on SciFact in
+# docs/benchmarks.md). Vector: stores (or filtered searches) of at most this many chunks
+# are searched exactly; larger ones through HNSW with an over-fetch, then exactly when
+# the over-fetch did not yield k rows.
+KLEA_BM25_K1 = env.float("KLEA_BM25_K1", default=0.9)
+KLEA_BM25_B = env.float("KLEA_BM25_B", default=0.4)
+KLEA_VECTOR_EXACT_MAX_ROWS = env.int("KLEA_VECTOR_EXACT_MAX_ROWS", default=10_000)

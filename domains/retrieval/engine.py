@@ -1,7 +1,9 @@
 """The single entry point of retrieval: :func:`retrieve`.
 
-Per routed domain and per store: one ranked list per mode (vector, keyword), fused by
-RRF, blended with recency, cut to k per domain and to the reference-material budget.
+Per routed domain, per store, per search query: one ranked list per mode (vector,
+bm25), filtered in SQL before ranking; all lists of a domain are fused (RRF by
+default), blended with recency, cut to k per domain, then to the reference-material
+budget round-robin across domains.
 """
 
 from __future__ import annotations
@@ -11,40 +13,46 @@ from collections.abc import Sequence
 
 import numpy as np
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 
 from domains import embeddings
-from domains.models import Chunk, Domain
+from domains.models import Chunk, Domain, Store
 from domains.text import normalize_text
 
-from .fusion import reciprocal_rank_fusion
-from .keyword import keyword_search, query_lexemes
+from .bm25 import bm25_search, query_lexemes
+from .filters import compile_filter, field_specs
+from .fusion import fuse
 from .recency import blend_recency
 from .types import RetrievalResult, RetrievedChunk
 from .vector import vector_search
 
 logger = logging.getLogger("klea.retrieval")
 
-# Each ranked list is fetched this deep (at least) before fusion: RRF needs agreement
+# Each ranked list is fetched this deep (at least k) before fusion: RRF needs agreement
 # between lists, which a list cut at k rarely shows.
 LIST_DEPTH = 50
 # Each chunk costs len(text) + CHUNK_OVERHEAD characters of the budget (headers, metadata).
 CHUNK_OVERHEAD = 200
+MODES = ("vector", "bm25")
+
+
+def _queries(query: str | Sequence[str]) -> list[str]:
+    raw = [query] if isinstance(query, str) else list(query)
+    out: list[str] = []
+    for text in raw:
+        text = normalize_text(str(text))
+        if text and text not in out:
+            out.append(text)
+    return out
 
 
 def _load(chunk_ids: list[int]) -> dict[int, Chunk]:
-    rows = Chunk.objects.filter(id__in=chunk_ids).select_related("document", "store__domain")
+    rows = (
+        Chunk.objects.filter(id__in=chunk_ids)
+        .select_related("document", "store")
+        .only("id", "text", "headings", "metadata", "year", "document__file_name", "store__name")
+    )
     return {row.id: row for row in rows}
-
-
-def _domain_lists(domain: Domain, query_vector: np.ndarray, lexemes: list[str], k: int) -> dict:
-    lists = {}
-    for store in domain.stores.all():
-        if store.uses_vector:
-            lists[f"{store.name}:vector"] = vector_search(store.id, query_vector, k, domain.min_relevance)
-        if store.uses_bm25:
-            lists[f"{store.name}:bm25"] = keyword_search(store.id, lexemes, k)
-    return lists
 
 
 def apply_budget(per_domain: list[list[RetrievedChunk]], max_chars: int) -> list[RetrievedChunk]:
@@ -73,6 +81,33 @@ def apply_budget(per_domain: list[list[RetrievedChunk]], max_chars: int) -> list
     return taken
 
 
+class _Search:
+    """The state of one retrieve() call shared by its domains."""
+
+    def __init__(self, queries: list[str], modes: tuple[str, ...]):
+        self.queries = queries
+        self.modes = modes
+        self.lexemes = [query_lexemes(q) for q in queries] if "bm25" in modes else [[] for _ in queries]
+        self._vectors: np.ndarray | None = None
+
+    @property
+    def vectors(self) -> np.ndarray:
+        if self._vectors is None:
+            self._vectors = embeddings.embed_texts(self.queries)
+        return self._vectors
+
+    def store_lists(self, store: Store, domain: Domain, where, depth: int) -> list[tuple[str, list]]:
+        lists: list[tuple[str, list]] = []
+        if store.uses_vector and "vector" in self.modes:
+            for vector in self.vectors:
+                hits = vector_search(store.id, vector, depth, domain.min_relevance, where=where)
+                lists.append((f"{store.name}:vector", hits.hits))
+        if store.uses_bm25 and "bm25" in self.modes:
+            for lexemes in self.lexemes:
+                lists.append((f"{store.name}:bm25", bm25_search(store.id, lexemes, depth, where=where)))
+        return lists
+
+
 def retrieve(
     query: str | Sequence[str],
     domains: Sequence[Domain],
@@ -80,38 +115,61 @@ def retrieve(
     k: int | None = None,
     filters: dict | None = None,
     max_chars: int | None = None,
+    stores: Sequence[str] | None = None,
+    modes: Sequence[str] | None = None,
+    fusion: str | None = None,
+    depth: int | None = None,
 ) -> RetrievalResult:
-    """Search the stores of ``domains`` for ``query``.
+    """Search the stores of ``domains`` for one or several queries.
 
-    :param query: one search query, or several (their ranked lists are fused together).
-    :param domains: the routed domains (inactive ones are skipped).
+    :param query: one search query, or several (all their ranked lists are fused).
+    :param domains: the routed Domain instances (inactive ones are skipped).
     :param k: chunks kept per domain; defaults to each domain's ``default_k``.
-    :param filters: metadata filter in the filter DSL (applied per domain to the fields
-        it declares); not applied yet by this first engine.
+    :param filters: filter DSL (domains/retrieval/filters.py), applied per domain to
+        the fields it declares, before ranking.
     :param max_chars: reference budget (KLEA_MAX_REFS_SIZE, 20,000 characters).
-    :returns: RetrievalResult; ``retrieval_failed`` with ``error`` when a store could not
-        be searched (the other stores' hits are still returned).
+    :param stores: only these store names (default: all stores of each domain).
+    :param modes: subset of ("vector", "bm25") (default both, as each store allows).
+    :param fusion: "rrf" or "convex", overriding each domain's ``fusion``.
+    :param depth: length of each ranked list before fusion (default max(50, k)).
+    :returns: RetrievalResult: chunks best first per domain after the budget cut;
+        ``keywords`` = the BM25 lexemes of all queries; ``retrieval_failed`` with
+        ``error`` when a store could not be searched (the other stores' hits are
+        still returned).
+    :raises ValueError: a malformed filter (naming the field), an unknown mode or
+        fusion method.
     """
-    text = normalize_text(query if isinstance(query, str) else " ".join(query))
+    unknown = set(modes or ()) - set(MODES)
+    if unknown:
+        raise ValueError(f"unknown retrieval mode(s) {sorted(unknown)}; allowed: {', '.join(MODES)}")
     result = RetrievalResult()
-    if not text:
+    queries = _queries(query)
+    if not queries:
         return result
     max_chars = settings.KLEA_MAX_REFS_SIZE if max_chars is None else max_chars
-    query_vector = embeddings.embed_query(text)
-    result.keywords = query_lexemes(text)
+    search = _Search(queries, tuple(modes or MODES))
+    for lexemes in search.lexemes:
+        result.keywords += [lex for lex in lexemes if lex not in result.keywords]
+    active = [d for d in domains if d.active]
+    compiled = {d.pk: compile_filter(filters, field_specs(d), prefix=f"f{d.pk}_") for d in active}
     per_domain: list[list[RetrievedChunk]] = []
-    for domain in domains:
-        if not domain.active:
-            continue
+    for domain in active:
         domain_k = k or domain.default_k
-        try:
-            lists = _domain_lists(domain, query_vector, result.keywords, max(LIST_DEPTH, domain_k))
-        except DatabaseError as exc:
-            logger.exception("retrieval failed for domain %s", domain.name)
-            result.retrieval_failed = True
-            result.error = f"domain {domain.name}: {exc}"
-            continue
-        fused = reciprocal_rank_fusion(lists)
+        list_depth = depth or max(LIST_DEPTH, domain_k)
+        lists: list[tuple[str, list]] = []
+        store_rows = domain.stores.all()
+        if stores is not None:
+            store_rows = store_rows.filter(name__in=list(stores))
+        for store in store_rows:
+            try:
+                with transaction.atomic():
+                    lists += search.store_lists(store, domain, compiled[domain.pk], list_depth)
+            except (DatabaseError, embeddings.EmbeddingError) as exc:
+                logger.exception("retrieval failed for store %s of domain %s", store.name, domain.name)
+                result.retrieval_failed = True
+                message = f"store {store.name} (domain {domain.name}): {exc}".strip()
+                result.error = f"{result.error}; {message}" if result.error else message
+        fused = fuse(lists, fusion or domain.fusion, domain.fusion_alpha)
         rows = _load([cid for cid, _, _ in fused])
         chunks = [
             RetrievedChunk(
