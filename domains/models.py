@@ -16,6 +16,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+from django.db.models.lookups import GreaterThan
 from pgvector.django import HnswIndex, VectorField
 
 from . import bm25_sql
@@ -249,7 +250,14 @@ class Chunk(models.Model):
     class Meta:
         ordering = ["document", "ordinal"]
         constraints = [
-            models.UniqueConstraint(fields=["document", "ordinal"], name="unique_chunk_ordinal")
+            models.UniqueConstraint(fields=["document", "ordinal"], name="unique_chunk_ordinal"),
+            # A zero vector has no direction: its cosine distance is NaN. (pgvector itself
+            # refuses NaN and infinite components.)
+            models.CheckConstraint(
+                condition=models.Q(embedding__isnull=True)
+                | GreaterThan(models.Func(models.F("embedding"), function="vector_norm"), 0),
+                name="chunk_embedding_not_zero",
+            ),
         ]
         indexes = [
             models.Index(fields=["store", "year"], name="chunk_store_year"),

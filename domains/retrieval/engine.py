@@ -96,16 +96,19 @@ class _Search:
             self._vectors = embeddings.embed_texts(self.queries)
         return self._vectors
 
-    def store_lists(self, store: Store, domain: Domain, where, depth: int) -> list[tuple[str, list]]:
-        lists: list[tuple[str, list]] = []
-        if store.uses_vector and "vector" in self.modes:
-            for vector in self.vectors:
-                hits = vector_search(store.id, vector, depth, domain.min_relevance, where=where)
-                lists.append((f"{store.name}:vector", hits.hits))
-        if store.uses_bm25 and "bm25" in self.modes:
-            for lexemes in self.lexemes:
-                lists.append((f"{store.name}:bm25", bm25_search(store.id, lexemes, depth, where=where)))
-        return lists
+    def store_lists(self, store: Store, domain: Domain, where, depth: int, mode: str) -> list[tuple[str, list]]:
+        """The ranked lists of one (store, mode), one per query."""
+        label = f"{store.name}:{mode}"
+        if mode == "vector":
+            return [
+                (label, vector_search(store.id, vector, depth, domain.min_relevance, where=where).hits)
+                for vector in self.vectors
+            ]
+        return [(label, bm25_search(store.id, lexemes, depth, where=where)) for lexemes in self.lexemes]
+
+    def store_modes(self, store: Store) -> list[str]:
+        allowed = {"vector": store.uses_vector, "bm25": store.uses_bm25}
+        return [mode for mode in self.modes if allowed[mode]]
 
 
 def retrieve(
@@ -161,14 +164,15 @@ def retrieve(
         if stores is not None:
             store_rows = store_rows.filter(name__in=list(stores))
         for store in store_rows:
-            try:
-                with transaction.atomic():
-                    lists += search.store_lists(store, domain, compiled[domain.pk], list_depth)
-            except (DatabaseError, embeddings.EmbeddingError) as exc:
-                logger.exception("retrieval failed for store %s of domain %s", store.name, domain.name)
-                result.retrieval_failed = True
-                message = f"store {store.name} (domain {domain.name}): {exc}".strip()
-                result.error = f"{result.error}; {message}" if result.error else message
+            for mode in search.store_modes(store):
+                try:  # a savepoint per list: one broken list leaves the others usable
+                    with transaction.atomic():
+                        lists += search.store_lists(store, domain, compiled[domain.pk], list_depth, mode)
+                except (DatabaseError, embeddings.EmbeddingError) as exc:
+                    logger.exception("%s search failed for store %s of domain %s", mode, store.name, domain.name)
+                    result.retrieval_failed = True
+                    message = f"{store.name}:{mode} (domain {domain.name}): {exc}".strip()
+                    result.error = f"{result.error}; {message}" if result.error else message
         fused = fuse(lists, fusion or domain.fusion, domain.fusion_alpha)
         rows = _load([cid for cid, _, _ in fused])
         chunks = [

@@ -165,7 +165,7 @@ def _as_list(value) -> list:
 def _typed(spec: FieldSpec, value):
     kind = spec.value_type
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict, tuple)):
-        raise ValueError(f"filter on {spec.name!r}: expected a {kind} value, got {value!r}")
+        raise ValueError(f"filter on {spec.name!r}: expected a value of type {kind}, got {value!r}")
     if kind == "int":
         if isinstance(value, float) and value.is_integer():
             return int(value)
