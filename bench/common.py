@@ -22,8 +22,8 @@ CACHE = ROOT / "var" / "bench-cache"
 BENCH_DATABASE = os.environ.get("KLEA_BENCH_DATABASE", "klea_bench")
 
 
-def setup_django() -> None:
-    """Point Django at the benchmark database (created + migrated when missing)."""
+def setup_django(database: str = BENCH_DATABASE) -> None:
+    """Point Django at a benchmark database (created + migrated when missing)."""
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "klea_site.settings")
     os.environ.setdefault("KLEA_LOG_LEVEL", "WARNING")
@@ -40,10 +40,10 @@ def setup_django() -> None:
         "port": db.get("PORT") or None,
     }
     with psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DATABASE]).fetchone()
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
         if not exists:
-            conn.execute(f'CREATE DATABASE "{BENCH_DATABASE}"')
-    db["NAME"] = BENCH_DATABASE
+            conn.execute(f'CREATE DATABASE "{database}"')
+    db["NAME"] = database
     import django
 
     django.setup()

@@ -84,11 +84,11 @@ def apply_budget(per_domain: list[list[RetrievedChunk]], max_chars: int) -> list
 class _Search:
     """The state of one retrieve() call shared by its domains."""
 
-    def __init__(self, queries: list[str], modes: tuple[str, ...]):
+    def __init__(self, queries: list[str], modes: tuple[str, ...], vectors: np.ndarray | None = None):
         self.queries = queries
         self.modes = modes
         self.lexemes = [query_lexemes(q) for q in queries] if "bm25" in modes else [[] for _ in queries]
-        self._vectors: np.ndarray | None = None
+        self._vectors = vectors
 
     @property
     def vectors(self) -> np.ndarray:
@@ -122,6 +122,7 @@ def retrieve(
     modes: Sequence[str] | None = None,
     fusion: str | None = None,
     depth: int | None = None,
+    query_vectors: Sequence[np.ndarray] | None = None,
 ) -> RetrievalResult:
     """Search the stores of ``domains`` for one or several queries.
 
@@ -135,6 +136,8 @@ def retrieve(
     :param modes: subset of ("vector", "bm25") (default both, as each store allows).
     :param fusion: "rrf" or "convex", overriding each domain's ``fusion``.
     :param depth: length of each ranked list before fusion (default max(50, k)).
+    :param query_vectors: the queries' embeddings when the caller already has them
+        (one per query, in order); computed here otherwise.
     :returns: RetrievalResult: chunks best first per domain after the budget cut;
         ``keywords`` = the BM25 lexemes of all queries; ``retrieval_failed`` with
         ``error`` when a store could not be searched (the other stores' hits are
@@ -149,8 +152,10 @@ def retrieve(
     queries = _queries(query)
     if not queries:
         return result
+    if query_vectors is not None and len(query_vectors) != len(queries):
+        raise ValueError(f"{len(query_vectors)} query vectors for {len(queries)} distinct non-empty queries")
     max_chars = settings.KLEA_MAX_REFS_SIZE if max_chars is None else max_chars
-    search = _Search(queries, tuple(modes or MODES))
+    search = _Search(queries, tuple(modes or MODES), None if query_vectors is None else np.asarray(query_vectors))
     for lexemes in search.lexemes:
         result.keywords += [lex for lex in lexemes if lex not in result.keywords]
     active = [d for d in domains if d.active]
