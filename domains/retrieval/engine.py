@@ -8,15 +8,17 @@ budget round-robin across domains.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 from collections.abc import Sequence
 
 import numpy as np
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 
 from domains import embeddings
-from domains.models import Chunk, Domain, Store
+from domains.models import Domain, Store
 from domains.text import normalize_text
 
 from .bm25 import bm25_search, query_lexemes
@@ -46,13 +48,42 @@ def _queries(query: str | Sequence[str]) -> list[str]:
     return out
 
 
-def _load(chunk_ids: list[int]) -> dict[int, Chunk]:
-    rows = (
-        Chunk.objects.filter(id__in=chunk_ids)
-        .select_related("document", "store")
-        .only("id", "text", "headings", "metadata", "year", "document__file_name", "store__name")
-    )
-    return {row.id: row for row in rows}
+def _years(chunk_ids: list[int]) -> dict[int, int | None]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, year FROM domains_chunk WHERE id = ANY(%s)", [chunk_ids])
+        return dict(cursor.fetchall())
+
+
+_ROWS = """
+SELECT c.id, c.text, c.headings, c.metadata, c.document_id, d.file_name, s.name
+FROM domains_chunk c JOIN domains_document d ON d.id = c.document_id JOIN domains_store s ON s.id = c.store_id
+WHERE c.id = ANY(%s)
+"""
+
+
+def _fill(chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
+    """Load text, headings, metadata and file of the chunks that survived the cut
+    (one query; plain SQL because the ORM's row building was a third of the latency)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ROWS, [[c.chunk_id for c in chunks]])
+        rows = {row[0]: row for row in cursor.fetchall()}
+    filled = []
+    for chunk in chunks:
+        if chunk.chunk_id not in rows:  # deleted meanwhile
+            continue
+        _, text, headings, metadata, document_id, file_name, store = rows[chunk.chunk_id]
+        if isinstance(metadata, str):  # psycopg returns jsonb decoded; be safe with text
+            metadata = json.loads(metadata)
+        chunk.text, chunk.headings, chunk.metadata = text, list(headings or []), metadata or {}
+        chunk.document_id, chunk.file_name, chunk.store = document_id, file_name, store
+        filled.append(chunk)
+    return filled
+
+
+def _savepoint():
+    """A savepoint inside a caller's transaction (one failed list must not abort it);
+    nothing in autocommit mode, where a failed statement leaves no trace."""
+    return transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
 
 
 def apply_budget(per_domain: list[list[RetrievedChunk]], max_chars: int) -> list[RetrievedChunk]:
@@ -171,7 +202,7 @@ def retrieve(
         for store in store_rows:
             for mode in search.store_modes(store):
                 try:  # a savepoint per list: one broken list leaves the others usable
-                    with transaction.atomic():
+                    with _savepoint():
                         lists += search.store_lists(store, domain, compiled[domain.pk], list_depth, mode)
                 except (DatabaseError, embeddings.EmbeddingError) as exc:
                     logger.exception("%s search failed for store %s of domain %s", mode, store.name, domain.name)
@@ -179,24 +210,16 @@ def retrieve(
                     message = f"{store.name}:{mode} (domain {domain.name}): {exc}".strip()
                     result.error = f"{result.error}; {message}" if result.error else message
         fused = fuse(lists, fusion or domain.fusion, domain.fusion_alpha)
-        rows = _load([cid for cid, _, _ in fused])
+        years = _years([cid for cid, _, _ in fused])
         chunks = [
             RetrievedChunk(
-                chunk_id=cid,
-                text=rows[cid].text,
-                headings=list(rows[cid].headings),
-                metadata=rows[cid].metadata,
-                file_name=rows[cid].document.file_name,
-                document_id=rows[cid].document_id,
-                store=rows[cid].store.name,
-                domain=domain.name,
-                year=rows[cid].year,
-                score=score,
-                source_scores=sources,
+                chunk_id=cid, text="", headings=[], metadata={}, file_name="", document_id=0, store="",
+                domain=domain.name, year=years[cid], score=score, source_scores=sources,
             )
             for cid, score, sources in fused
-            if cid in rows
+            if cid in years
         ]
-        per_domain.append(blend_recency(chunks)[:domain_k])
+        chunks = _fill(blend_recency(chunks)[:domain_k])
+        per_domain.append(chunks)
     result.results = apply_budget(per_domain, max_chars)
     return result

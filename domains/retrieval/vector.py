@@ -84,11 +84,16 @@ def _row_counts(store_id: int) -> tuple[int, int]:
     return int(store_rows), int(total_rows)
 
 
+# The OFFSET 0 fence keeps the planner off the HNSW index (whose post-filtering could
+# return fewer than k rows) and computes each distance once.
 _EXACT = """
-SELECT c.id, 1 - (c.embedding <=> %(q)s::vector) AS relevance
-FROM domains_chunk c
-WHERE c.store_id = %(store)s AND c.embedding IS NOT NULL AND {where}
-ORDER BY (c.embedding <=> %(q)s::vector) + 0, c.id
+SELECT id, 1 - distance AS relevance FROM (
+    SELECT c.id, c.embedding <=> %(q)s::vector AS distance
+    FROM domains_chunk c
+    WHERE c.store_id = %(store)s AND c.embedding IS NOT NULL AND {where}
+    OFFSET 0
+) x
+ORDER BY distance, id
 LIMIT %(k)s
 """
 # Over-fetch from the index over the whole table (no WHERE, so the planner uses it),
@@ -114,6 +119,10 @@ SELECT id, 1 - distance AS relevance FROM h ORDER BY distance, id
 
 
 def _run(sql: str, values: dict, local_settings: dict[str, str]) -> list[tuple[int, float]]:
+    if not local_settings:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, values)
+            return [(cid, float(rel)) for cid, rel in cursor.fetchall()]
     # Transaction-local settings, put back afterwards in case a caller's transaction
     # goes on (a savepoint release keeps them).
     with transaction.atomic(), connection.cursor() as cursor:
