@@ -250,3 +250,90 @@ def test_maxscore_pruning_gives_the_same_results(corpus):
             assert [cid for cid, _ in pruned] == [cid for cid, _ in full], (query, k)
             assert [s for _, s in pruned] == pytest.approx([s for _, s in full], rel=1e-12)
     assert pruned_runs >= 25  # most queries really took the pruned path
+
+
+def test_concurrent_writers_on_two_stores_keep_statistics_exact(django_db_setup, django_db_blocker):
+    """Two sessions write chunks of both stores in one statement each, in opposite
+    orders, and delete some, concurrently: the triggers lock stores in id order, so no
+    deadlock, and the statistics end exact. The writers use their own autocommit
+    connections (they must see each other's commits) and clean up after themselves."""
+    import threading
+
+    import psycopg
+
+    with django_db_blocker.unblock():
+        params = connection.get_connection_params()
+    params = {k: v for k, v in params.items() if k in ("dbname", "user", "password", "host", "port") and v}
+
+    def session():
+        return psycopg.connect(**params, autocommit=True)
+
+    with session() as setup:
+        domain_id = setup.execute(
+            "INSERT INTO domains_domain (name, description, active, default_k, k_max, k_inc, min_relevance, "
+            "fusion, fusion_alpha, instructions, created_at, updated_at) "
+            "VALUES ('concurrent', '', true, 5, 10, 1, 0.15, 'rrf', 0.5, '', now(), now()) RETURNING id"
+        ).fetchone()[0]
+        stores = [
+            setup.execute(
+                "INSERT INTO domains_store (name, domain_id, mode, embedding_model, embedding_dim, created_at) "
+                "VALUES (%s, %s, 'both', 'm', 384, now()) RETURNING id",
+                [f"conc-{i}", domain_id],
+            ).fetchone()[0]
+            for i in range(2)
+        ]
+        docs = {
+            (thread, store): setup.execute(
+                "INSERT INTO domains_document (store_id, file_name, source_path, content_hash, status, error, "
+                "metadata, created_at, updated_at) VALUES (%s, %s, '', '', 'stored', '', '{}', now(), now()) RETURNING id",
+                [store, f"{thread}.md"],
+            ).fetchone()[0]
+            for thread in range(2)
+            for store in stores
+        }
+    errors = []
+
+    def writer(thread: int):
+        order = stores if thread == 0 else stores[::-1]
+        try:
+            with session() as conn:
+                for step in range(15):
+                    rows = [(s, docs[(thread, s)], step, f"neuron {thread} step{step} synapse {s}") for s in order]
+                    conn.execute(
+                        "INSERT INTO domains_chunk (store_id, document_id, ordinal, text, headings, metadata, token_count) "
+                        "SELECT s, d, o, t, '{}', '{}', 0 FROM unnest(%s::bigint[], %s::bigint[], %s::int[], %s::text[]) "
+                        "AS r(s, d, o, t)",
+                        [list(col) for col in zip(*rows)],
+                    )
+                    if step % 3 == 2:
+                        conn.execute(
+                            "DELETE FROM domains_chunk WHERE document_id = ANY(%s) AND ordinal = %s",
+                            [[docs[(thread, s)] for s in order], step - 1],
+                        )
+        except psycopg.Error as exc:  # reported below with the thread number
+            errors.append((thread, str(exc)))
+
+    try:
+        threads = [threading.Thread(target=writer, args=(t,)) for t in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        with django_db_blocker.unblock():
+            for store in stores:
+                stats = indexed_statistics(store)
+                assert stats == recomputed_statistics(store)
+                assert stats.chunk_count == 2 * (15 - 5)
+    finally:
+        with session() as cleanup:
+            cleanup.execute("DELETE FROM domains_chunk WHERE store_id = ANY(%s)", [stores])
+            cleanup.execute("DELETE FROM domains_document WHERE store_id = ANY(%s)", [stores])
+            cleanup.execute("DELETE FROM domains_store WHERE id = ANY(%s)", [stores])
+            cleanup.execute("DELETE FROM domains_domain WHERE id = %s", [domain_id])
+            leftovers = cleanup.execute(
+                "SELECT (SELECT count(*) FROM domains_bm25stats WHERE store_id = ANY(%s)) + "
+                "(SELECT count(*) FROM domains_bm25term WHERE store_id = ANY(%s))",
+                [stores, stores],
+            ).fetchone()[0]
+    assert leftovers == 0
