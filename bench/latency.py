@@ -132,6 +132,7 @@ def measure_engine(queries, query_vectors) -> dict:
     from domains import embeddings
     from domains.models import Domain, Store
     from domains.retrieval import retrieve, vector_search
+    from domains.retrieval.engine import LIST_DEPTH
 
     domain = Domain.objects.get(name=STORE)
     store = Store.objects.get(name=STORE)
@@ -151,9 +152,10 @@ def measure_engine(queries, query_vectors) -> dict:
     recall = []
     strategy = vector_search(store.id, query_vectors[0], 10, -1.0).strategy  # what retrieve() used
     for vector in query_vectors:
-        approximate = vector_search(store.id, vector, 10, -1.0, exact_max_rows=0)  # HNSW forced
-        exact = vector_search(store.id, vector, 10, -1.0, exact_max_rows=10**12)
-        recall.append(len({c for c, _ in approximate.hits} & {c for c, _ in exact.hits}) / 10)
+        # HNSW forced, as deep as retrieve() asks (LIST_DEPTH 50, so ef_search 100)
+        approximate = vector_search(store.id, vector, LIST_DEPTH, -1.0, exact_max_rows=0).hits[:10]
+        exact = vector_search(store.id, vector, 10, -1.0, exact_max_rows=10**12).hits
+        recall.append(len({c for c, _ in approximate} & {c for c, _ in exact}) / 10)
     return {
         "embed_p50_ms": percentile(embed_times, 50),
         "hybrid_p50_ms": percentile(times, 50),
@@ -203,7 +205,7 @@ def measure_in_memory(size, texts, vectors, queries, query_vectors) -> dict:
     }
 
 
-def one_size(size: int, in_memory: bool) -> dict:
+def one_size(size: int, in_memory: bool, load_only: bool = False) -> dict:
     setup_django(f"klea_bench_lat_{size}")
     ids, texts, all_queries = load_scifact()
     vectors = cached_embeddings("scifact-corpus", texts, scifact_dir() / "corpus.jsonl")
@@ -214,6 +216,8 @@ def one_size(size: int, in_memory: bool) -> dict:
     queries = [all_queries[q] for q in test]
     query_vectors = [by_id[q] for q in test]
     figures = {"size": size, **load(size, texts, vectors)}
+    if load_only:
+        return figures
     figures.update(sizes_mb())
     figures.update(measure_engine(queries, query_vectors))
     if in_memory:
@@ -226,10 +230,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated chunk counts")
     parser.add_argument("--no-in-memory", action="store_true", help="skip the rank_bm25 + numpy comparison")
+    parser.add_argument("--load-only", action="store_true", help="load (and index) only; measure on a later run")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: one size, JSON out
     args = parser.parse_args()
     if args.one:
-        print("RESULT " + json.dumps(one_size(args.one, not args.no_in_memory)), flush=True)
+        print("RESULT " + json.dumps(one_size(args.one, not args.no_in_memory, args.load_only)), flush=True)
+        return
+    if args.load_only:
+        for size in (int(s) for s in args.sizes.split(",")):
+            print(json.dumps(one_size(size, False, True)), flush=True)
         return
     started = time.monotonic()
     results = []

@@ -52,54 +52,26 @@ class Bm25Params:
         return cls(float(settings.KLEA_BM25_K1), float(settings.KLEA_BM25_B))
 
 
-# Top-k pruning (MaxScore, Turtle & Flood 1995), exact: with theta a lower bound of the
-# k-th best score, terms whose upper bounds sum below theta are "non-essential": a chunk
-# holding only such terms cannot reach the top k, so their postings are never scanned;
-# they are looked up only for the candidates found through the other terms.
-# Queries touching fewer postings than this are scored in one pass.
-PRUNE_MIN_POSTINGS = 20_000
-# The probe that gives theta scores the rarest terms up to this many postings.
-PROBE_POSTINGS = 5_000
-
-# float8 throughout (a bare 0.5 or a bound 0.75 would make the arithmetic numeric, ~5x
-# slower). Per term w = idf * (k1 + 1), which bounds its contribution from above; per
-# posting the factor tf / (tf + c1 + c2 dl) < 1, c1 = k1 (1 - b), c2 = k1 b / avgdl.
-_TERMS = """
+# float8 throughout (a bare 0.5 or a bound 0.75 would make the arithmetic numeric, ~3x
+# slower). Per term w = idf * (k1 + 1); per posting tf / (tf + c1 + c2 dl) with
+# c1 = k1 (1 - b), c2 = k1 b / avgdl. Reads only the postings of the query's terms,
+# from the primary-key index (index-only scan).
+_SEARCH = """
 WITH s AS (
-    SELECT chunk_count::float8 AS n FROM domains_bm25stats WHERE store_id = %(store)s AND total_length > 0
-)
-SELECT t.id, t.df, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) * (%(k1)s::float8 + 1)
-FROM domains_bm25term t, s
-WHERE t.store_id = %(store)s AND t.lexeme = ANY(%(terms)s::text[])
-ORDER BY t.df, t.id
-"""
-_STATS = """
-    SELECT %(k1)s::float8 * (1 - %(b)s::float8) AS c1,
+    SELECT chunk_count::float8 AS n,
+           %(k1)s::float8 * (1 - %(b)s::float8) AS c1,
            %(k1)s::float8 * %(b)s::float8 * chunk_count / total_length::float8 AS c2
-    FROM domains_bm25stats WHERE store_id = %(store)s
-"""
-_PARTIAL = """
-    SELECT p.chunk_id, sum(q.w * p.tf / (p.tf + s.c1 + s.c2 * p.dl)) AS score
-    FROM unnest(%({ids})s::bigint[], %({weights})s::float8[]) AS q(id, w)
-    JOIN domains_bm25posting p ON p.term_id = q.id CROSS JOIN s
-    {join}
-    GROUP BY p.chunk_id
-"""
-_FULL = "WITH s AS (" + _STATS + ")" + _PARTIAL.format(ids="ids", weights="ws", join="{join}") + """
-ORDER BY score DESC, chunk_id
-LIMIT %(k)s
-"""
-_PRUNED = "WITH s AS (" + _STATS + "), e AS (" + _PARTIAL.format(ids="ids", weights="ws", join="{join}") + """
-), candidates AS MATERIALIZED (
-    SELECT chunk_id, score FROM e WHERE score + %(bound)s >= %(theta)s
+    FROM domains_bm25stats WHERE store_id = %(store)s AND total_length > 0
+), q AS (
+    SELECT t.id, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) * (%(k1)s::float8 + 1) AS w
+    FROM domains_bm25term t, s
+    WHERE t.store_id = %(store)s AND t.lexeme = ANY(%(terms)s::text[])
 )
-SELECT c.chunk_id, c.score + coalesce((
-    SELECT sum(q.w * p.tf / (p.tf + s.c1 + s.c2 * p.dl))
-    FROM unnest(%(ne_ids)s::bigint[], %(ne_ws)s::float8[]) AS q(id, w)
-    JOIN domains_bm25posting p ON p.term_id = q.id AND p.chunk_id = c.chunk_id
-), 0) AS score
-FROM candidates c CROSS JOIN s
-ORDER BY score DESC, chunk_id
+SELECT p.chunk_id, sum(q.w * p.tf / (p.tf + s.c1 + s.c2 * p.dl)) AS score
+FROM q JOIN domains_bm25posting p ON p.term_id = q.id CROSS JOIN s
+{join}
+GROUP BY p.chunk_id
+ORDER BY score DESC, p.chunk_id
 LIMIT %(k)s
 """
 
@@ -111,15 +83,12 @@ def bm25_search(
     *,
     where: CompiledFilter | None = None,
     params: Bm25Params | None = None,
-    prune_min_postings: int = PRUNE_MIN_POSTINGS,
 ) -> list[tuple[int, float]]:
     """The ``k`` best chunks of a store for the OR of ``lexemes``.
 
     :param lexemes: from :func:`query_lexemes` (duplicates are counted once).
     :param where: filter over the chunk alias ``c``, applied before ranking.
     :param params: k1 and b; default from settings.
-    :param prune_min_postings: queries touching more postings use exact MaxScore
-        pruning (same results, fewer postings read).
     :returns: [(chunk_id, BM25 score)] best first, ties by chunk id; [] when
         ``lexemes`` is empty or the store has no chunks.
     """
@@ -132,50 +101,7 @@ def bm25_search(
         join = f"JOIN domains_chunk c ON c.id = p.chunk_id WHERE {where.sql}"
         values.update(where.params)
     with connection.cursor() as cursor:
-        cursor.execute(_TERMS, values)
-        terms = [(tid, df, float(w)) for tid, df, w in cursor.fetchall()]  # rarest first
-        if not terms:
-            return []
-
-        def full(selected):
-            cursor.execute(
-                _FULL.format(join=join), {**values, "ids": [t[0] for t in selected], "ws": [t[2] for t in selected]}
-            )
-            return [(cid, float(score)) for cid, score in cursor.fetchall()]
-
-        if sum(df for _, df, _ in terms) <= prune_min_postings or len(terms) == 1:
-            return full(terms)
-        probe, postings = [], 0
-        for term in terms:
-            if probe and postings + term[1] > PROBE_POSTINGS:
-                break
-            probe.append(term)
-            postings += term[1]
-        ranked = full(probe)
-        # Partial scores are lower bounds of full scores: k chunks score >= theta.
-        # (less a relative 1e-9, so float rounding can never exclude a top-k chunk).
-        theta = ranked[k - 1][1] * (1 - 1e-9) if len(ranked) >= k else 0.0
-        non_essential, bound = [], 0.0
-        for term in sorted(terms, key=lambda t: (t[2], t[0])):  # smallest upper bound first
-            if bound + term[2] >= theta:
-                break
-            non_essential.append(term)
-            bound += term[2]
-        if not non_essential:
-            return full(terms)
-        essential = [t for t in terms if t not in non_essential]
-        cursor.execute(
-            _PRUNED.format(join=join),
-            {
-                **values,
-                "ids": [t[0] for t in essential],
-                "ws": [t[2] for t in essential],
-                "ne_ids": [t[0] for t in non_essential],
-                "ne_ws": [t[2] for t in non_essential],
-                "bound": bound,
-                "theta": theta,
-            },
-        )
+        cursor.execute(_SEARCH.format(join=join), values)
         return [(cid, float(score)) for cid, score in cursor.fetchall()]
 
 

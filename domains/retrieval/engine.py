@@ -23,7 +23,7 @@ from domains.text import normalize_text
 
 from .bm25 import bm25_search, query_lexemes
 from .filters import compile_filter, field_specs
-from .fusion import fuse
+from .fusion import FUSION_METHODS, fuse
 from .recency import blend_recency
 from .types import RetrievalResult, RetrievedChunk
 from .vector import vector_search
@@ -72,7 +72,7 @@ def _fill(chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
         if chunk.chunk_id not in rows:  # deleted meanwhile
             continue
         _, text, headings, metadata, document_id, file_name, store = rows[chunk.chunk_id]
-        if isinstance(metadata, str):  # psycopg returns jsonb decoded; be safe with text
+        if isinstance(metadata, str):  # Django's psycopg set-up loads jsonb as text
             metadata = json.loads(metadata)
         chunk.text, chunk.headings, chunk.metadata = text, list(headings or []), metadata or {}
         chunk.document_id, chunk.file_name, chunk.store = document_id, file_name, store
@@ -179,47 +179,59 @@ def retrieve(
     unknown = set(modes or ()) - set(MODES)
     if unknown:
         raise ValueError(f"unknown retrieval mode(s) {sorted(unknown)}; allowed: {', '.join(MODES)}")
+    if fusion is not None and fusion not in FUSION_METHODS:
+        raise ValueError(f"unknown fusion method {fusion!r}; allowed: {', '.join(FUSION_METHODS)}")
     result = RetrievalResult()
     queries = _queries(query)
     if not queries:
         return result
     if query_vectors is not None and len(query_vectors) != len(queries):
         raise ValueError(f"{len(query_vectors)} query vectors for {len(queries)} distinct non-empty queries")
-    max_chars = settings.KLEA_MAX_REFS_SIZE if max_chars is None else max_chars
-    search = _Search(queries, tuple(modes or MODES), None if query_vectors is None else np.asarray(query_vectors))
-    for lexemes in search.lexemes:
-        result.keywords += [lex for lex in lexemes if lex not in result.keywords]
     active = [d for d in domains if d.active]
-    compiled = {d.pk: compile_filter(filters, field_specs(d), prefix=f"f{d.pk}_") for d in active}
-    per_domain: list[list[RetrievedChunk]] = []
-    for domain in active:
-        domain_k = k or domain.default_k
-        list_depth = depth or max(LIST_DEPTH, domain_k)
-        lists: list[tuple[str, list]] = []
-        store_rows = domain.stores.all()
-        if stores is not None:
-            store_rows = store_rows.filter(name__in=list(stores))
-        for store in store_rows:
-            for mode in search.store_modes(store):
-                try:  # a savepoint per list: one broken list leaves the others usable
-                    with _savepoint():
-                        lists += search.store_lists(store, domain, compiled[domain.pk], list_depth, mode)
-                except (DatabaseError, embeddings.EmbeddingError) as exc:
-                    logger.exception("%s search failed for store %s of domain %s", mode, store.name, domain.name)
-                    result.retrieval_failed = True
-                    message = f"{store.name}:{mode} (domain {domain.name}): {exc}".strip()
-                    result.error = f"{result.error}; {message}" if result.error else message
-        fused = fuse(lists, fusion or domain.fusion, domain.fusion_alpha)
-        years = _years([cid for cid, _, _ in fused])
-        chunks = [
-            RetrievedChunk(
-                chunk_id=cid, text="", headings=[], metadata={}, file_name="", document_id=0, store="",
-                domain=domain.name, year=years[cid], score=score, source_scores=sources,
-            )
-            for cid, score, sources in fused
-            if cid in years
+    try:
+        compiled = {d.pk: compile_filter(filters, field_specs(d), prefix=f"f{d.pk}_") for d in active}
+        search = _Search(queries, tuple(modes or MODES), None if query_vectors is None else np.asarray(query_vectors))
+        for lexemes in search.lexemes:
+            result.keywords += [lex for lex in lexemes if lex not in result.keywords]
+        per_domain = [
+            _search_domain(search, domain, compiled[domain.pk], result, k=k, depth=depth, stores=stores, fusion=fusion)
+            for domain in active
         ]
-        chunks = _fill(blend_recency(chunks)[:domain_k])
-        per_domain.append(chunks)
-    result.results = apply_budget(per_domain, max_chars)
+    except DatabaseError as exc:  # the database as a whole, not one list
+        logger.exception("retrieval failed")
+        result.retrieval_failed = True
+        result.error = f"database: {exc}".strip()
+        return result
+    result.results = apply_budget(per_domain, settings.KLEA_MAX_REFS_SIZE if max_chars is None else max_chars)
     return result
+
+
+def _search_domain(search: _Search, domain: Domain, where, result: RetrievalResult, *, k, depth, stores, fusion):
+    """One domain: its lists (failures noted in ``result``), fused, recency, top k."""
+    domain_k = k or domain.default_k
+    list_depth = depth or max(LIST_DEPTH, domain_k)
+    lists: list[tuple[str, list]] = []
+    store_rows = domain.stores.all()
+    if stores is not None:
+        store_rows = store_rows.filter(name__in=list(stores))
+    for store in store_rows:
+        for mode in search.store_modes(store):
+            try:  # a savepoint per list: one broken list leaves the others usable
+                with _savepoint():
+                    lists += search.store_lists(store, domain, where, list_depth, mode)
+            except (DatabaseError, embeddings.EmbeddingError) as exc:
+                logger.exception("%s search failed for store %s of domain %s", mode, store.name, domain.name)
+                result.retrieval_failed = True
+                message = f"{store.name}:{mode} (domain {domain.name}): {exc}".strip()
+                result.error = f"{result.error}; {message}" if result.error else message
+    fused = fuse(lists, fusion or domain.fusion, domain.fusion_alpha)
+    years = _years([cid for cid, _, _ in fused])
+    chunks = [
+        RetrievedChunk(
+            chunk_id=cid, text="", headings=[], metadata={}, file_name="", document_id=0, store="",
+            domain=domain.name, year=years[cid], score=score, source_scores=sources,
+        )
+        for cid, score, sources in fused
+        if cid in years
+    ]
+    return _fill(blend_recency(chunks)[:domain_k])
