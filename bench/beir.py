@@ -161,8 +161,8 @@ def main() -> None:
     with override_settings(KLEA_VECTOR_EXACT_MAX_ROWS=0):
         record("dense, HNSW (ef_search 200)", run_engine(domain, test, modes=["vector"]))
     record(f"hybrid RRF k 60 (BM25 {default_bm25} + dense), the default", run_engine(domain, test))
-    with override_settings(KLEA_BM25_K1=1.2, KLEA_BM25_B=0.75):
-        record("hybrid RRF k 60 (BM25 k1 1.2 b 0.75 + dense)", run_engine(domain, test))
+    with override_settings(KLEA_BM25_K1=0.9, KLEA_BM25_B=0.4):
+        record("hybrid RRF k 60 (BM25 k1 0.9 b 0.4 + dense)", run_engine(domain, test))
     alpha, train_ndcg = tune_alpha(store, train, query_vectors, train_qrels)
     print(f"  convex alpha tuned on train qrels ({len(train)} queries): {alpha:.2f} (train nDCG@10 {train_ndcg:.3f})")
     domain.fusion_alpha = alpha

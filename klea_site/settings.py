@@ -149,6 +149,6 @@ KLEA_CHUNK_MAX_TOKENS = env.int("KLEA_CHUNK_MAX_TOKENS", default=450)
 # docs/benchmarks.md). Vector: stores (or filtered searches) of at most this many chunks
 # are searched exactly; larger ones through HNSW with an over-fetch, then exactly when
 # the over-fetch did not yield k rows.
-KLEA_BM25_K1 = env.float("KLEA_BM25_K1", default=0.9)
-KLEA_BM25_B = env.float("KLEA_BM25_B", default=0.4)
+KLEA_BM25_K1 = env.float("KLEA_BM25_K1", default=1.2)
+KLEA_BM25_B = env.float("KLEA_BM25_B", default=0.75)
 KLEA_VECTOR_EXACT_MAX_ROWS = env.int("KLEA_VECTOR_EXACT_MAX_ROWS", default=10_000)
