@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
 import subprocess
@@ -223,6 +224,7 @@ def one_size(size: int, in_memory: bool, load_only: bool = False) -> dict:
     if in_memory:
         figures.update(measure_in_memory(size, texts, vectors, queries, query_vectors))
     figures["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    figures["load_average_1min"] = os.getloadavg()[0]  # the machine is shared: context
     return figures
 
 
