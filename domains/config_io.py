@@ -10,7 +10,7 @@
 
 A store listed under both ``vector_stores`` and ``bm25_stores`` is searched both ways.
 Optional keys of ours: ``active``, ``default_k``, ``k_max``, ``k_inc``,
-``min_relevance``, ``instructions`` on a domain and ``person_name`` on a filter field.
+``min_relevance``, ``fusion``, ``fusion_alpha``, ``instructions`` on a domain and ``person_name`` on a filter field.
 Loading is idempotent: the file is authoritative for the filter fields of the domains
 it names; stores are created or updated, never deleted (they hold data).
 """
@@ -24,7 +24,7 @@ from django.db import transaction
 
 from .models import Domain, FilterField, Store
 
-DOMAIN_KNOBS = ("active", "default_k", "k_max", "k_inc", "min_relevance", "instructions")
+DOMAIN_KNOBS = ("active", "default_k", "k_max", "k_inc", "min_relevance", "fusion", "fusion_alpha", "instructions")
 
 
 class DomainConfigError(ValueError):

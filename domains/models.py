@@ -12,12 +12,14 @@ import pgtrigger
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+from django.db.models.lookups import GreaterThan
 from pgvector.django import HnswIndex, VectorField
+
+from . import bm25_sql
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 STORE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -54,6 +56,17 @@ class Domain(models.Model):
         default=0.15,
         validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
         help_text="Vector hits below this cosine similarity (1 - distance) are dropped.",
+    )
+    fusion = models.CharField(
+        max_length=10,
+        choices=[("rrf", "RRF (k = 60)"), ("convex", "Convex combination of normalised scores")],
+        default="rrf",
+        help_text="How the ranked lists of the domain's stores are fused (docs/retrieval.md).",
+    )
+    fusion_alpha = models.FloatField(
+        default=0.5,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Convex fusion only: weight of the vector lists (1 - alpha for BM25).",
     )
     instructions = models.TextField(blank=True, help_text="Extra instructions for the answer model.")
     allowed_groups = models.ManyToManyField(
@@ -237,11 +250,17 @@ class Chunk(models.Model):
     class Meta:
         ordering = ["document", "ordinal"]
         constraints = [
-            models.UniqueConstraint(fields=["document", "ordinal"], name="unique_chunk_ordinal")
+            models.UniqueConstraint(fields=["document", "ordinal"], name="unique_chunk_ordinal"),
+            # A zero vector has no direction: its cosine distance is NaN. (pgvector itself
+            # refuses NaN and infinite components.)
+            models.CheckConstraint(
+                condition=models.Q(embedding__isnull=True)
+                | GreaterThan(models.Func(models.F("embedding"), function="vector_norm"), 0),
+                name="chunk_embedding_not_zero",
+            ),
         ]
         indexes = [
             models.Index(fields=["store", "year"], name="chunk_store_year"),
-            GinIndex(fields=["search_vector"], name="chunk_search_vector"),
             HnswIndex(
                 name="chunk_embedding_hnsw",
                 fields=["embedding"],
@@ -260,7 +279,32 @@ class Chunk(models.Model):
                     f"'{SEARCH_CONFIG}'::regconfig, "
                     "array_to_string(NEW.headings, ' ') || ' ' || NEW.text); RETURN NEW;"
                 ),
-            )
+            ),
+            # BM25 upkeep (domains/bm25_sql.py): one call per statement, set-based.
+            pgtrigger.Trigger(
+                name="bm25_insert",
+                level=pgtrigger.Statement,
+                when=pgtrigger.After,
+                operation=pgtrigger.Insert,
+                referencing=pgtrigger.Referencing(new="new_rows"),
+                func=bm25_sql.ON_INSERT,
+            ),
+            pgtrigger.Trigger(
+                name="bm25_update",
+                level=pgtrigger.Statement,
+                when=pgtrigger.After,
+                operation=pgtrigger.Update,
+                referencing=pgtrigger.Referencing(old="old_rows", new="new_rows"),
+                func=bm25_sql.ON_UPDATE,
+            ),
+            pgtrigger.Trigger(
+                name="bm25_delete",
+                level=pgtrigger.Statement,
+                when=pgtrigger.After,
+                operation=pgtrigger.Delete,
+                referencing=pgtrigger.Referencing(old="old_rows"),
+                func=bm25_sql.ON_DELETE,
+            ),
         ]
 
     def __str__(self) -> str:
@@ -269,3 +313,51 @@ class Chunk(models.Model):
     @property
     def heading_chain(self) -> str:
         return HEADING_SEPARATOR.join(self.headings)
+
+
+class Bm25Stats(models.Model):
+    """Per-store BM25 corpus statistics: N (chunks) and the sum of chunk lengths.
+
+    Kept by the triggers on Chunk (domains/bm25_sql.py); the row exists while the store
+    has chunks. avgdl = total_length / chunk_count.
+    """
+
+    store = models.OneToOneField(Store, on_delete=models.DO_NOTHING, primary_key=True, related_name="bm25_stats")
+    chunk_count = models.BigIntegerField(default=0)
+    total_length = models.BigIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "BM25 statistics"
+
+    @property
+    def average_length(self) -> float:
+        return self.total_length / self.chunk_count if self.chunk_count else 0.0
+
+
+class Bm25Term(models.Model):
+    """A lexeme of a store and its document frequency df (chunks containing it, > 0)."""
+
+    store = models.ForeignKey(Store, on_delete=models.DO_NOTHING, related_name="+")
+    lexeme = models.TextField()
+    df = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["store", "lexeme"], name="unique_bm25_term_per_store")]
+
+
+class Bm25Posting(models.Model):
+    """tf of a term in a chunk, with the chunk's length dl (both in lexeme positions).
+
+    The table is created by SQL (bm25_sql.CREATE_POSTINGS) with the primary key
+    (term_id, chunk_id) INCLUDE (tf, dl); no foreign keys (the triggers keep it exact).
+    """
+
+    pk = models.CompositePrimaryKey("term_id", "chunk_id")
+    term_id = models.BigIntegerField()
+    chunk_id = models.BigIntegerField()
+    tf = models.IntegerField()
+    dl = models.IntegerField()
+
+    class Meta:
+        managed = False
+        db_table = "domains_bm25posting"

@@ -194,3 +194,11 @@ KLEA_RAG_MAX_QUERIES = env.int("KLEA_RAG_MAX_QUERIES", default=3)
 # Conversation memory: recent messages kept verbatim, in characters; older ones are
 # folded into the session's running summary.
 KLEA_RAG_HISTORY_CHARS = env.int("KLEA_RAG_HISTORY_CHARS", default=10_000)
+
+# Retrieval (docs/retrieval.md). BM25: k1 and b (Okapi; measured on SciFact in
+# docs/benchmarks.md). Vector: stores (or filtered searches) of at most this many chunks
+# are searched exactly; larger ones through HNSW with an over-fetch, then exactly when
+# the over-fetch did not yield k rows.
+KLEA_BM25_K1 = env.float("KLEA_BM25_K1", default=1.2)
+KLEA_BM25_B = env.float("KLEA_BM25_B", default=0.75)
+KLEA_VECTOR_EXACT_MAX_ROWS = env.int("KLEA_VECTOR_EXACT_MAX_ROWS", default=10_000)

@@ -1,17 +1,30 @@
-"""Hybrid retrieval: dense + keyword lists per store, fused by RRF, recency-blended."""
+"""Hybrid retrieval: BM25 + dense lists per store, fused by RRF, recency-blended."""
 
+from .bm25 import Bm25Params, bm25_search, query_lexemes
 from .engine import retrieve
-from .fusion import RRF_K, reciprocal_rank_fusion
+from .filters import CompiledFilter, FieldSpec, compile_filter
+from .fusion import RRF_K, convex_fusion, fuse, reciprocal_rank_fusion
 from .references import ReferenceMaterial, Source, serialize_reference_material
 from .types import RetrievalResult, RetrievedChunk
+from .vector import VectorHits, vector_search
 
 __all__ = [
     "RRF_K",
+    "Bm25Params",
+    "CompiledFilter",
+    "FieldSpec",
     "ReferenceMaterial",
     "RetrievalResult",
     "RetrievedChunk",
     "Source",
+    "VectorHits",
+    "bm25_search",
+    "compile_filter",
+    "convex_fusion",
+    "fuse",
+    "query_lexemes",
     "reciprocal_rank_fusion",
     "retrieve",
     "serialize_reference_material",
+    "vector_search",
 ]

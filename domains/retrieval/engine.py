@@ -1,50 +1,89 @@
 """The single entry point of retrieval: :func:`retrieve`.
 
-Per routed domain and per store: one ranked list per mode (vector, keyword), fused by
-RRF, blended with recency, cut to k per domain and to the reference-material budget.
+Per routed domain, per store, per search query: one ranked list per mode (vector,
+bm25), filtered in SQL before ranking; all lists of a domain are fused (RRF by
+default), blended with recency, cut to k per domain, then to the reference-material
+budget round-robin across domains.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 from collections.abc import Sequence
 
 import numpy as np
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, connection, transaction
 
 from domains import embeddings
-from domains.models import Chunk, Domain
+from domains.models import Domain, Store
 from domains.text import normalize_text
 
-from .fusion import reciprocal_rank_fusion
-from .keyword import keyword_search, query_lexemes
+from .bm25 import bm25_search, query_lexemes
+from .filters import compile_filter, field_specs
+from .fusion import FUSION_METHODS, fuse
 from .recency import blend_recency
 from .types import RetrievalResult, RetrievedChunk
 from .vector import vector_search
 
 logger = logging.getLogger("klea.retrieval")
 
-# Each ranked list is fetched this deep (at least) before fusion: RRF needs agreement
+# Each ranked list is fetched this deep (at least k) before fusion: RRF needs agreement
 # between lists, which a list cut at k rarely shows.
 LIST_DEPTH = 50
 # Each chunk costs len(text) + CHUNK_OVERHEAD characters of the budget (headers, metadata).
 CHUNK_OVERHEAD = 200
+MODES = ("vector", "bm25")
 
 
-def _load(chunk_ids: list[int]) -> dict[int, Chunk]:
-    rows = Chunk.objects.filter(id__in=chunk_ids).select_related("document", "store__domain")
-    return {row.id: row for row in rows}
+def _queries(query: str | Sequence[str]) -> list[str]:
+    raw = [query] if isinstance(query, str) else list(query)
+    out: list[str] = []
+    for text in raw:
+        text = normalize_text(str(text))
+        if text and text not in out:
+            out.append(text)
+    return out
 
 
-def _domain_lists(domain: Domain, query_vector: np.ndarray, lexemes: list[str], k: int) -> dict:
-    lists = {}
-    for store in domain.stores.all():
-        if store.uses_vector:
-            lists[f"{store.name}:vector"] = vector_search(store.id, query_vector, k, domain.min_relevance)
-        if store.uses_bm25:
-            lists[f"{store.name}:bm25"] = keyword_search(store.id, lexemes, k)
-    return lists
+def _years(chunk_ids: list[int]) -> dict[int, int | None]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, year FROM domains_chunk WHERE id = ANY(%s)", [chunk_ids])
+        return dict(cursor.fetchall())
+
+
+_ROWS = """
+SELECT c.id, c.text, c.headings, c.metadata, c.document_id, d.file_name, s.name
+FROM domains_chunk c JOIN domains_document d ON d.id = c.document_id JOIN domains_store s ON s.id = c.store_id
+WHERE c.id = ANY(%s)
+"""
+
+
+def _fill(chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
+    """Load text, headings, metadata and file of the chunks that survived the cut
+    (one query; plain SQL because the ORM's row building was a third of the latency)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ROWS, [[c.chunk_id for c in chunks]])
+        rows = {row[0]: row for row in cursor.fetchall()}
+    filled = []
+    for chunk in chunks:
+        if chunk.chunk_id not in rows:  # deleted meanwhile
+            continue
+        _, text, headings, metadata, document_id, file_name, store = rows[chunk.chunk_id]
+        if isinstance(metadata, str):  # Django's psycopg set-up loads jsonb as text
+            metadata = json.loads(metadata)
+        chunk.text, chunk.headings, chunk.metadata = text, list(headings or []), metadata or {}
+        chunk.document_id, chunk.file_name, chunk.store = document_id, file_name, store
+        filled.append(chunk)
+    return filled
+
+
+def _savepoint():
+    """A savepoint inside a caller's transaction (one failed list must not abort it);
+    nothing in autocommit mode, where a failed statement leaves no trace."""
+    return transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
 
 
 def apply_budget(per_domain: list[list[RetrievedChunk]], max_chars: int) -> list[RetrievedChunk]:
@@ -73,6 +112,36 @@ def apply_budget(per_domain: list[list[RetrievedChunk]], max_chars: int) -> list
     return taken
 
 
+class _Search:
+    """The state of one retrieve() call shared by its domains."""
+
+    def __init__(self, queries: list[str], modes: tuple[str, ...], vectors: np.ndarray | None = None):
+        self.queries = queries
+        self.modes = modes
+        self.lexemes = [query_lexemes(q) for q in queries] if "bm25" in modes else [[] for _ in queries]
+        self._vectors = vectors
+
+    @property
+    def vectors(self) -> np.ndarray:
+        if self._vectors is None:
+            self._vectors = embeddings.embed_texts(self.queries)
+        return self._vectors
+
+    def store_lists(self, store: Store, domain: Domain, where, depth: int, mode: str) -> list[tuple[str, list]]:
+        """The ranked lists of one (store, mode), one per query."""
+        label = f"{store.name}:{mode}"
+        if mode == "vector":
+            return [
+                (label, vector_search(store.id, vector, depth, domain.min_relevance, where=where).hits)
+                for vector in self.vectors
+            ]
+        return [(label, bm25_search(store.id, lexemes, depth, where=where)) for lexemes in self.lexemes]
+
+    def store_modes(self, store: Store) -> list[str]:
+        allowed = {"vector": store.uses_vector, "bm25": store.uses_bm25}
+        return [mode for mode in self.modes if allowed[mode]]
+
+
 def retrieve(
     query: str | Sequence[str],
     domains: Sequence[Domain],
@@ -80,56 +149,89 @@ def retrieve(
     k: int | None = None,
     filters: dict | None = None,
     max_chars: int | None = None,
+    stores: Sequence[str] | None = None,
+    modes: Sequence[str] | None = None,
+    fusion: str | None = None,
+    depth: int | None = None,
+    query_vectors: Sequence[np.ndarray] | None = None,
 ) -> RetrievalResult:
-    """Search the stores of ``domains`` for ``query``.
+    """Search the stores of ``domains`` for one or several queries.
 
-    :param query: one search query, or several (their ranked lists are fused together).
-    :param domains: the routed domains (inactive ones are skipped).
+    :param query: one search query, or several (all their ranked lists are fused).
+    :param domains: the routed Domain instances (inactive ones are skipped).
     :param k: chunks kept per domain; defaults to each domain's ``default_k``.
-    :param filters: metadata filter in the filter DSL (applied per domain to the fields
-        it declares); not applied yet by this first engine.
+    :param filters: filter DSL (domains/retrieval/filters.py), applied per domain to
+        the fields it declares, before ranking.
     :param max_chars: reference budget (KLEA_MAX_REFS_SIZE, 20,000 characters).
-    :returns: RetrievalResult; ``retrieval_failed`` with ``error`` when a store could not
-        be searched (the other stores' hits are still returned).
+    :param stores: only these store names (default: all stores of each domain).
+    :param modes: subset of ("vector", "bm25") (default both, as each store allows).
+    :param fusion: "rrf" or "convex", overriding each domain's ``fusion``.
+    :param depth: length of each ranked list before fusion (default max(50, k)).
+    :param query_vectors: the queries' embeddings when the caller already has them
+        (one per query, in order); computed here otherwise.
+    :returns: RetrievalResult: chunks best first per domain after the budget cut;
+        ``keywords`` = the BM25 lexemes of all queries; ``retrieval_failed`` with
+        ``error`` when a store could not be searched (the other stores' hits are
+        still returned).
+    :raises ValueError: a malformed filter (naming the field), an unknown mode or
+        fusion method.
     """
-    text = normalize_text(query if isinstance(query, str) else " ".join(query))
+    unknown = set(modes or ()) - set(MODES)
+    if unknown:
+        raise ValueError(f"unknown retrieval mode(s) {sorted(unknown)}; allowed: {', '.join(MODES)}")
+    if fusion is not None and fusion not in FUSION_METHODS:
+        raise ValueError(f"unknown fusion method {fusion!r}; allowed: {', '.join(FUSION_METHODS)}")
     result = RetrievalResult()
-    if not text:
+    queries = _queries(query)
+    if not queries:
         return result
-    max_chars = settings.KLEA_MAX_REFS_SIZE if max_chars is None else max_chars
-    query_vector = embeddings.embed_query(text)
-    result.keywords = query_lexemes(text)
-    per_domain: list[list[RetrievedChunk]] = []
-    for domain in domains:
-        if not domain.active:
-            continue
-        domain_k = k or domain.default_k
-        try:
-            lists = _domain_lists(domain, query_vector, result.keywords, max(LIST_DEPTH, domain_k))
-        except DatabaseError as exc:
-            logger.exception("retrieval failed for domain %s", domain.name)
-            result.retrieval_failed = True
-            result.error = f"domain {domain.name}: {exc}"
-            continue
-        fused = reciprocal_rank_fusion(lists)
-        rows = _load([cid for cid, _, _ in fused])
-        chunks = [
-            RetrievedChunk(
-                chunk_id=cid,
-                text=rows[cid].text,
-                headings=list(rows[cid].headings),
-                metadata=rows[cid].metadata,
-                file_name=rows[cid].document.file_name,
-                document_id=rows[cid].document_id,
-                store=rows[cid].store.name,
-                domain=domain.name,
-                year=rows[cid].year,
-                score=score,
-                source_scores=sources,
-            )
-            for cid, score, sources in fused
-            if cid in rows
+    if query_vectors is not None and len(query_vectors) != len(queries):
+        raise ValueError(f"{len(query_vectors)} query vectors for {len(queries)} distinct non-empty queries")
+    active = [d for d in domains if d.active]
+    try:
+        compiled = {d.pk: compile_filter(filters, field_specs(d), prefix=f"f{d.pk}_") for d in active}
+        search = _Search(queries, tuple(modes or MODES), None if query_vectors is None else np.asarray(query_vectors))
+        for lexemes in search.lexemes:
+            result.keywords += [lex for lex in lexemes if lex not in result.keywords]
+        per_domain = [
+            _search_domain(search, domain, compiled[domain.pk], result, k=k, depth=depth, stores=stores, fusion=fusion)
+            for domain in active
         ]
-        per_domain.append(blend_recency(chunks)[:domain_k])
-    result.results = apply_budget(per_domain, max_chars)
+    except DatabaseError as exc:  # the database as a whole, not one list
+        logger.exception("retrieval failed")
+        result.retrieval_failed = True
+        result.error = f"database: {exc}".strip()
+        return result
+    result.results = apply_budget(per_domain, settings.KLEA_MAX_REFS_SIZE if max_chars is None else max_chars)
     return result
+
+
+def _search_domain(search: _Search, domain: Domain, where, result: RetrievalResult, *, k, depth, stores, fusion):
+    """One domain: its lists (failures noted in ``result``), fused, recency, top k."""
+    domain_k = k or domain.default_k
+    list_depth = depth or max(LIST_DEPTH, domain_k)
+    lists: list[tuple[str, list]] = []
+    store_rows = domain.stores.all()
+    if stores is not None:
+        store_rows = store_rows.filter(name__in=list(stores))
+    for store in store_rows:
+        for mode in search.store_modes(store):
+            try:  # a savepoint per list: one broken list leaves the others usable
+                with _savepoint():
+                    lists += search.store_lists(store, domain, where, list_depth, mode)
+            except (DatabaseError, embeddings.EmbeddingError) as exc:
+                logger.exception("%s search failed for store %s of domain %s", mode, store.name, domain.name)
+                result.retrieval_failed = True
+                message = f"{store.name}:{mode} (domain {domain.name}): {exc}".strip()
+                result.error = f"{result.error}; {message}" if result.error else message
+    fused = fuse(lists, fusion or domain.fusion, domain.fusion_alpha)
+    years = _years([cid for cid, _, _ in fused])
+    chunks = [
+        RetrievedChunk(
+            chunk_id=cid, text="", headings=[], metadata={}, file_name="", document_id=0, store="",
+            domain=domain.name, year=years[cid], score=score, source_scores=sources,
+        )
+        for cid, score, sources in fused
+        if cid in years
+    ]
+    return _fill(blend_recency(chunks)[:domain_k])

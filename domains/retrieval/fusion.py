@@ -1,30 +1,102 @@
-"""Reciprocal Rank Fusion (Cormack, Clarke & Buettcher, SIGIR 2009)."""
+"""Fusion of ranked lists: Reciprocal Rank Fusion (default) and a convex combination.
+
+Input everywhere: a sequence of (label, ranked list) pairs, label "<store>:<mode>" with
+mode ``vector`` or ``bm25``, ranked list [(chunk_id, list score)] best first. The same
+label may appear several times (one list per search query). Output: [(chunk_id, fused
+score, {label: list score})] best first, ties broken by chunk id; when a label has
+several lists, the chunk keeps its best score under that label.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+Ranked = Sequence[tuple[int, float]]
+Lists = Sequence[tuple[str, Ranked]] | Mapping[str, Ranked]
+Fused = list[tuple[int, float, dict[str, float]]]
+
 # k = 60 as in the paper: damps the weight of the very first ranks so that agreement
 # between lists matters more than a single list's top position.
 RRF_K = 60
+FUSION_METHODS = ("rrf", "convex")
+# Theoretical lower bounds of the list scores, for min-max normalisation (Bruch et al.
+# 2022, "TMM"): cosine similarity >= -1, BM25 >= 0. The upper bound is the list's best.
+SCORE_FLOOR = {"vector": -1.0, "bm25": 0.0}
 
 
-def reciprocal_rank_fusion(
-    ranked_lists: Mapping[str, Sequence[tuple[int, float]]], k: int = RRF_K
-) -> list[tuple[int, float, dict[str, float]]]:
-    """Fuse ranked lists keyed by a label such as ``"docs:vector"``.
+def _pairs(ranked_lists: Lists) -> list[tuple[str, Ranked]]:
+    return list(ranked_lists.items()) if isinstance(ranked_lists, Mapping) else list(ranked_lists)
 
-    score(chunk) = sum over lists of 1 / (k + rank), rank counted from 1.
 
-    :param ranked_lists: label -> [(chunk_id, list score)] best first; empty lists allowed.
-    :returns: [(chunk_id, fused score, {label: list score})] best first; ties broken by
-        chunk id so the order is deterministic.
+def _finish(fused: dict[int, float], sources: dict[int, dict[str, float]]) -> Fused:
+    order = sorted(fused, key=lambda cid: (-fused[cid], cid))
+    return [(cid, fused[cid], sources[cid]) for cid in order]
+
+
+def _remember(sources: dict[int, dict[str, float]], chunk_id: int, label: str, score: float) -> None:
+    per_chunk = sources.setdefault(chunk_id, {})
+    if label not in per_chunk or score > per_chunk[label]:
+        per_chunk[label] = score
+
+
+def reciprocal_rank_fusion(ranked_lists: Lists, k: int = RRF_K) -> Fused:
+    """RRF (Cormack, Clarke & Buettcher, SIGIR 2009): score = sum of 1 / (k + rank).
+
+    rank counts from 1 within each list; chunks are keyed by id, so two chunks with
+    the same text stay two. A chunk first in two lists scores 2 / 61.
+
+    :param ranked_lists: (label, [(chunk_id, list score)]) pairs or a label -> list
+        mapping; empty lists allowed.
+    :param k: the RRF constant (60).
+    :returns: [(chunk_id, fused score, {label: list score})] best first.
     """
     fused: dict[int, float] = {}
     sources: dict[int, dict[str, float]] = {}
-    for label, ranked in ranked_lists.items():
+    for label, ranked in _pairs(ranked_lists):
         for rank, (chunk_id, score) in enumerate(ranked, start=1):
             fused[chunk_id] = fused.get(chunk_id, 0.0) + 1.0 / (k + rank)
-            sources.setdefault(chunk_id, {})[label] = score
-    order = sorted(fused, key=lambda cid: (-fused[cid], cid))
-    return [(cid, fused[cid], sources[cid]) for cid in order]
+            _remember(sources, chunk_id, label, score)
+    return _finish(fused, sources)
+
+
+def convex_fusion(ranked_lists: Lists, alpha: float) -> Fused:
+    """Convex combination of normalised scores (Bruch, Gai & Ingber 2022).
+
+    Each list's scores are min-max normalised between the theoretical floor of its mode
+    (SCORE_FLOOR) and its best score; fused = sum over lists of weight x normalised
+    score, weight = ``alpha`` for vector lists and 1 - alpha for BM25 lists. A chunk
+    absent from a list gets 0 from it.
+
+    :param alpha: weight of the vector lists in [0, 1].
+    :raises ValueError: alpha outside [0, 1], or a label whose mode is not vector/bm25.
+    """
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"convex fusion alpha must be in [0, 1], got {alpha!r}")
+    fused: dict[int, float] = {}
+    sources: dict[int, dict[str, float]] = {}
+    for label, ranked in _pairs(ranked_lists):
+        mode = label.rpartition(":")[2]
+        if mode not in SCORE_FLOOR:
+            raise ValueError(f"list label {label!r} must end in ':vector' or ':bm25'")
+        if not ranked:
+            continue
+        weight = alpha if mode == "vector" else 1.0 - alpha
+        floor, top = SCORE_FLOOR[mode], max(score for _, score in ranked)
+        span = top - floor
+        for chunk_id, score in ranked:
+            normalised = (score - floor) / span if span > 0 else 1.0
+            fused[chunk_id] = fused.get(chunk_id, 0.0) + weight * normalised
+            _remember(sources, chunk_id, label, score)
+    return _finish(fused, sources)
+
+
+def fuse(ranked_lists: Lists, method: str = "rrf", alpha: float = 0.5) -> Fused:
+    """Dispatch to :func:`reciprocal_rank_fusion` or :func:`convex_fusion`.
+
+    :raises ValueError: an unknown method (allowed: FUSION_METHODS).
+    """
+    if method == "rrf":
+        return reciprocal_rank_fusion(ranked_lists)
+    if method == "convex":
+        return convex_fusion(ranked_lists, alpha)
+    raise ValueError(f"unknown fusion method {method!r}; allowed: {', '.join(FUSION_METHODS)}")

@@ -1,36 +1,188 @@
-"""Dense retrieval: cosine similarity over pgvector embeddings of one store."""
+"""Dense retrieval: cosine distance on the HNSW index, exact when that is safer.
+
+relevance = 1 - cosine distance. HNSW (pgvector) filters *after* its candidate list,
+so a store restriction or a metadata filter could leave fewer than k rows. Strategy:
+
+- ``exact``: the store holds at most KLEA_VECTOR_EXACT_MAX_ROWS chunks, or its share of
+  the table is so small that HNSW would need more than HNSW_EF_MAX candidates.
+- ``hnsw``: over-fetch ``ef`` nearest chunks of the whole table (hnsw.ef_search = ef,
+  ef ~ k / store share x OVERFETCH), then keep the store's rows that pass the filter.
+- ``iterative``: pgvector >= 0.8, ``hnsw.iterative_scan = relaxed_order`` scans on until
+  k filtered rows are found (the filter inside the index scan).
+- ``+exact``: the HNSW attempt found fewer than k rows: an exact scan of the filtered
+  rows of the store follows, so k rows come back whenever k rows match.
+"""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
+
 import numpy as np
-from django.db import connection
+from django.conf import settings
+from django.db import connection, transaction
 
 from domains.embeddings import EmbeddingError, dimension
 
+from .filters import CompiledFilter
 
-def vector_search(store_id: int, query_vector: np.ndarray, k: int, min_relevance: float) -> list[tuple[int, float]]:
-    """The ``k`` chunks of a store closest to ``query_vector``.
+# hnsw.ef_search accepts 1..1000 (pgvector).
+HNSW_EF_MAX = 1000
+HNSW_EF_MIN = 40  # pgvector's default
+# Candidates fetched per wanted row, beyond the store's share; doubled with a filter.
+OVERFETCH = 2
+ITERATIVE_SCAN_VERSION = (0, 8)
 
-    Exact scan of the store's rows (the ``+ 0`` keeps the planner off the HNSW index,
-    whose post-filtering could return fewer than k rows for a store restriction).
 
-    :param query_vector: shape (384,), L2-normalised.
-    :returns: [(chunk_id, relevance)] best first; relevance = 1 - cosine distance,
-        only rows with relevance >= ``min_relevance``.
-    :raises EmbeddingError: when the query vector has the wrong dimension.
+@dataclass
+class VectorHits:
+    """``hits``: [(chunk_id, relevance)] best first; ``strategy``: how they were found."""
+
+    hits: list[tuple[int, float]] = field(default_factory=list)
+    strategy: str = "exact"
+
+
+_versions: dict[str, tuple[int, ...]] = {}
+
+
+def pgvector_version() -> tuple[int, ...]:
+    """The server's pgvector version, e.g. (0, 6, 2); cached per database name."""
+    key = str(connection.settings_dict.get("NAME"))
+    if key not in _versions:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+        _versions[key] = tuple(int(p) for p in row[0].split(".") if p.isdigit()) if row else (0,)
+    return _versions[key]
+
+
+def vector_literal(query_vector: np.ndarray) -> str:
+    """pgvector text form of a query embedding.
+
+    :raises EmbeddingError: wrong shape, a non-finite value, or an all-zero vector
+        (its cosine distance is NaN).
     """
-    if query_vector.shape != (dimension(),):
-        raise EmbeddingError(f"query embedding has shape {query_vector.shape}; expected ({dimension()},)")
-    literal = "[" + ",".join(f"{x:.8g}" for x in query_vector.tolist()) + "]"
+    vector = np.asarray(query_vector, dtype=np.float32)
+    if vector.shape != (dimension(),):
+        raise EmbeddingError(f"query embedding has shape {vector.shape}; expected ({dimension()},)")
+    if not np.isfinite(vector).all():
+        raise EmbeddingError("query embedding contains NaN or infinite values")
+    if not vector.any():
+        raise EmbeddingError("query embedding is all zeros (cosine distance would be NaN)")
+    return "[" + ",".join(f"{x:.8g}" for x in vector.tolist()) + "]"
+
+
+def _row_counts(store_id: int) -> tuple[int, int]:
+    """(chunks in the store, chunks in all stores), from the BM25 statistics table."""
     with connection.cursor() as cursor:
         cursor.execute(
-            """
-            SELECT id, 1 - (embedding <=> %(q)s::vector) AS relevance
-            FROM domains_chunk
-            WHERE store_id = %(store)s AND embedding IS NOT NULL
-            ORDER BY (embedding <=> %(q)s::vector) + 0
-            LIMIT %(k)s
-            """,
-            {"q": literal, "store": store_id, "k": k},
+            "SELECT coalesce(sum(chunk_count) FILTER (WHERE store_id = %s), 0), coalesce(sum(chunk_count), 0) "
+            "FROM domains_bm25stats",
+            [store_id],
         )
-        return [(cid, float(rel)) for cid, rel in cursor.fetchall() if rel >= min_relevance]
+        store_rows, total_rows = cursor.fetchone()
+    return int(store_rows), int(total_rows)
+
+
+# The OFFSET 0 fence keeps the planner off the HNSW index (whose post-filtering could
+# return fewer than k rows) and computes each distance once.
+_EXACT = """
+SELECT id, 1 - distance AS relevance FROM (
+    SELECT c.id, c.embedding <=> %(q)s::vector AS distance
+    FROM domains_chunk c
+    WHERE c.store_id = %(store)s AND c.embedding IS NOT NULL AND {where}
+    OFFSET 0
+) x
+ORDER BY distance, id
+LIMIT %(k)s
+"""
+# Over-fetch from the index over the whole table (no WHERE, so the planner uses it),
+# then restrict to the store and the filter.
+_HNSW = """
+SELECT h.id, 1 - h.distance AS relevance
+FROM (
+    SELECT id, embedding <=> %(q)s::vector AS distance FROM domains_chunk
+    ORDER BY embedding <=> %(q)s::vector LIMIT %(ef)s
+) h JOIN domains_chunk c ON c.id = h.id
+WHERE c.store_id = %(store)s AND {where}
+ORDER BY h.distance, h.id
+LIMIT %(k)s
+"""
+_ITERATIVE = """
+WITH h AS MATERIALIZED (
+    SELECT c.id, c.embedding <=> %(q)s::vector AS distance FROM domains_chunk c
+    WHERE c.store_id = %(store)s AND {where}
+    ORDER BY c.embedding <=> %(q)s::vector LIMIT %(k)s
+)
+SELECT id, 1 - distance AS relevance FROM h ORDER BY distance, id
+"""
+
+
+def _run(sql: str, values: dict, local_settings: dict[str, str]) -> list[tuple[int, float]]:
+    if not local_settings:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, values)
+            return [(cid, float(rel)) for cid, rel in cursor.fetchall()]
+    # Transaction-local settings, put back afterwards in case a caller's transaction
+    # goes on (a savepoint release keeps them).
+    with transaction.atomic(), connection.cursor() as cursor:
+        previous = {}
+        for name, value in local_settings.items():
+            cursor.execute("SELECT current_setting(%s, true)", [name])
+            previous[name] = cursor.fetchone()[0]
+            cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
+        cursor.execute(sql, values)
+        rows = [(cid, float(rel)) for cid, rel in cursor.fetchall()]
+        for name, value in previous.items():
+            if value is not None:
+                cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
+    return rows
+
+
+def vector_search(
+    store_id: int,
+    query_vector: np.ndarray,
+    k: int,
+    min_relevance: float,
+    *,
+    where: CompiledFilter | None = None,
+    exact_max_rows: int | None = None,
+) -> VectorHits:
+    """The ``k`` chunks of a store nearest to ``query_vector`` (cosine).
+
+    :param query_vector: shape (384,), L2-normalised (any non-zero vector works).
+    :param min_relevance: hits with 1 - distance below this are dropped (after the cut
+        to k, so fewer than k may remain).
+    :param where: filter over the chunk alias ``c``, applied before ranking.
+    :param exact_max_rows: override of KLEA_VECTOR_EXACT_MAX_ROWS.
+    :returns: VectorHits (hits best first, ties by chunk id; the strategy used).
+    :raises EmbeddingError: when the query vector has the wrong dimension, a non-finite
+        value or is all zeros.
+    """
+    literal = vector_literal(query_vector)
+    if k <= 0:
+        return VectorHits()
+    where = where or CompiledFilter()
+    values = {"q": literal, "store": store_id, "k": k, **where.params}
+    limit = settings.KLEA_VECTOR_EXACT_MAX_ROWS if exact_max_rows is None else exact_max_rows
+    store_rows, total_rows = _row_counts(store_id)
+    if store_rows == 0:
+        return VectorHits()
+    overfetch = OVERFETCH * (1 if where.empty else 2)
+    ef = max(HNSW_EF_MIN, math.ceil(k * overfetch * total_rows / store_rows))
+    rows: list[tuple[int, float]] = []
+    strategy = "exact"
+    if store_rows > limit and (ef <= HNSW_EF_MAX or pgvector_version() >= ITERATIVE_SCAN_VERSION):
+        if pgvector_version() >= ITERATIVE_SCAN_VERSION:
+            strategy = "iterative"
+            local = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(min(ef, HNSW_EF_MAX))}
+            rows = _run(_ITERATIVE.format(where=where.sql), values, local)
+        else:
+            strategy = "hnsw"
+            rows = _run(_HNSW.format(where=where.sql), {**values, "ef": ef}, {"hnsw.ef_search": str(ef)})
+        if len(rows) < k:
+            strategy += "+exact"
+            rows = []
+    if not rows:
+        rows = _run(_EXACT.format(where=where.sql), values, {})
+    return VectorHits([(cid, rel) for cid, rel in rows if rel >= min_relevance], strategy)

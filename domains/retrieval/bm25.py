@@ -1,0 +1,157 @@
+"""Okapi BM25 in PostgreSQL over the trigger-maintained index (domains/bm25_sql.py).
+
+score(chunk) = sum over distinct query lexemes t present in the chunk of
+    idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+with the Lucene idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)) (always > 0), and N, df,
+avgdl of the chunk's store (Robertson & Zaragoza 2009; Lucene's BM25Similarity).
+Query terms are ORed. Defaults k1 = 1.2, b = 0.75 (KLEA_BM25_K1, KLEA_BM25_B): against
+Anserini's 0.9 / 0.4 they tie on SciFact and answer far more documentation questions,
+whose chunks vary in length (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection
+
+from domains.models import SEARCH_CONFIG
+
+from .filters import CompiledFilter
+
+
+def query_lexemes(text: str) -> list[str]:
+    """The distinct lexemes of ``text`` under the search configuration, in text order.
+
+    Any text is valid: tsquery operators are never parsed from user input (the text
+    goes through ``to_tsvector``). A query made only of stop words gives ``[]``.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT lexeme FROM unnest(to_tsvector(%s::regconfig, %s)) ORDER BY positions[1], lexeme",
+            [SEARCH_CONFIG, text],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+@dataclass(frozen=True)
+class Bm25Params:
+    """k1: tf saturation (>= 0); b: length normalisation in [0, 1]."""
+
+    k1: float
+    b: float
+
+    def __post_init__(self):
+        if not self.k1 >= 0:
+            raise ValueError(f"BM25 k1 must be >= 0, got {self.k1!r}")
+        if not 0 <= self.b <= 1:
+            raise ValueError(f"BM25 b must be in [0, 1], got {self.b!r}")
+
+    @classmethod
+    def from_settings(cls) -> Bm25Params:
+        return cls(float(settings.KLEA_BM25_K1), float(settings.KLEA_BM25_B))
+
+
+# float8 throughout (a bare 0.5 or a bound 0.75 would make the arithmetic numeric, ~3x
+# slower). Per term w = idf * (k1 + 1); per posting tf / (tf + c1 + c2 dl) with
+# c1 = k1 (1 - b), c2 = k1 b / avgdl. Reads only the postings of the query's terms,
+# from the primary-key index (index-only scan).
+_SEARCH = """
+WITH s AS (
+    SELECT chunk_count::float8 AS n,
+           %(k1)s::float8 * (1 - %(b)s::float8) AS c1,
+           %(k1)s::float8 * %(b)s::float8 * chunk_count / total_length::float8 AS c2
+    FROM domains_bm25stats WHERE store_id = %(store)s AND total_length > 0
+), q AS (
+    SELECT t.id, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) * (%(k1)s::float8 + 1) AS w
+    FROM domains_bm25term t, s
+    WHERE t.store_id = %(store)s AND t.lexeme = ANY(%(terms)s::text[])
+)
+SELECT p.chunk_id, sum(q.w * p.tf / (p.tf + s.c1 + s.c2 * p.dl)) AS score
+FROM q JOIN domains_bm25posting p ON p.term_id = q.id CROSS JOIN s
+{join}
+GROUP BY p.chunk_id
+ORDER BY score DESC, p.chunk_id
+LIMIT %(k)s
+"""
+
+
+def bm25_search(
+    store_id: int,
+    lexemes: list[str],
+    k: int,
+    *,
+    where: CompiledFilter | None = None,
+    params: Bm25Params | None = None,
+) -> list[tuple[int, float]]:
+    """The ``k`` best chunks of a store for the OR of ``lexemes``.
+
+    :param lexemes: from :func:`query_lexemes` (duplicates are counted once).
+    :param where: filter over the chunk alias ``c``, applied before ranking.
+    :param params: k1 and b; default from settings.
+    :returns: [(chunk_id, BM25 score)] best first, ties by chunk id; [] when
+        ``lexemes`` is empty or the store has no chunks.
+    """
+    if not lexemes or k <= 0:
+        return []
+    params = params or Bm25Params.from_settings()
+    values = {"store": store_id, "terms": sorted(set(lexemes)), "k1": params.k1, "b": params.b, "k": k}
+    join = ""
+    if where is not None and not where.empty:
+        join = f"JOIN domains_chunk c ON c.id = p.chunk_id WHERE {where.sql}"
+        values.update(where.params)
+    with connection.cursor() as cursor:
+        cursor.execute(_SEARCH.format(join=join), values)
+        return [(cid, float(score)) for cid, score in cursor.fetchall()]
+
+
+@dataclass
+class StoreStatistics:
+    """A store's BM25 statistics: N, sum of dl, {lexeme: df}, {(chunk, lexeme): (tf, dl)}."""
+
+    chunk_count: int
+    total_length: int
+    df: dict[str, int]
+    postings: dict[tuple[int, str], tuple[int, int]]
+
+
+def indexed_statistics(store_id: int) -> StoreStatistics:
+    """The statistics as kept by the triggers (the tables)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT chunk_count, total_length FROM domains_bm25stats WHERE store_id = %s", [store_id]
+        )
+        row = cursor.fetchone() or (0, 0)
+        cursor.execute("SELECT lexeme, df FROM domains_bm25term WHERE store_id = %s", [store_id])
+        df = dict(cursor.fetchall())
+        cursor.execute(
+            "SELECT p.chunk_id, t.lexeme, p.tf, p.dl FROM domains_bm25posting p "
+            "JOIN domains_bm25term t ON t.id = p.term_id WHERE t.store_id = %s",
+            [store_id],
+        )
+        postings = {(cid, lex): (tf, dl) for cid, lex, tf, dl in cursor.fetchall()}
+    return StoreStatistics(int(row[0]), int(row[1]), df, postings)
+
+
+def recomputed_statistics(store_id: int) -> StoreStatistics:
+    """The statistics recomputed from the chunks' tsvectors, ignoring the tables
+    (for verification: it must equal :func:`indexed_statistics`)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) "
+            "FROM domains_chunk c LEFT JOIN LATERAL unnest(c.search_vector) u ON true WHERE c.store_id = %s",
+            [store_id],
+        )
+        rows = cursor.fetchall()
+    lengths: dict[int, int] = {}
+    for cid, lexeme, tf in rows:
+        lengths[cid] = lengths.get(cid, 0) + (tf if lexeme is not None else 0)
+    df: dict[str, int] = {}
+    postings = {}
+    for cid, lexeme, tf in rows:
+        if lexeme is None:
+            continue
+        df[lexeme] = df.get(lexeme, 0) + 1
+        postings[(cid, lexeme)] = (tf, lengths[cid])
+    return StoreStatistics(len(lengths), sum(lengths.values()), df, postings)

@@ -1,0 +1,108 @@
+"""retrieve(): lists per store and query, labels, restrictions, failures, budget."""
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+
+from domains import embeddings
+from domains.models import Chunk, Document, Domain, Store
+from domains.retrieval import retrieve
+from domains.text import indexed_text
+
+pytestmark = pytest.mark.django_db
+
+TEXTS = {
+    "neurons.md": ["Neurons fire action potentials along the axon.", "Synapses release neurotransmitters."],
+    "copy.md": ["Neurons fire action potentials along the axon."],  # identical text, other file
+    "arrays.md": ["Labelled multi-dimensional arrays with named dimensions.", "Resampling time series by month."],
+}
+
+
+@pytest.fixture
+def setup(db):
+    domain = Domain.objects.create(name="science", description="science", default_k=3)
+    main = Store.objects.create(name="main", domain=domain)
+    extra = Store.objects.create(name="extra", domain=domain, mode=Store.Mode.BM25)
+    ids = {}
+    for store, files in ((main, ["neurons.md", "arrays.md"]), (extra, ["copy.md"])):
+        for file_name in files:
+            doc = Document.objects.create(store=store, file_name=file_name)
+            texts = TEXTS[file_name]
+            vectors = embeddings.embed_texts([indexed_text([], t) for t in texts])
+            for i, (text, vector) in enumerate(zip(texts, vectors)):
+                ids[(file_name, i)] = Chunk.objects.create(
+                    store=store, document=doc, ordinal=i, text=text, embedding=vector, year=2000 + i
+                ).id
+    return domain, ids
+
+
+def test_lists_per_store_and_mode_with_labels(setup):
+    domain, ids = setup
+    result = retrieve("neurons firing action potentials", [domain])
+    assert not result.retrieval_failed
+    assert result.keywords == ["neuron", "fire", "action", "potenti"]
+    top = {c.chunk_id: c for c in result.results}
+    original, copy = ids[("neurons.md", 0)], ids[("copy.md", 0)]
+    assert original in top and copy in top  # identical text in two files: two results
+    assert set(top[original].source_scores) == {"main:vector", "main:bm25"}
+    assert set(top[copy].source_scores) == {"extra:bm25"}
+    assert top[original].source_scores["main:vector"] > 0.5
+    assert (top[original].file_name, top[original].store, top[original].domain) == ("neurons.md", "main", "science")
+    assert len(result.results) == 3
+
+
+def test_several_queries_are_all_fused(setup):
+    domain, ids = setup
+    single = retrieve("neurons firing", [domain], k=5, modes=["bm25"])
+    both = retrieve(["neurons firing", "resampling time series"], [domain], k=5, modes=["bm25"])
+    assert ids[("arrays.md", 1)] not in {c.chunk_id for c in single.results}
+    assert ids[("arrays.md", 1)] in {c.chunk_id for c in both.results}
+    assert both.keywords == ["neuron", "fire", "resampl", "time", "seri"]
+
+
+def test_store_and_mode_restrictions(setup):
+    domain, ids = setup
+    only_extra = retrieve("neurons", [domain], k=5, stores=["extra"])
+    assert [c.chunk_id for c in only_extra.results] == [ids[("copy.md", 0)]]
+    vector_only = retrieve("neurons", [domain], k=5, modes=["vector"])
+    assert all(set(c.source_scores) == {"main:vector"} for c in vector_only.results)
+    with pytest.raises(ValueError, match=r"unknown retrieval mode\(s\) \['dense'\]; allowed: vector, bm25"):
+        retrieve("neurons", [domain], modes=["dense"])
+
+
+def test_genuine_empty_match_is_not_a_failure(setup):
+    domain, _ = setup
+    result = retrieve("zzyzx qwertyuiop", [domain], modes=["bm25"])
+    assert (result.results, result.retrieval_failed, result.error) == ([], False, "")
+    assert retrieve("   ", [domain]).results == []
+    domain.active = False
+    assert retrieve("neurons", [domain]).results == []
+
+
+def test_broken_store_is_reported_and_other_lists_still_answer(setup):
+    domain, ids = setup
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE domains_bm25posting RENAME TO broken_postings")
+    result = retrieve("neurons firing action potentials", [domain])
+    assert result.retrieval_failed
+    assert result.error.startswith("extra:bm25 (domain science): relation \"domains_bm25posting\" does not exist")
+    assert "; main:bm25 (domain science): relation" in result.error
+    assert result.results and all(set(c.source_scores) == {"main:vector"} for c in result.results)
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE broken_postings RENAME TO domains_bm25posting")
+
+
+@override_settings(KLEA_EMBEDDING_DIM=512)
+def test_embedding_of_the_wrong_dimension_is_a_failure_not_an_empty_match(setup):
+    domain, ids = setup
+    result = retrieve("neurons", [domain], k=5)
+    assert result.retrieval_failed
+    assert "embedding has shape (1, 384); expected (n, 512)" in result.error
+    assert ids[("copy.md", 0)] in {c.chunk_id for c in result.results}
+    assert all(set(c.source_scores) <= {"main:bm25", "extra:bm25"} for c in result.results)
+
+
+def test_budget_cut(setup):
+    domain, _ = setup
+    result = retrieve("neurons", [domain], k=3, max_chars=len(TEXTS["copy.md"][0]) + 200)
+    assert len(result.results) == 1
