@@ -348,3 +348,22 @@ def test_domain_without_fields_gets_no_filter_schema(fake, domains, settings):
     assert "filters" not in fake.bodies()[1]["format"]["properties"]
     # An empty query list falls back to the user's own question.
     assert trace(result)[4] == f"generate_queries: {question} (the question)"
+
+
+@pytest.mark.parametrize(
+    "filters, expected",
+    [
+        ({"year": {"gte": 1990, "lte": 2010}, "authors": "Poo"}, {1: "stdp.md"}),
+        ({"authors": ["huxley", "Izhikevich"]}, {1: "izhikevich.md", 2: "hodgkin-huxley.md"}),
+        ({"keywords": ["spiking", "cortex"]}, {1: "izhikevich.md"}),
+    ],
+)
+def test_extracted_filters_restrict_the_sources_end_to_end(fake, domains, settings, filters, expected):
+    settings.KLEA_RAG_GUARD_MODEL = ""
+    answer = citing(expected[1], "See [{n}].")
+    fake.script(domains_reply("neuro"), queries_reply("neuron model", filters=filters), answer, scores())
+    result = run("Which neuron models do these papers describe?", [domains["neuro"]])
+    streamed = [b for b in fake.bodies() if b.get("stream")]
+    assert material_files(streamed[-1]["messages"][0]["content"]) == expected
+    references = result.references
+    assert [r["file_name"] for r in references] == [expected[1]]
