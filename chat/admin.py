@@ -1,6 +1,7 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db import models
 
-from .models import ChatMessage, ChatSession
+from .models import ChatMessage, ChatSession, McpServer, McpTool
 
 
 class ChatMessageInline(admin.TabularInline):
@@ -28,3 +29,59 @@ class ChatMessageAdmin(admin.ModelAdmin):
         "session", "role", "content", "status", "route", "domains", "references", "evaluation", "warnings",
         "error", "timing", "created_at",
     )
+
+
+class McpToolInline(admin.TabularInline):
+    """The allow-list: a tool is offered to the chat model only when allowed *and*
+    read-only. Name, schema and the server's hints come from "Fetch the tool list"."""
+
+    model = McpTool
+    fields = ("name", "allowed", "read_only", "description", "server_hints", "on_server")
+    readonly_fields = ("server_hints", "on_server")
+    extra = 0
+
+    @admin.display(description="server's hints")
+    def server_hints(self, tool: McpTool) -> str:
+        hints = [f"{key}={value}" for key, value in sorted((tool.annotations or {}).items()) if key.endswith("Hint")]
+        return ", ".join(hints) or "-"
+
+
+@admin.register(McpServer)
+class McpServerAdmin(admin.ModelAdmin):
+    """MCP servers per domain. ``env`` and ``headers`` are shown only on the change form
+    (to administrators allowed to edit servers), never in lists."""
+
+    list_display = ("name", "domain", "transport", "active", "offered_tools", "tools_listed_at")
+    list_filter = ("domain", "transport", "active")
+    search_fields = ("name", "domain__name", "command", "url")
+    readonly_fields = ("tools_listed_at", "created_at", "updated_at")
+    fieldsets = (
+        (None, {"fields": ("domain", "name", "description", "active", "transport")}),
+        ("stdio", {"fields": ("command", "args", "env")}),
+        ("streamable HTTP", {"fields": ("url", "headers")}),
+        ("Tool list", {"fields": ("tools_listed_at", "created_at", "updated_at")}),
+    )
+    inlines = [McpToolInline]
+    actions = ["fetch_tool_list"]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+    @admin.display(description="offered tools")
+    def offered_tools(self, server: McpServer) -> str:
+        names = [t.name for t in server.tools.all() if t.offered and t.on_server]
+        return ", ".join(names) or "-"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("domain").prefetch_related("tools")
+
+    @admin.action(description="Fetch the tool list from the selected servers")
+    def fetch_tool_list(self, request, queryset):
+        from .mcp.discovery import refresh_tools  # the mcp SDK loads in 0.6 s: only when used
+        from .mcp.session import ServerFailed
+
+        for server in queryset:
+            try:
+                report = refresh_tools(server)
+            except ServerFailed as exc:
+                self.message_user(request, str(exc), level=messages.ERROR)
+            else:
+                self.message_user(request, f"{server.name}: {report.summary()}", level=messages.SUCCESS)

@@ -11,6 +11,11 @@ E003_MSG = "KLEA_LLM_BACKEND=openai needs KLEA_OPENAI_BASE_URL."
 E003_HINT = "Set it to the server's API root, e.g. http://127.0.0.1:8080/v1."
 E004_MSG = "KLEA_RAG_RETRIEVAL_BUDGET, KLEA_RAG_MAX_QUERIES must be >= 1; KLEA_RAG_REWRITE_BUDGET >= 0."
 E004_HINT = "The defaults are 5, 3 and 1."
+E005_MSG = "An MCP tool setting is out of range (seconds > 0, counts >= 1)."
+E005_HINT = (
+    "KLEA_MCP_TOOL_TIMEOUT and KLEA_MCP_TOOL_BUDGET must be > 0 (defaults 60, 120); "
+    "KLEA_MCP_MAX_CALLS and KLEA_MCP_RESULT_CHARS >= 1 (defaults 4, 2500)."
+)
 
 
 @register()
@@ -31,4 +36,11 @@ def check_pipeline_settings(app_configs=None, **kwargs):
         or settings.KLEA_RAG_REWRITE_BUDGET < 0
     ):
         errors.append(Error(E004_MSG, hint=E004_HINT, id="chat.E004"))
+    if (
+        settings.KLEA_MCP_TOOL_TIMEOUT <= 0
+        or settings.KLEA_MCP_TOOL_BUDGET <= 0
+        or settings.KLEA_MCP_MAX_CALLS < 1
+        or settings.KLEA_MCP_RESULT_CHARS < 1
+    ):
+        errors.append(Error(E005_MSG, hint=E005_HINT, id="chat.E005"))
     return errors

@@ -2,15 +2,36 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
-from .pipeline.events import Answer, Done, Error, Event, References, Stage, Token
+from .pipeline.events import Answer, Done, Error, Event, References, Stage, Token, ToolCall
+
+
+def _arguments(arguments) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def tool_line(event: ToolCall) -> str:
+    """``· tool 1 channel_density {"channel": "Nav1.6"} (neuro-lab): ok, 54 chars`` for an end."""
+    where = f" ({event.server})" if event.server else ""
+    line = f"· tool {event.call} {event.tool} {_arguments(event.arguments)}{where}: {event.status}"
+    if event.status == "ok":
+        line += f", {event.chars} chars" + (" (cut)" if event.truncated else "")
+    elif event.message:
+        line += f": {event.message}"
+    return line
 
 
 def reference_lines(references: list[dict]) -> list[str]:
-    """``[n] file — heading chain`` then an indented details line, per reference."""
+    """``[n] file — heading chain`` (``[n] tool (server) {arguments}`` for a tool result)
+    then an indented details line, per reference."""
     lines = []
     for ref in references:
+        if ref.get("kind") == "tool":
+            lines.append(f"[{ref['number']}] {ref['title']} {_arguments(ref['arguments'])}")
+            lines.append(f"    status: {ref['status']} | domain: {ref['domain']}")
+            continue
         chains = list(dict.fromkeys(c["heading_chain"] for c in ref["chunks"] if c["heading_chain"]))
         line = f"[{ref['number']}] {ref['file_name']}"
         if chains:
@@ -72,6 +93,10 @@ class EventPrinter:
             if not self.quiet and event.phase == "end":
                 self._end_stream()
                 self.write(f"· {event.node}: {event.detail} ({event.elapsed_ms:.0f} ms)\n")
+        elif isinstance(event, ToolCall):
+            if not self.quiet and event.phase == "end":
+                self._end_stream()
+                self.write(tool_line(event) + "\n")
         elif isinstance(event, Token):
             if event.attempt != self._attempt:
                 self._end_stream()

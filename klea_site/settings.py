@@ -202,3 +202,13 @@ KLEA_RAG_HISTORY_CHARS = env.int("KLEA_RAG_HISTORY_CHARS", default=10_000)
 KLEA_BM25_K1 = env.float("KLEA_BM25_K1", default=1.2)
 KLEA_BM25_B = env.float("KLEA_BM25_B", default=0.75)
 KLEA_VECTOR_EXACT_MAX_ROWS = env.int("KLEA_VECTOR_EXACT_MAX_ROWS", default=10_000)
+
+# --- MCP tools per domain (chat/mcp; docs/mcp.md) -----------------------------------
+# Seconds one tool call may take (also the bound on starting a server and its handshake).
+KLEA_MCP_TOOL_TIMEOUT = env.float("KLEA_MCP_TOOL_TIMEOUT", default=60.0)
+# Seconds all tool calls of one turn may take together (servers starting included).
+KLEA_MCP_TOOL_BUDGET = env.float("KLEA_MCP_TOOL_BUDGET", default=120.0)
+# Tool calls per turn; further calls the model asks for are rejected.
+KLEA_MCP_MAX_CALLS = env.int("KLEA_MCP_MAX_CALLS", default=4)
+# Characters of one tool result kept in the reference material (the rest is cut).
+KLEA_MCP_RESULT_CHARS = env.int("KLEA_MCP_RESULT_CHARS", default=2_500)

@@ -5,12 +5,21 @@ or NDJSON lines with chunked transfer when ``"stream": true``, like the real ser
 ``POST /api/embed``. Each request takes the next scripted :class:`Reply`; a request with
 nothing scripted gets HTTP 500 and is recorded in ``unexpected``.
 
+Requests that offer tools (a non-empty ``"tools"`` list in the body; the ollama client
+sends ``"tools": []`` with every chat request) take their replies from a queue of
+their own (:meth:`FakeOllama.script_tools`): the pipeline asks for tool calls while it
+generates queries, so the two kinds of request arrive in no fixed order. A tool reply
+looks like the real server's: ``message.tool_calls`` = ``[{"id", "function": {"index",
+"name", "arguments" (an object)}}]`` with empty ``content``.
+
 Usage::
 
     with FakeOllama() as fake:
         fake.script(Reply.text("safe"), Reply.json({"query_domains": ["neuroml"]}))
+        fake.script_tools(Reply.tools(("channel_density", {"channel": "Nav1.6"})))
         ... OLLAMA_HOST=fake.url ...
-        assert fake.paths() == ["/api/chat", "/api/chat"]
+        assert fake.paths() == ["/api/chat", "/api/chat", "/api/chat"]
+        assert fake.tool_bodies()[0]["tools"] == [...]
 """
 
 from __future__ import annotations
@@ -46,6 +55,12 @@ class Reply:
     block_before: bool = False
     embeddings: list[list[float]] = field(default_factory=list)
     compute: object = None  # body -> Reply, for replies that depend on the request
+    tool_calls: list[tuple[str, dict]] | None = None
+
+    @classmethod
+    def tools(cls, *calls: tuple[str, dict]) -> Reply:
+        """A reply calling tools: ``("name", {arguments})`` pairs, in order (none = no call)."""
+        return cls(tool_calls=list(calls))
 
     @classmethod
     def using(cls, compute) -> Reply:
@@ -97,7 +112,8 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         with fake.lock:
             fake.requests.append({"path": self.path, "body": body})
-            reply = fake.replies.popleft() if fake.replies else None
+            queue = fake.tool_replies if body.get("tools") else fake.replies
+            reply = queue.popleft() if queue else None
             if reply is None:
                 fake.unexpected.append({"path": self.path, "body": body})
         if reply is None:
@@ -114,13 +130,19 @@ class _Handler(BaseHTTPRequestHandler):
         model = body.get("model", "")
         if body.get("stream"):
             return self._stream(model, reply)
-        self._send_json(200, self._final(model, reply.content))
+        self._send_json(200, self._final(model, reply.content, reply.tool_calls))
 
-    def _final(self, model: str, content: str) -> dict:
+    def _final(self, model: str, content: str, tool_calls: list | None = None) -> dict:
+        message = {"role": "assistant", "content": content}
+        if tool_calls:
+            message["tool_calls"] = [
+                {"id": f"call_{index}", "function": {"index": index, "name": name, "arguments": arguments}}
+                for index, (name, arguments) in enumerate(tool_calls)
+            ]
         return {
             "model": model,
             "created_at": CREATED_AT,
-            "message": {"role": "assistant", "content": content},
+            "message": message,
             "done_reason": "stop",
             "done": True,
             "total_duration": 1000,
@@ -192,6 +214,7 @@ class FakeOllama:
 
     def __init__(self):
         self.replies: deque[Reply] = deque()
+        self.tool_replies: deque[Reply] = deque()
         self.requests: list[dict] = []
         self.unexpected: list[dict] = []
         self.lock = threading.Lock()
@@ -215,15 +238,25 @@ class FakeOllama:
         with self.lock:
             self.replies.extend(replies)
 
+    def script_tools(self, *replies: Reply) -> None:
+        """Replies for requests that offer tools (see the module docstring)."""
+        with self.lock:
+            self.tool_replies.extend(replies)
+
+    def tool_bodies(self) -> list[dict]:
+        """The bodies of the requests that offered tools."""
+        return [r["body"] for r in self.requests if r["body"].get("tools")]
+
     def paths(self) -> list[str]:
         return [r["path"] for r in self.requests]
 
-    def bodies(self) -> list[dict]:
-        return [r["body"] for r in self.requests]
+    def bodies(self, tools: bool = True) -> list[dict]:
+        """Request bodies in arrival order (``tools=False``: without the tool requests)."""
+        return [r["body"] for r in self.requests if tools or not r["body"].get("tools")]
 
     @property
     def pending(self) -> int:
-        return len(self.replies)
+        return len(self.replies) + len(self.tool_replies)
 
 
 def closed_port_url() -> str:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from asgiref.sync import async_to_sync
 
-from chat.pipeline import Answer, Done, Error, References, Stage, Token, TurnRequest, TurnResult, ask
+import json
+
+from chat.pipeline import Answer, Done, Error, References, Stage, Token, ToolCall, TurnRequest, TurnResult, ask
 
 
 def run(question: str, domains, **kwargs) -> TurnResult:
@@ -23,10 +25,18 @@ def render(event) -> str:
         return f"> {event.node}" if event.phase == "start" else f"< {event.node}: {event.detail}"
     if isinstance(event, Token):
         return f"token {event.attempt}: {event.text}"
+    if isinstance(event, ToolCall):
+        arguments = event.arguments if isinstance(event.arguments, str) else json.dumps(event.arguments)
+        line = f"tool {event.call} {event.phase} {event.tool} {arguments}"
+        if event.phase == "end":
+            line += f": {event.status}" + (f" ({event.message})" if event.message else "")
+        return line
     if isinstance(event, Error):
         return f"error {event.code} ({event.node}{', fatal' if event.fatal else ''}): {event.message}"
     if isinstance(event, References):
-        return "references: " + ", ".join(f"[{r['number']}] {r['file_name']}" for r in event.references)
+        return "references: " + ", ".join(
+            f"[{r['number']}] {r['title'] if r['kind'] == 'tool' else r['file_name']}" for r in event.references
+        )
     if isinstance(event, Answer):
         return f"answer {event.route}: {event.text}"
     if isinstance(event, Done):
@@ -34,11 +44,15 @@ def render(event) -> str:
     raise AssertionError(f"unknown event {event!r}")
 
 
-def trace(result: TurnResult, tokens: bool = True) -> list[str]:
+def trace(result: TurnResult, tokens: bool = True, tools: bool = True) -> list[str]:
     """Events as lines; a stage start directly followed by its end becomes one line
-    ``node: detail``; with ``tokens=False`` consecutive tokens are joined into one line."""
+    ``node: detail``; with ``tokens=False`` consecutive tokens are joined into one line;
+    with ``tools=False`` tool events (which interleave with other nodes' events: they come
+    from a background task) are left out."""
     lines: list[str] = []
     for event in result.events:
+        if not tools and isinstance(event, ToolCall):
+            continue
         line = render(event)
         if line.startswith("< ") and lines and lines[-1] == f"> {event.node}":
             lines[-1] = f"{event.node}: {event.detail}"
@@ -48,3 +62,22 @@ def trace(result: TurnResult, tokens: bool = True) -> list[str]:
             continue
         lines.append(line)
     return lines
+
+
+def tool_lines(result: TurnResult) -> list[str]:
+    """The tool events alone, as lines, grouped by call number (calls run in parallel, so
+    only the order within one call is fixed; the stable sort keeps it as it was sent)."""
+    events = sorted((e for e in result.events if isinstance(e, ToolCall)), key=lambda e: e.call)
+    return [render(e) for e in events]
+
+
+def tools_between_pick_and_join(result: TurnResult) -> bool:
+    """Every tool event comes after pick_tools ended and before join_tools ended."""
+    kinds = []
+    for event in result.events:
+        if isinstance(event, Stage) and event.node in ("pick_tools", "join_tools") and event.phase == "end":
+            kinds.append(event.node)
+        elif isinstance(event, ToolCall):
+            kinds.append("tool")
+    first_join = kinds.index("join_tools")
+    return kinds[0] == "pick_tools" and "tool" not in kinds[first_join:]

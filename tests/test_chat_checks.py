@@ -23,6 +23,11 @@ def test_defaults_pass():
         ({"KLEA_LLM_BACKEND": "openai", "KLEA_OPENAI_BASE_URL": ""}, ["chat.E003"]),
         ({"KLEA_LLM_BACKEND": "openai", "KLEA_OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}, []),
         ({"KLEA_RAG_RETRIEVAL_BUDGET": 0}, ["chat.E004"]),
+        ({"KLEA_MCP_TOOL_TIMEOUT": 0}, ["chat.E005"]),
+        ({"KLEA_MCP_TOOL_BUDGET": -1.0}, ["chat.E005"]),
+        ({"KLEA_MCP_MAX_CALLS": 0}, ["chat.E005"]),
+        ({"KLEA_MCP_RESULT_CHARS": 0}, ["chat.E005"]),
+        ({"KLEA_MCP_TOOL_TIMEOUT": 0.5, "KLEA_MCP_MAX_CALLS": 1}, []),
     ],
 )
 def test_misconfiguration_is_reported(overrides, expected):
@@ -36,3 +41,10 @@ def test_messages():
     assert (error.msg, error.hint) == (
         "KLEA_LLM_BACKEND='gpt' is not a backend.", "Use one of: extractive, ollama, openai.",
     )
+
+
+def test_mcp_settings_message():
+    with override_settings(KLEA_LLM_BACKEND="extractive", KLEA_RAG_GUARD_ON_ERROR="decline", KLEA_MCP_MAX_CALLS=0):
+        (error,) = check_pipeline_settings()
+    assert (error.id, error.msg) == ("chat.E005", "An MCP tool setting is out of range (seconds > 0, counts >= 1).")
+    assert error.hint.startswith("KLEA_MCP_TOOL_TIMEOUT and KLEA_MCP_TOOL_BUDGET must be > 0")

@@ -68,12 +68,14 @@ def test_event_sequence_of_an_extractive_answer(doc_domains):
     lines = trace(result, tokens=False)
     assert lines[:4] == ["memory: no session", "guard: skipped (no guard model)", lines[2], "route: domains: neuroml"]
     assert lines[2].startswith("classify: neuroml 0.")
-    assert lines[4] == "generate_queries: How do I install pyNeuroML with pip? (the question)"
-    assert lines[5].startswith("retrieve: ") and lines[5].endswith(" (k=default)")
-    assert lines[6] == "> answer"
-    assert lines[7] == f"token 1: {result.answer.text}"
-    assert lines[8].startswith("< answer: ")
-    assert lines[9:] == [
+    assert lines[4] == "pick_tools: no tools (the extractive backend picks none)"
+    assert lines[5] == "generate_queries: How do I install pyNeuroML with pip? (the question)"
+    assert lines[6].startswith("retrieve: ") and lines[6].endswith(" (k=default)")
+    assert lines[7] == "join_tools: no tool results"
+    assert lines[8] == "> answer"
+    assert lines[9] == f"token 1: {result.answer.text}"
+    assert lines[10].startswith("< answer: ")
+    assert lines[11:] == [
         "evaluate: continue",
         "remember: no session",
         "> respond",
@@ -117,8 +119,8 @@ def test_ask_command_prints_stages_answer_and_references(doc_domains):
     assert payload["references"][0]["number"] == 1
     assert payload["references"][0]["file_name"] == "user-guide/time-series.md"
     assert [line.split()[0] for line in timings.splitlines()] == [
-        "memory", "guard", "classify", "route", "generate_queries", "retrieve", "answer", "evaluate",
-        "remember", "respond", "summarise", "first", "total",
+        "memory", "guard", "classify", "route", "pick_tools", "generate_queries", "retrieve", "join_tools",
+        "answer", "evaluate", "remember", "respond", "summarise", "first", "total",
     ]
 
 

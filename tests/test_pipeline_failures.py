@@ -86,7 +86,7 @@ def test_stream_that_stalls_times_out_and_stores_a_failed_message(fake, domains,
     fake.script(domains_reply("neuro"), queries_reply("cheap neuron model"),
                 Reply.hang(pieces=["The Izhikevich", " model"]))
     result = run(IZH, [domains["neuro"]], session_id=session.pk)
-    assert trace(result)[6:] == [
+    assert trace(result)[8:] == [
         "> answer",
         "token 1: The Izhikevich",
         "token 1:  model",
@@ -129,7 +129,7 @@ def test_cancel_stops_the_stream_and_stores_the_partial_answer(fake, domains):
         return result
 
     result = async_to_sync(scenario)()
-    assert trace(result)[6:] == [
+    assert trace(result)[8:] == [
         "> answer",
         "token 1: The Izhikevich model",
         "token 1:  is cheap",

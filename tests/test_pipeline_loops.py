@@ -46,11 +46,13 @@ def test_retrieve_more_info_grows_k_then_continues(fake, domains):
     )
     result = run(IZH, [domains["neuro"]])
     lines = stages(result)
-    assert [line.split(" (")[0] if line.startswith("retrieve:") else line for line in lines][5:] == [
+    assert [line.split(" (")[0] if line.startswith("retrieve:") else line for line in lines][6:] == [
         "retrieve: 3 chunks, 3 sources",
+        "join_tools: no tool results",
         "> answer", f"< answer: {len(CHEAP)} chars, cites 1 of 3 sources",
         "evaluate: retrieve_more_info (k=6)",
         "retrieve: 3 chunks, 3 sources",
+        "join_tools: no tool results",
         "> answer", f"< answer: {len(CHEAP)} chars, cites 1 of 3 sources",
         "evaluate: continue",
         "remember: no session", "< respond: domains, 1 references", "summarise: no session", "done complete",
@@ -86,7 +88,7 @@ def test_modify_query_shows_previous_query_and_review(fake, domains):
     )
     result = run(IZH, [domains["neuro"]])
     lines = stages(result)
-    assert lines[3:5] == ["route: domains: neuro", "generate_queries: neuron cost"]
+    assert lines[3:6] == ["route: domains: neuro", "pick_tools: no tools offered", "generate_queries: neuron cost"]
     assert "evaluate: modify_query" in lines
     assert "generate_queries: cheap spiking neuron simulation" in lines
     retry = fake.bodies()[4]["messages"][1]["content"]
@@ -103,7 +105,7 @@ def test_rewrite_answer_once_then_best_effort_with_warning(fake, domains):
     )
     result = run(IZH, [domains["neuro"]])
     lines = stages(result)
-    assert lines[6:] == [
+    assert lines[8:] == [
         "> answer", f"< answer: {len('It is a model [1].')} chars, cites 1 of 3 sources",
         "evaluate: rewrite_answer",
         "> answer", f"< answer: rewrite: {len(CHEAP)} chars, cites 1 of 3 sources",
@@ -183,12 +185,15 @@ def test_no_sources_never_asks_the_model_to_answer(fake, domains, settings):
     assert stages(result)[2:] == [
         "classify: empty",
         "route: domains: empty",
+        "pick_tools: no tools offered",
         "generate_queries: anything",
         "retrieve: 0 chunks, 0 sources (k=default)",
+        "join_tools: no tool results",
         "> answer", "< answer: no sources",
         "evaluate: modify_query [no_sources]",
         "generate_queries: anything else",
         "retrieve: 0 chunks, 0 sources (k=default)",
+        "join_tools: no tool results",
         "> answer", "< answer: no sources",
         "evaluate: fallback [no_sources]",
         "> general_chat", "< general_chat: 15 chars",
@@ -225,6 +230,6 @@ def test_invalid_json_defaults_for_queries_and_evaluation(fake, domains):
     )
     result = run(IZH, [domains["neuro"]])
     lines = stages(result)
-    assert lines[4] == f"generate_queries: {IZH} (the question) (invalid JSON twice)"
-    assert lines[8] == "evaluate: continue (retried once)"
+    assert lines[5] == f"generate_queries: {IZH} (the question) (invalid JSON twice)"
+    assert lines[10] == "evaluate: continue (retried once)"
     assert result.answer.evaluation["next_step"] == "undefined"

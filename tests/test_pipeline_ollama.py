@@ -102,8 +102,10 @@ def test_one_domain_answer_with_exact_events(fake, domains):
         "guard: safe",
         "classify: neuro",
         "route: domains: neuro",
+        "pick_tools: no tools offered",
         "generate_queries: Hodgkin-Huxley model action potentials",
         retrieve_line(fake),
+        "join_tools: no tool results",
         "> answer",
         "token 1: It describes how action potentials are",
         "token 1:  initiated",
@@ -140,6 +142,7 @@ def test_one_domain_answer_with_exact_events(fake, domains):
     reference = result.references[0]
     assert {k: v for k, v in reference.items() if k not in ("document_id", "chunks")} == {
         "number": 1,
+        "kind": "document",
         "domain": "neuro",
         "store": "neuro-store",
         "file_name": "hodgkin-huxley.md",
@@ -170,8 +173,8 @@ def test_one_domain_answer_with_exact_events(fake, domains):
     done = result.done.as_dict()
     assert set(done) == {"type", "status", "total_ms", "ttft_ms", "timings"}
     assert list(done["timings"]) == [
-        "memory", "guard", "classify", "route", "generate_queries", "retrieve", "answer", "evaluate",
-        "remember", "respond", "summarise",
+        "memory", "guard", "classify", "route", "pick_tools", "generate_queries", "retrieve", "join_tools",
+        "answer", "evaluate", "remember", "respond", "summarise",
     ]
     assert 0 < done["ttft_ms"] <= done["total_ms"]
 
@@ -297,9 +300,10 @@ def test_two_domains_are_searched_and_cited(fake, domains, settings):
     files = material_files(answer_prompt(fake))
     assert {"izhikevich.md", "resample.md"} <= set(files.values())
     lines = trace(result, tokens=False)
-    assert lines[2:5] == [
+    assert lines[2:6] == [
         "classify: neuro, arrays",
         "route: domains: neuro, arrays",
+        "pick_tools: no tools offered",
         "generate_queries: spiking neuron model; monthly means time series",
     ]
     assert [r["file_name"] for r in result.references] == ["izhikevich.md", "resample.md"]
@@ -325,10 +329,10 @@ def test_filters_are_typed_per_field_and_passed_to_retrieval(fake, domains, sett
                  filters={"keywords": {"$contains": ["cortex"]}})
     dsl = {"authors": "Izhikevich", "keywords": {"$contains": ["cortex"]}, "year": {"$gte": 2000, "$lte": 2010}}
     lines = trace(result, tokens=False)
-    assert lines[4] == "generate_queries: spiking model; cortical neurons; bursting | filters " + json.dumps(
+    assert lines[5] == "generate_queries: spiking model; cortical neurons; bursting | filters " + json.dumps(
         dsl, sort_keys=True
     )
-    assert lines[5] == retrieve_line(fake, filters=", filters on authors, keywords, year")
+    assert lines[6] == retrieve_line(fake, filters=", filters on authors, keywords, year")
     schema = fake.bodies()[1]["format"]
     assert schema["properties"]["queries"]["maxItems"] == 3
     fields = schema["properties"]["filters"]["properties"]
@@ -347,7 +351,7 @@ def test_domain_without_fields_gets_no_filter_schema(fake, domains, settings):
     result = run(question, [domains["arrays"]])
     assert "filters" not in fake.bodies()[1]["format"]["properties"]
     # An empty query list falls back to the user's own question.
-    assert trace(result)[4] == f"generate_queries: {question} (the question)"
+    assert trace(result)[5] == f"generate_queries: {question} (the question)"
 
 
 @pytest.mark.parametrize(

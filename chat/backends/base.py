@@ -1,5 +1,5 @@
 """The contract every LLM backend keeps: chat (optionally JSON-schema constrained),
-stream, embed. A setting picks one (``KLEA_LLM_BACKEND``, see :func:`chat.backends.get_backend`).
+stream, embed, and (optionally) tool choice. A setting picks one (``KLEA_LLM_BACKEND``, see :func:`chat.backends.get_backend`).
 
 Messages are plain dicts ``{"role": "system" | "user" | "assistant", "content": str}``.
 Every failure to reach or use the model server is a :class:`BackendError` with a stable
@@ -10,8 +10,22 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 
 Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """A tool call the model asked for.
+
+    ``name``: the function name as the model wrote it (not necessarily one offered);
+    ``arguments``: a dict, or the raw string when the server sent text that is not a
+    JSON object (the caller validates either way).
+    """
+
+    name: str
+    arguments: dict | str
 
 
 class BackendError(Exception):
@@ -64,6 +78,7 @@ class LLMBackend(ABC):
 
     name = "base"
     generative = True
+    supports_tools = False
 
     @property
     @abstractmethod
@@ -108,6 +123,22 @@ class LLMBackend(ABC):
 
         :raises BackendError: as :meth:`chat`.
         """
+
+    async def choose_tools(
+        self, messages: Sequence[Message], tools: Sequence[dict], *, model: str | None = None
+    ) -> list[ToolRequest]:
+        """The tool calls the model makes for ``messages`` given ``tools`` (none is fine).
+
+        Only backends with ``supports_tools`` implement it; the calls are not run here.
+
+        :param tools: OpenAI-style function specs ``{"type": "function", "function":
+            {"name", "description", "parameters": <JSON schema>}}``.
+        :returns: the requested calls in the model's order.
+        :raises NotSupported: this backend cannot call tools.
+        :raises BackendError: as :meth:`chat` (a model without tool support is a
+            ``server_error`` with the server's message).
+        """
+        raise NotSupported(f"the {self.name} backend does not call tools")
 
     async def aclose(self) -> None:
         """Release connections (called once at the end of every turn)."""

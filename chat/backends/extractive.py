@@ -4,7 +4,9 @@ Needs no LLM server, so the product answers end to end on any machine. It writes
 free text (``generative = False``): the pipeline's nodes use the functions below instead
 of prompts. Answers are the retrieved chunks' sentences closest to the question, each
 followed by the number of the source it came from; evaluation is the deterministic checks
-only; guard, query generation and general chat are skipped.
+only; guard, query generation and general chat are skipped. It picks no MCP tools
+(``supports_tools = False``): choosing a tool and its arguments needs a model, so the
+answer comes from the retrieved chunks alone.
 """
 
 from __future__ import annotations

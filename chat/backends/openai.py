@@ -3,7 +3,8 @@
 ``POST {base}/chat/completions`` (``response_format`` = ``json_schema`` for structured
 outputs; ``stream`` = server-sent events ending with ``data: [DONE]``) and
 ``POST {base}/embeddings``. ``base`` is ``KLEA_OPENAI_BASE_URL``, e.g.
-``http://127.0.0.1:8080/v1``.
+``http://127.0.0.1:8080/v1``. Tools: ``tools`` (function specs, full JSON schemas) with
+``tool_choice`` ``auto``; the reply's ``message.tool_calls`` carry JSON-encoded arguments.
 """
 
 from __future__ import annotations
@@ -14,8 +15,19 @@ from contextlib import asynccontextmanager
 
 import httpx
 
-from .base import BackendError, LLMBackend, Message, ModelNotFound, Timeout, Unreachable
+from .base import BackendError, LLMBackend, Message, ModelNotFound, Timeout, ToolRequest, Unreachable
 from .ollama import MAX_CONNECT_TIMEOUT
+
+
+def _arguments(raw) -> dict | str:
+    """OpenAI sends arguments as a JSON string: a dict when it decodes to one, else the raw text."""
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError):
+        return str(raw)
+    return value if isinstance(value, dict) else str(raw)
 
 
 class OpenAIBackend(LLMBackend):
@@ -32,6 +44,7 @@ class OpenAIBackend(LLMBackend):
     """
 
     name = "openai"
+    supports_tools = True
 
     def __init__(
         self,
@@ -105,6 +118,28 @@ class OpenAIBackend(LLMBackend):
             return response.json()["choices"][0]["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError):
             raise BackendError(f"unexpected reply from {self.base_url}: {response.text[:200]}", model=model) from None
+
+    async def choose_tools(
+        self, messages: Sequence[Message], tools: Sequence[dict], *, model: str | None = None
+    ) -> list[ToolRequest]:
+        model = model or self._chat_model
+        body = {
+            "model": model,
+            "messages": list(messages),
+            "tools": list(tools),
+            "tool_choice": "auto",
+            "temperature": 0,
+            "stream": False,
+        }
+        async with self._errors(model):
+            response = await self._client.post("/chat/completions", json=body)
+            await self._check(response, model)
+        try:
+            calls = response.json()["choices"][0]["message"].get("tool_calls") or []
+            requests = [(call["function"]["name"], call["function"].get("arguments") or "{}") for call in calls]
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise BackendError(f"unexpected reply from {self.base_url}: {response.text[:200]}", model=model) from None
+        return [ToolRequest(name, _arguments(raw)) for name, raw in requests]
 
     async def stream(self, messages: Sequence[Message], *, model: str | None = None) -> AsyncIterator[str]:
         model = model or self._chat_model

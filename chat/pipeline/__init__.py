@@ -12,7 +12,7 @@ Entry points (docs/pipeline.md)::
     result = await ask(request)                 # all events; result.answer, result.references
 """
 
-from .events import Answer, Done, Error, Event, References, Stage, Token
+from .events import Answer, Done, Error, Event, References, Stage, Token, ToolCall
 from .state import PipelineConfig, TurnRequest
 from .turn import Turn, TurnFailed, TurnResult, ask, run_turn
 
@@ -25,6 +25,7 @@ __all__ = [
     "References",
     "Stage",
     "Token",
+    "ToolCall",
     "Turn",
     "TurnFailed",
     "TurnRequest",

@@ -1,7 +1,7 @@
 """The pipeline's one typed event stream (websocket, HTTP API, Python API, commands).
 
 Every event serialises with :meth:`Event.as_dict` to a JSON object whose ``type`` is one
-of ``stage``, ``token``, ``references``, ``answer``, ``error``, ``done``. A turn always
+of ``stage``, ``token``, ``tool``, ``references``, ``answer``, ``error``, ``done``. A turn always
 ends with exactly one ``done``; a turn that produced an answer sends ``references`` then
 ``answer`` just before it. Shapes are documented in docs/pipeline.md.
 """
@@ -50,13 +50,51 @@ class Token(Event):
 
 
 @dataclass
+class ToolCall(Event):
+    """An MCP tool call the model asked for, and its outcome (docs/mcp.md).
+
+    Tool calls run in the background, beside query generation and retrieval, so these
+    events interleave with the stage events of those nodes; all of them come after
+    ``pick_tools`` ends and before ``join_tools`` ends.
+
+    ``call``: the request's position among the model's tool calls (1-based; pairs
+    "start" with "end"); ``phase``: "start" (its server is being contacted) | "end";
+    ``status``: "running" (start) | "ok" | "error" (the server did not start, or the
+    tool raised or reported an error) | "timeout" (KLEA_MCP_TOOL_TIMEOUT or the turn's
+    KLEA_MCP_TOOL_BUDGET ran out) | "rejected" (never run: not offered, arguments not
+    matching the schema, a repeated call, over KLEA_MCP_MAX_CALLS; "end" only);
+    ``tool``, ``server``, ``domain``: the tool on its server ("" server and domain when
+    the name was not offered; ``tool`` is then the name the model used);
+    ``arguments``: the call's arguments (the model's raw text when they were not a
+    JSON object); ``message``: one line on what went wrong ("" when ok); ``chars``:
+    result length before the cap; ``truncated``: the result was cut to
+    KLEA_MCP_RESULT_CHARS; ``elapsed_ms``: on "end" of a call that ran.
+    """
+
+    type: ClassVar[str] = "tool"
+    call: int
+    phase: str
+    tool: str
+    server: str = ""
+    domain: str = ""
+    arguments: dict | str = field(default_factory=dict)
+    status: str = "running"
+    message: str = ""
+    chars: int = 0
+    truncated: bool = False
+    elapsed_ms: float | None = None
+
+
+@dataclass
 class References(Event):
     """The cited sources in citation order, numbered 1..n as in the answer text.
 
-    Each item: ``{"number", "domain", "store", "file_name", "document_id", "title",
-    "authors" (list of str), "year" (int | None), "journal", "doi", "url",
-    "urls" ([{"label", "url"}]), "chunks" ([{"chunk_id", "headings", "heading_chain",
-    "text"}])}``, all built from stored metadata.
+    Documents (``"kind": "document"``): ``{"number", "kind", "domain", "store",
+    "file_name", "document_id", "title", "authors" (list of str), "year" (int | None),
+    "journal", "doi", "url", "urls" ([{"label", "url"}]), "chunks" ([{"chunk_id",
+    "headings", "heading_chain", "text"}])}``, all built from stored metadata.
+    Tool results (``"kind": "tool"``): ``{"number", "kind", "domain", "server", "tool",
+    "title", "arguments", "status" ("ok" | "error" | "timeout"), "text", "truncated"}``.
     """
 
     type: ClassVar[str] = "references"

@@ -2,16 +2,23 @@
 
 ::
 
-    memory -> guard -safe-> classify -> route -domains-> generate_queries -> retrieve
+    memory -> guard -safe-> classify -> route -domains-> pick_tools -> generate_queries
                     -unsafe-> decline          -general-> general_chat
                                                -refuse-> refuse
-    retrieve -> answer -> evaluate -continue | best_effort-> remember
+    generate_queries -> retrieve -> join_tools -> answer
+    answer -> evaluate -continue | best_effort-> remember
                                    -retrieve_more_info-> retrieve
                                    -modify_query-> generate_queries
                                    -rewrite_answer-> answer
                                    -fallback-> general_chat
                                    -clarify-> clarify
     decline | refuse | general_chat | clarify -> remember -> respond -> summarise -> END
+
+pick_tools starts the MCP tool calls as a background task (the model's choice, then the
+calls) and returns at once; join_tools waits for that task after retrieval, so tools
+run in parallel with generate_queries and retrieve. Loops back to generate_queries or
+retrieve pass through join_tools again, which re-attaches the same results (tools are
+chosen and called once per turn).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from .nodes.queries import generate_queries
 from .nodes.replies import clarify, decline, refuse
 from .nodes.respond import respond
 from .nodes.retrieve import retrieve
+from .nodes.tools import join_tools, pick_tools
 from .state import PipelineConfig
 
 NEXT = frozenset({"next"})
@@ -37,9 +45,11 @@ EDGES = {
     "memory": {"next": "guard"},
     "guard": {"safe": "classify", "unsafe": "decline"},
     "classify": {"next": "route"},
-    "route": {"domains": "generate_queries", "general": "general_chat", "refuse": "refuse"},
+    "route": {"domains": "pick_tools", "general": "general_chat", "refuse": "refuse"},
+    "pick_tools": {"next": "generate_queries"},
     "generate_queries": {"next": "retrieve"},
-    "retrieve": {"next": "answer"},
+    "retrieve": {"next": "join_tools"},
+    "join_tools": {"next": "answer"},
     "answer": {"next": "evaluate"},
     "evaluate": {
         "continue": "remember",
@@ -63,8 +73,9 @@ EDGES = {
 def build_graph(config: PipelineConfig) -> Graph:
     """The pipeline for ``config``'s budgets (validated; see :class:`~chat.pipeline.graph.Graph`).
 
-    Run budgets per turn: retrieval passes (generate_queries, retrieve) =
-    ``retrieval_budget``; answer and evaluate = retrieval passes + rewrites.
+    Run budgets per turn: pick_tools once; retrieval passes (generate_queries,
+    retrieve, join_tools) = ``retrieval_budget``; answer and evaluate = retrieval
+    passes + rewrites.
     """
     passes = config.retrieval_budget
     answers = passes + config.rewrite_budget
@@ -73,8 +84,10 @@ def build_graph(config: PipelineConfig) -> Graph:
         Node("guard", guard, frozenset({"safe", "unsafe"})),
         Node("classify", classify, NEXT),
         Node("route", route, frozenset({"domains", "general", "refuse"})),
+        Node("pick_tools", pick_tools, NEXT),
         Node("generate_queries", generate_queries, NEXT, max_runs=passes),
         Node("retrieve", retrieve, NEXT, max_runs=passes),
+        Node("join_tools", join_tools, NEXT, max_runs=passes),
         Node("answer", answer, NEXT, max_runs=answers),
         Node("evaluate", evaluate, EVALUATION_OUTCOMES, max_runs=answers),
         Node("general_chat", general_chat, NEXT),

@@ -71,6 +71,20 @@ def queries(
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(p for p in parts if p)}]
 
 
+def pick_tools(question: str, domains: Sequence[Domain], summary: str, history: Sequence[dict]) -> Messages:
+    """The tool-choice request (the tools themselves travel as the API's ``tools``)."""
+    names = ", ".join(d.name for d in domains)
+    system = (
+        f"You pick tools that fetch live data for a question about {names}. A separate search "
+        "already looks through the documentation, so call a tool only when its live data helps "
+        "answer the question, with arguments taken from the question (and the conversation). "
+        "Call no tool when none helps. Do not answer the question."
+    )
+    conversation = _conversation(summary, history)
+    user = f"{conversation}\n\nQuestion: {question}" if conversation else f"Question: {question}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
 def answer(
     question: str,
     material: str,
@@ -80,6 +94,7 @@ def answer(
     history: Sequence[dict],
     previous_answer: str = "",
     evaluator_summary: str = "",
+    tool_results: bool = False,
 ) -> Messages:
     system = (
         "Answer the user's question using only the reference material below.\n"
@@ -89,6 +104,11 @@ def answer(
         "If the material does not contain the answer, say what is missing. Never mention "
         "'context', 'documents' or 'reference material': talk about the subject directly."
     )
+    if tool_results:
+        system += (
+            "\nSome sources are live results of tool calls; cite them like the others. A tool "
+            "result marked as an error holds no data."
+        )
     for text in instructions:
         if text.strip():
             system += f"\n{text.strip()}"

@@ -1,9 +1,27 @@
-"""The reference list of an answer, built from stored metadata (never by a model)."""
+"""The reference material and the reference list of an answer (never built by a model).
+
+The material the answer model reads is the retrieved documents, numbered 1..n by
+:func:`domains.retrieval.serialize_reference_material`, followed by the turn's tool
+results as sources n+1..n+m (:func:`with_tool_results`)::
+
+    ## Tool results (live data)
+
+    ### Source document 4/4: [channel_density (neuro-lab)]
+    Tool call: channel_density {"channel": "Nav1.6"} on neuro-lab (domain neuro)
+    Result:
+    Nav1.6 density in the soma: 74 mS/cm2
+
+A failed call reads ``Error (the call failed; there is no data):`` or ``Error (no
+result in time; there is no data):`` instead of ``Result:``; a cut one reads
+``Result (the first 2500 of 9000 characters):``.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from domains.retrieval import Source
 
@@ -46,8 +64,104 @@ def primary_url(metadata: dict) -> str:
     return ""
 
 
-def reference_item(number: int, source: Source) -> dict:
+@dataclass
+class ToolSource:
+    """One tool call's result (or error) as a numbered source.
+
+    ``status``: "ok" | "error" | "timeout"; ``text``: the result or the error text,
+    already capped (``chars``: its length before the cap) and with secrets masked.
+    """
+
+    number: int
+    domain: str
+    server: str
+    tool: str
+    arguments: dict
+    status: str
+    text: str
+    chars: int = 0
+    truncated: bool = False
+
+    @property
+    def title(self) -> str:
+        return f"{self.tool} ({self.server})"
+
+
+@dataclass
+class Material:
+    """What the answer and evaluation models read: ``text`` and the numbered
+    ``sources`` behind it (documents, then tool results)."""
+
+    text: str
+    sources: list = field(default_factory=list)  # Source | ToolSource, numbered 1..n in order
+
+
+# The document headers of serialize_reference_material count documents only
+# ("Source document 1/3"); with tool results the total is raised to count them too.
+_DOCUMENT_HEADER = re.compile(r"^(### Source document \d+)/\d+(: \[)", re.MULTILINE)
+
+_TOOL_HEADINGS = {
+    "ok": "Result:",
+    "error": "Error (the call failed; there is no data):",
+    "timeout": "Error (no result in time; there is no data):",
+}
+
+
+def _tool_block(source: ToolSource, total: int) -> list[str]:
+    arguments = json.dumps(source.arguments, ensure_ascii=False, sort_keys=True)
+    heading = _TOOL_HEADINGS[source.status]
+    if source.status == "ok" and source.truncated:
+        heading = f"Result (the first {len(source.text)} of {source.chars} characters):"
+    return [
+        "",
+        f"### Source document {source.number}/{total}: [{source.title}]",
+        f"Tool call: {source.tool} {arguments} on {source.server} (domain {source.domain})",
+        heading,
+        source.text,
+    ]
+
+
+def with_tool_results(material, results: Sequence[ToolSource]) -> Material:
+    """``material`` (documents numbered 1..n) followed by ``results`` numbered n+1..
+
+    :param material: the retrieval's ReferenceMaterial (``text``, ``sources``) or None.
+    :param results: tool results in call order (their ``number`` is replaced).
+    """
+    text = material.text if material else ""
+    sources = list(material.sources) if material else []
+    if not results:
+        return Material(text, sources)
+    total = len(sources) + len(results)
+    text = _DOCUMENT_HEADER.sub(rf"\g<1>/{total}\g<2>", text)
+    lines = [text, ""] if text else []
+    lines.append("## Tool results (live data)")
+    for result in results:
+        numbered = ToolSource(**{**result.__dict__, "number": len(sources) + 1})
+        sources.append(numbered)
+        lines.extend(_tool_block(numbered, total))
+    return Material("\n".join(lines), sources)
+
+
+def tool_reference_item(number: int, source: ToolSource) -> dict:
+    """One tool entry of the ``references`` event (shape in chat/pipeline/events.py)."""
+    return {
+        "number": number,
+        "kind": "tool",
+        "domain": source.domain,
+        "server": source.server,
+        "tool": source.tool,
+        "title": source.title,
+        "arguments": dict(source.arguments),
+        "status": source.status,
+        "text": source.text,
+        "truncated": source.truncated,
+    }
+
+
+def reference_item(number: int, source: Source | ToolSource) -> dict:
     """One entry of the ``references`` event (shape in chat/pipeline/events.py)."""
+    if isinstance(source, ToolSource):
+        return tool_reference_item(number, source)
     metadata = {k: v for k, v in source.metadata.items() if not k.startswith("_")}
     if source.chunks:  # chunk-level url keys equal on the cited chunks count too
         first = source.chunks[0].metadata
@@ -58,6 +172,7 @@ def reference_item(number: int, source: Source) -> dict:
                 metadata[key] = value
     return {
         "number": number,
+        "kind": "document",
         "domain": source.domain,
         "store": source.store,
         "file_name": source.file_name,
@@ -81,6 +196,6 @@ def reference_item(number: int, source: Source) -> dict:
     }
 
 
-def reference_list(cited: Sequence[Source]) -> list[dict]:
+def reference_list(cited: Sequence[Source | ToolSource]) -> list[dict]:
     """``cited`` in citation order -> items numbered 1..n."""
     return [reference_item(number, source) for number, source in enumerate(cited, start=1)]

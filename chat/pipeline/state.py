@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -14,6 +15,7 @@ from domains.models import Domain
 from domains.retrieval import ReferenceMaterial, RetrievalResult, Source
 
 from .events import Event
+from .references import Material, ToolSource
 
 GUARD_POLICIES = ("decline", "allow")
 
@@ -31,6 +33,10 @@ class PipelineConfig:
     rewrite_budget: int = 1
     max_queries: int = 3
     history_chars: int = 10_000
+    tool_timeout: float = 60.0
+    tool_budget: float = 120.0
+    max_tool_calls: int = 4
+    tool_result_chars: int = 2_500
 
     def __post_init__(self):
         if self.guard_on_error not in GUARD_POLICIES:
@@ -39,6 +45,11 @@ class PipelineConfig:
             )
         if self.retrieval_budget < 1 or self.max_queries < 1:
             raise ValueError("KLEA_RAG_RETRIEVAL_BUDGET and KLEA_RAG_MAX_QUERIES must be at least 1")
+        if self.tool_timeout <= 0 or self.tool_budget <= 0 or self.max_tool_calls < 1 or self.tool_result_chars < 1:
+            raise ValueError(
+                "KLEA_MCP_TOOL_TIMEOUT and KLEA_MCP_TOOL_BUDGET must be > 0; "
+                "KLEA_MCP_MAX_CALLS and KLEA_MCP_RESULT_CHARS at least 1"
+            )
 
     @classmethod
     def from_settings(cls, **overrides) -> PipelineConfig:
@@ -49,6 +60,10 @@ class PipelineConfig:
             rewrite_budget=settings.KLEA_RAG_REWRITE_BUDGET,
             max_queries=settings.KLEA_RAG_MAX_QUERIES,
             history_chars=settings.KLEA_RAG_HISTORY_CHARS,
+            tool_timeout=settings.KLEA_MCP_TOOL_TIMEOUT,
+            tool_budget=settings.KLEA_MCP_TOOL_BUDGET,
+            max_tool_calls=settings.KLEA_MCP_MAX_CALLS,
+            tool_result_chars=settings.KLEA_MCP_RESULT_CHARS,
         )
         values.update(overrides)
         return cls(**values)
@@ -125,11 +140,14 @@ class TurnState:
     previous_queries: list[str] = field(default_factory=list)
     k: int | None = None
     retrieval: RetrievalResult | None = None
-    material: ReferenceMaterial | None = None
+    material: ReferenceMaterial | Material | None = None  # documents, then tool results
+    # MCP tools (picked and called in the background; chat/pipeline/nodes/tools.py)
+    tool_task: asyncio.Task | None = None
+    tool_results: list[ToolSource] | None = None  # None until the task is joined
     # answer
     attempt: int = 0
     answer_text: str = ""
-    cited: list[Source] = field(default_factory=list)
+    cited: list[Source | ToolSource] = field(default_factory=list)
     dropped_citations: int = 0
     evaluation: Evaluation | None = None
     rewrites: int = 0

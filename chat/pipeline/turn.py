@@ -32,6 +32,7 @@ from domains.models import Domain
 from .events import Answer, Done, Error, Event, References, Token
 from .flow import build_graph
 from .nodes.memory import save_assistant
+from .nodes.tools import stop_tools
 from .state import PipelineConfig, TurnRequest, TurnState
 
 logger = logging.getLogger("klea.pipeline")
@@ -114,6 +115,7 @@ class Turn:
             state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
             await self._finish_failed(Error(code="internal", message=state.error, node=state.node))
         finally:
+            await stop_tools(state)  # normally joined already; after a failure, stopped here
             try:
                 await state.backend.aclose()
             except Exception:  # closing must not hide the turn's outcome
@@ -128,6 +130,7 @@ class Turn:
             )
 
     async def _finish_failed(self, error: Error) -> None:
+        await stop_tools(self.state)  # no tool event after the fatal error
         error.fatal = True
         await self._emit(error)
         if self.state.status == "failed":

@@ -60,6 +60,7 @@ async def answer(state: TurnState) -> Step:
             state.history,
             previous_answer=state.answer_text if rewrite else "",
             evaluator_summary=state.evaluation.summary if rewrite else "",
+            tool_results=bool(state.tool_results),
         )
         cleaner = await stream_attempt(state, state.backend.stream(messages), valid=[s.number for s in sources])
     else:
