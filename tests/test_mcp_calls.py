@@ -24,8 +24,9 @@ from chat.mcp.plan import PlannedCall, plan_calls
 from chat.mcp.session import ServerFailed
 from chat.models import McpServer
 from chat.pipeline import ToolCall
-from chat.pipeline.references import Material, ToolSource, reference_list, with_tool_results
+from chat.pipeline.references import ToolSource, reference_list, with_tool_results
 from domains.models import Domain
+from domains.retrieval import RetrievedChunk, serialize_reference_material
 
 from .fake_ollama import FakeOllama, Reply
 from .mcp_helpers import LAB_TOKEN, SERVER_SCRIPT
@@ -267,12 +268,13 @@ def result(**fields) -> ToolSource:
 
 
 def test_tool_results_follow_the_documents_and_renumber():
-    documents = Material("## neuro\n\n### Source document 1/1: [a.md]\ntext", ["a-source"])
+    chunk = RetrievedChunk(7, "text", [], {}, "a.md", 70, "neuro-store", "neuro", score=1.0)
+    documents = serialize_reference_material([chunk])
     material = with_tool_results(documents, [result(), result(status="timeout", text="no result within 3 s")])
-    assert material.sources[0] == "a-source"
+    assert material.sources[0] is documents.sources[0]
     assert [(s.number, s.status) for s in material.sources[1:]] == [(2, "ok"), (3, "timeout")]
     assert material.text == "\n".join([
-        "## neuro", "", "### Source document 1/3: [a.md]", "text", "",
+        "## neuro", "", "### Source document 1/3: [a.md]", "", "  Chunk 1", "text", "",
         "## Tool results (live data)", "",
         "### Source document 2/3: [channel_density (lab)]",
         'Tool call: channel_density {"channel": "Nav1.6"} on lab (domain neuro)', "Result:", "74 mS/cm2", "",

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from domains.retrieval import Source
+from domains.retrieval import Source, serialize_reference_material
 
 _URL_KEY = re.compile(r"^url(?:_(.+))?$")
 
@@ -96,10 +96,6 @@ class Material:
     sources: list = field(default_factory=list)  # Source | ToolSource, numbered 1..n in order
 
 
-# The document headers of serialize_reference_material count documents only
-# ("Source document 1/3"); with tool results the total is raised to count them too.
-_DOCUMENT_HEADER = re.compile(r"^(### Source document \d+)/\d+(: \[)", re.MULTILINE)
-
 _TOOL_HEADINGS = {
     "ok": "Result:",
     "error": "Error (the call failed; there is no data):",
@@ -132,7 +128,10 @@ def with_tool_results(material, results: Sequence[ToolSource]) -> Material:
     if not results:
         return Material(text, sources)
     total = len(sources) + len(results)
-    text = _DOCUMENT_HEADER.sub(rf"\g<1>/{total}\g<2>", text)
+    if sources:
+        # Re-render so the document headers count the tool results too ("1/4").
+        chunks = [chunk for source in sources for chunk in source.chunks]
+        text = serialize_reference_material(chunks, total=total).text
     lines = [text, ""] if text else []
     lines.append("## Tool results (live data)")
     for result in results:

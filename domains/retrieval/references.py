@@ -99,14 +99,20 @@ def group_sources(results: Sequence[RetrievedChunk]) -> list[Source]:
     return sources
 
 
-def serialize_reference_material(results: Sequence[RetrievedChunk]) -> ReferenceMaterial:
+def serialize_reference_material(
+    results: Sequence[RetrievedChunk], total: int | None = None
+) -> ReferenceMaterial:
     """Render ``results`` in the layout above.
 
     :param results: retrieved chunks (any order; grouped and ordered here).
+    :param total: the number of sources the headers count ("n/total") when the caller
+        appends sources of its own after these (e.g. tool results); default: the
+        number of documents here.
     :returns: ReferenceMaterial with the text and the numbered sources; empty text when
         there are no results.
     """
     sources = group_sources(results)
+    total = len(sources) if total is None else total
     lines: list[str] = []
     current_domain = None
     for source in sources:
@@ -116,7 +122,7 @@ def serialize_reference_material(results: Sequence[RetrievedChunk]) -> Reference
             lines.append(f"## {source.domain}")
             current_domain = source.domain
         lines.append("")
-        lines.append(f"### Source document {source.number}/{len(sources)}: [{source.file_name}]")
+        lines.append(f"### Source document {source.number}/{total}: [{source.file_name}]")
         if source.metadata:
             lines.append(_line("Metadata", source.metadata))
         for index, chunk in enumerate(source.chunks, start=1):
