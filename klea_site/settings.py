@@ -91,6 +91,8 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Seconds before a task taken by a worker that died (SIGKILL) is delivered again.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("KLEA_CELERY_VISIBILITY_TIMEOUT", default=3600)}
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -145,3 +147,15 @@ KLEA_EMBEDDING_BATCH_SIZE = env.int("KLEA_EMBEDDING_BATCH_SIZE", default=32)
 # Reference-material budget: characters, each chunk costs len(text) + 200.
 KLEA_MAX_REFS_SIZE = env.int("KLEA_MAX_REFS_SIZE", default=20_000)
 KLEA_CHUNK_MAX_TOKENS = env.int("KLEA_CHUNK_MAX_TOKENS", default=450)
+
+# --- Ingestion (docs/ingestion.md) ------------------------------------------------
+# Conversion runs in a child process: above this resident memory (MiB) it is killed and
+# the file retried once in a fresh process; after this many seconds it is stopped.
+KLEA_CONVERT_MEMORY_MB = env.int("KLEA_CONVERT_MEMORY_MB", default=3072)
+KLEA_CONVERT_TIMEOUT = env.float("KLEA_CONVERT_TIMEOUT", default=1800.0)
+# PDF path: auto (docling's standard pipeline when its models load, else model-free),
+# standard, or native (model-free). DOCLING_DEVICE / DOCLING_NUM_THREADS (default 4)
+# are read from the environment by the conversion process.
+KLEA_PDF_PIPELINE = env("KLEA_PDF_PIPELINE", default="auto")
+# Where admin uploads are kept (one folder per store); they are the documents' sources.
+KLEA_UPLOAD_DIR = Path(env("KLEA_UPLOAD_DIR", default=str(VAR_DIR / "uploads")))
