@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,6 +70,17 @@ def resolve_directory(directory: Path | str) -> Path:
     if not path.is_dir():
         raise IngestError(f"{directory}: no such directory")
     return path.resolve()
+
+
+def writable(directory: Path) -> bool:
+    """Whether we may write into ``directory``: permitted, and not marked read-only by
+    its mode bits (root may write anywhere; a folder without write bits, such as the
+    shared corpora, is still left alone)."""
+    try:
+        mode = directory.stat().st_mode
+    except OSError:
+        return False
+    return os.access(directory, os.W_OK) and bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
 def _visible(path: Path, root: Path) -> bool:

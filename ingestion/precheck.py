@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .convert import ConversionError
 from .convert.pdf import inspect_pdf
-from .files import IngestError, resolve_directory
+from .files import IngestError, resolve_directory, writable
 
 ORGANISED = ("ocr", "no-ocr")
 
@@ -73,6 +73,8 @@ def precheck_directory(directory: Path | str, organise: bool = False, on_file=No
         rows.append(row)
         if on_file:
             on_file(row)
+    if organise and not writable(directory):
+        raise IngestError(f"{directory}: read-only folder; --organise copies into DIR/ocr and DIR/no-ocr")
     if organise:
         for path, row in zip(pdfs, rows):
             target = directory / ("ocr" if row.needs_ocr else "no-ocr") / row.file_name

@@ -144,6 +144,9 @@ KLEA_CORPORA_DIR = Path(
 KLEA_EMBEDDING_MODEL = env("KLEA_EMBEDDING_MODEL", default="all-MiniLM-L6-v2")
 KLEA_EMBEDDING_DIM = env.int("KLEA_EMBEDDING_DIM", default=384)
 KLEA_EMBEDDING_BATCH_SIZE = env.int("KLEA_EMBEDDING_BATCH_SIZE", default=32)
+# onnx-int8 (default; ~2x faster, built once into KLEA_EMBEDDING_CACHE_DIR) or torch.
+KLEA_EMBEDDING_BACKEND = env("KLEA_EMBEDDING_BACKEND", default="onnx-int8")
+KLEA_EMBEDDING_CACHE_DIR = Path(env("KLEA_EMBEDDING_CACHE_DIR", default=str(VAR_DIR / "models")))
 # Reference-material budget: characters, each chunk costs len(text) + 200.
 KLEA_MAX_REFS_SIZE = env.int("KLEA_MAX_REFS_SIZE", default=20_000)
 KLEA_CHUNK_MAX_TOKENS = env.int("KLEA_CHUNK_MAX_TOKENS", default=450)

@@ -12,7 +12,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from ingestion.chunking import DEFAULT_MAX_TOKENS
-from ingestion.files import IngestError, StepReport
+from ingestion.files import IngestError, StepReport, writable
 from ingestion.indexing import enqueue, ingest_directory, run_chunk, run_store
 from ingestion.map_io import export_map, import_map
 from ingestion.map_lint import MapError, map_lint
@@ -178,6 +178,10 @@ class Command(BaseCommand):
 
     def _write_template(self, directory: Path) -> None:
         target = directory / TEMPLATE_NAME
+        if not writable(directory):
+            self.stdout.write(f"metadata map template not written ({directory} is read-only); "
+                              f"use `stores map-export --dir {directory} -o FILE`")
+            return
         try:
             target.write_text(_json(export_map(directory=directory)) + "\n", encoding="utf-8")
             self.stdout.write(f"metadata map template: {target}")
