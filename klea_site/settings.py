@@ -91,8 +91,14 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# Seconds before a task taken by a worker that died (SIGKILL) is delivered again.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("KLEA_CELERY_VISIBILITY_TIMEOUT", default=3600)}
+# Seconds before a task taken by a worker that died (SIGKILL) is delivered again; the
+# workers look for such tasks every min(10, that) seconds (kombu's default is 100).
+_VISIBILITY_TIMEOUT = env.int("KLEA_CELERY_VISIBILITY_TIMEOUT", default=3600)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": _VISIBILITY_TIMEOUT,
+    "unacked_restore_interval": min(10, _VISIBILITY_TIMEOUT),
+    "unacked_restore_throttle": 1,
+}
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {

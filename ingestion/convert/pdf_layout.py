@@ -68,19 +68,20 @@ def join_lines(texts: list[str]) -> str:
     return out.replace(PDFIUM_HYPHEN, "")
 
 
-def _gaps(intervals: list[tuple[float, float]], min_gap: float) -> list[float]:
-    """Cut positions (gap middles) between merged intervals separated by >= min_gap."""
-    cuts: list[float] = []
+def _gaps(intervals: list[tuple[float, float]], min_gap: float) -> list[tuple[float, float]]:
+    """Empty stretches (start, end) of at least ``min_gap`` between merged intervals."""
+    gaps: list[tuple[float, float]] = []
     intervals = sorted(intervals)
     end = intervals[0][1]
     for start, stop in intervals[1:]:
         if start - end >= min_gap:
-            cuts.append((start + end) / 2)
+            gaps.append((end, start))
         end = max(end, stop)
-    return cuts
+    return gaps
 
 
-def _split(lines: list[Line], cuts: list[float], key) -> list[list[Line]]:
+def _split(lines: list[Line], gaps: list[tuple[float, float]], key) -> list[list[Line]]:
+    cuts = [(a + b) / 2 for a, b in gaps]
     parts: list[list[Line]] = [[] for _ in range(len(cuts) + 1)]
     for line in lines:
         index = sum(1 for cut in cuts if key(line) > cut)
@@ -88,22 +89,46 @@ def _split(lines: list[Line], cuts: list[float], key) -> list[list[Line]]:
     return [part for part in parts if part]
 
 
+def _gutters(lines: list[Line]) -> list[tuple[float, float]]:
+    return _gaps([(line.x0, line.x1) for line in lines], MIN_GUTTER)
+
+
+def _share_gutter(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> bool:
+    return any(max(a0, b0) < min(a1, b1) for a0, a1 in a for b0, b1 in b)
+
+
 def xy_cut(lines: list[Line], font_size: float) -> list[list[Line]]:
-    """Regions in reading order; each region's lines top to bottom, left to right."""
+    """Regions in reading order; each region's lines top to bottom, left to right.
+
+    Bands that share a column gutter (a row of two section headings above the
+    two columns they open) are read together, column by column.
+    """
     if len(lines) <= 1:
         return [lines] if lines else []
-    columns = _gaps([(line.x0, line.x1) for line in lines], MIN_GUTTER)
+    columns = _gutters(lines)
     if columns:
         parts = _split(lines, columns, key=lambda line: (line.x0 + line.x1) / 2)
         if len(parts) > 1:
             return [region for part in parts for region in xy_cut(part, font_size)]
     # Bands from the top: cut where no line covers a tall enough vertical gap.
-    bands = _gaps([(-line.y1, -line.y0) for line in lines], MIN_BAND_GAP * font_size)
-    if bands:
-        parts = _split(lines, bands, key=lambda line: -(line.y0 + line.y1) / 2)
-        if len(parts) > 1:
-            return [region for part in parts for region in xy_cut(part, font_size)]
-    return [_rows(lines)]
+    gaps = _gaps([(-line.y1, -line.y0) for line in lines], MIN_BAND_GAP * font_size)
+    bands = _split(lines, gaps, key=lambda line: -(line.y0 + line.y1) / 2) if gaps else [lines]
+    if len(bands) <= 1:
+        return [_rows(lines)]
+    groups: list[list[Line]] = []
+    previous: list[tuple[float, float]] = []
+    for band in bands:
+        gutters = _gutters(band)
+        if groups and previous and gutters and _share_gutter(previous, gutters):
+            groups[-1].extend(band)
+            previous = _gutters(groups[-1]) or gutters
+        else:
+            groups.append(list(band))
+            previous = gutters
+    if len(groups) == 1:
+        parts = _split(groups[0], _gutters(groups[0]), key=lambda line: (line.x0 + line.x1) / 2)
+        return [region for part in parts for region in xy_cut(part, font_size)] if len(parts) > 1 else [_rows(lines)]
+    return [region for group in groups for region in xy_cut(group, font_size)]
 
 
 def _rows(lines: list[Line]) -> list[Line]:

@@ -52,7 +52,7 @@ def drop_furniture(pages: list[list[Line]], heights: list[float]) -> list[list[L
     for lines, height in zip(pages, heights):
         seen = {_mask(line.text) for line in lines if _in_margin(line, height)}
         counts.update(seen)
-    repeated = {text for text, n in counts.items() if len(pages) >= 3 and n >= max(2, FURNITURE_SHARE * len(pages))}
+    repeated = {text for text, n in counts.items() if n >= max(2, FURNITURE_SHARE * len(pages))}
     out = []
     for lines, height in zip(pages, heights):
         kept = [
