@@ -72,8 +72,8 @@ def many_pages(path: Path, pages: int = 1000) -> Path:
     for page in range(1, pages + 1):
         if page % 10 == 1:
             c.setFont(*HEADING)
-            c.drawString(72, HEIGHT - 80, f"Chapter {page // 10 + 1}")
-        _lines(c, 72, HEIGHT - 120, [
+            c.drawString(72, HEIGHT - 200, f"Chapter {page // 10 + 1}")
+        _lines(c, 72, HEIGHT - 240, [
             f"Page {page} records the membrane potential of neuron number {page}.",
             "The recording lasted ten seconds and showed regular firing.",
         ])

@@ -76,6 +76,9 @@ def standard_pipeline(mode: str = "auto") -> StandardPdf | None:
         raise ValueError(f"pipeline must be one of {PIPELINES}, got {mode!r}")
     if mode == "native":
         return None
+    if "standard" not in _cache and not _layout_model_present():
+        _cache["standard"] = None
+        _cache["reason"] = f"no docling layout model in {_hub_cache()} and DOCLING_ARTIFACTS_PATH unset"
     if "standard" not in _cache:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         standard = StandardPdf()
@@ -89,6 +92,21 @@ def standard_pipeline(mode: str = "auto") -> StandardPdf | None:
     if standard is None and mode == "standard":
         raise ConversionError("no_model", f"docling's standard pipeline is not available ({_cache['reason']})")
     return standard
+
+
+def _hub_cache() -> Path:
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"])
+    return Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
+
+
+def _layout_model_present() -> bool:
+    """A cheap look before importing docling (seconds and ~300 MB): is any docling
+    layout model on disk? The real answer is loading it, which follows."""
+    if os.environ.get("DOCLING_ARTIFACTS_PATH"):
+        return True
+    cache = _hub_cache()
+    return cache.is_dir() and any(p.name.startswith("models--docling-project--docling-layout") for p in cache.iterdir())
 
 
 def unavailable_reason() -> str:

@@ -37,6 +37,7 @@ _ROMAN = re.compile(r"^[IVXLC]+\.\s")
 _LETTER = re.compile(r"^[A-Z]\.\s")
 _CAPTION = re.compile(r"^(table|tab\.|fig\.?|figure|scheme|box|algorithm|listing|plate)\s*[\dIVX]", re.I)
 _MATH = re.compile(r"[=≪≫±∑∫→←≤≥<>|{}\[\]^_\\∗∈∀∃√∂]")
+_NUMBER = re.compile(r"^(\d+(\.\d+)*|[IVXLC]+)[.:)]?$")  # "Chapter 2", "Part IV"
 _WORD = re.compile(r"^[^\W\d_][\w'’-]*[.,:;?!)]?$")
 # Section names that end a paper's front matter (authors, affiliations) on page one.
 FRONT_MATTER_END = ("abstract", "summary", "introduction", "background", "keywords", "key words", "contents", "preface")
@@ -107,7 +108,7 @@ def _looks_like_words(text: str) -> bool:
     tokens = (match.group("rest") if match else text).split()
     if not tokens or _MATH.search(text) or _CAPTION.match(text) or text.count(",") >= 2:
         return False
-    return sum(bool(_WORD.match(token)) for token in tokens) >= 0.6 * len(tokens)
+    return sum(bool(_WORD.match(token) or _NUMBER.match(token)) for token in tokens) >= 0.6 * len(tokens)
 
 
 def _level(text: str, roman: bool) -> int | None:
