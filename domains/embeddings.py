@@ -94,6 +94,8 @@ def embed_texts(texts: Sequence[str], batch_size: int | None = None) -> np.ndarr
     """Embed passages.
 
     :param texts: the strings to embed (what is indexed: heading chain + chunk text).
+    :param batch_size: torch backend only; the int8 backend embeds one text per call,
+        in parallel threads, so a vector never depends on the rest of the batch.
     :returns: float32 array of shape (len(texts), 384), rows L2-normalised.
     :raises EmbeddingError: when a row comes out all zero (it would give NaN cosines).
     """
@@ -101,7 +103,7 @@ def embed_texts(texts: Sequence[str], batch_size: int | None = None) -> np.ndarr
         return np.zeros((0, dimension()), dtype=np.float32)
     size = batch_size or settings.KLEA_EMBEDDING_BATCH_SIZE
     if backend() == "onnx-int8":
-        vectors = get_onnx_embedder().encode(list(texts), batch_size=size)
+        vectors = get_onnx_embedder().encode(list(texts))
     else:
         vectors = embed_texts_torch(texts, size)
     check_vectors(vectors)

@@ -27,6 +27,7 @@ import os
 import re
 import tempfile
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -219,8 +220,11 @@ def tokenizer(model_dir: Path):
 class OnnxEmbedder:
     """Mean-pooled, L2-normalised sentence embeddings from the int8 model.
 
-    ``OnnxEmbedder(model_dir, cache_dir).encode(["text"], batch_size=32)`` ->
-    float32 array (n, hidden size).
+    ``OnnxEmbedder(model_dir, cache_dir).encode(["text"])`` -> float32 array (n, hidden size).
+
+    One sequence per call, several calls in parallel threads (ONNX Runtime releases the
+    GIL): dynamic quantisation scales are per tensor, so a batch would make a text's
+    vector depend on its neighbours and padding; alone, it is the same every time.
     """
 
     def __init__(self, model_dir: Path, cache_dir: Path, threads: int | None = None):
@@ -228,8 +232,9 @@ class OnnxEmbedder:
 
         self.model_dir = Path(model_dir)
         self.path = cached_model(self.model_dir, Path(cache_dir))
+        self.threads = threads or min(os.cpu_count() or 1, 4)
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or min(os.cpu_count() or 1, 4)
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         # Spinning threads burn CPU that the other workers of a shared machine need.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -237,24 +242,21 @@ class OnnxEmbedder:
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.tokenizer = tokenizer(self.model_dir)
         self.dimension = json.loads((self.model_dir / "config.json").read_text())["hidden_size"]
+        self.pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="klea-embed")
 
-    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        """Embed ``texts`` in batches of similar length (little padding)."""
+    def _one(self, ids: list[int]) -> np.ndarray:
+        row = np.array([ids], dtype=np.int64)
+        feed = {"input_ids": row, "attention_mask": np.ones_like(row), "token_type_ids": np.zeros_like(row)}
+        hidden = self.session.run(None, {k: v for k, v in feed.items() if k in self.inputs})[0][0]
+        pooled = hidden.mean(axis=0)
+        norm = np.linalg.norm(pooled)
+        return pooled / norm if norm else pooled
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Embed ``texts``; longest first so the threads finish together."""
         encodings = self.tokenizer.encode_batch(list(texts))
-        order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
         out = np.zeros((len(encodings), self.dimension), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            width = max(len(encodings[i].ids) for i in rows)
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros_like(ids)
-            for r, i in enumerate(rows):
-                n = len(encodings[i].ids)
-                ids[r, :n] = encodings[i].ids
-                mask[r, :n] = 1
-            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = self.session.run(None, {k: v for k, v in feed.items() if k in self.inputs})[0]
-            pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            out[rows] = pooled / np.where(norms == 0, 1, norms)
+        order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
+        for index, vector in zip(order, self.pool.map(lambda i: self._one(encodings[i].ids), order)):
+            out[index] = vector
         return out
