@@ -20,19 +20,11 @@ from django.db import transaction
 
 from domains import embeddings
 
+from . import jobs
 from .chunking import DEFAULT_MAX_TOKENS, chunk_document
 from .convert import OCR_MODES, ConversionError
 from .convert.worker import ConversionWorker
-from .files import (
-    FileOutcome,
-    StepReport,
-    list_unsupported,
-    relative_name,
-    require_files,
-    resolve_directory,
-    sha256,
-)
-from . import jobs
+from .files import FileOutcome, StepReport, list_unsupported, relative_name, require_files, resolve_directory, sha256
 from .metadata import default_metadata
 from .metadata_map import DEFAULT, template_for
 from .models import StagedFile
@@ -161,8 +153,9 @@ def chunk_directory(
     paths_logged: set[str] = set()
     for path in files:
         staged, outcome = chunk_file(directory, path, options, force=force, worker=worker)
-        if outcome.status == "chunked" and staged.converter.startswith("pdf") and staged.converter not in paths_logged:
-            paths_logged.add(staged.converter)
+        converter = staged.converter
+        if outcome.status == "chunked" and converter.startswith("pdf") and converter not in paths_logged:
+            paths_logged.add(converter)
             logger.info("PDF conversion: %s", staged.converter)
             report.notes.append(f"PDF conversion: {staged.converter}")
         report.outcomes.append(outcome)
@@ -172,7 +165,8 @@ def chunk_directory(
             on_file(outcome)
     for path in list_unsupported(directory):
         message = f"{path.name}: unsupported file type '{path.suffix}'"
-        report.outcomes.append(FileOutcome(relative_name(path, directory), "unsupported", reason="unsupported", error=message))
+        name = relative_name(path, directory)
+        report.outcomes.append(FileOutcome(name, "unsupported", reason="unsupported", error=message))
     with transaction.atomic():
         pruned = prune_staged(directory, {relative_name(p, directory) for p in files})
     report.outcomes.extend(FileOutcome(name, "pruned") for name in pruned)

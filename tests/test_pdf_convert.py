@@ -158,3 +158,16 @@ def test_a_model_on_disk_that_does_not_load_falls_back_with_the_loader_error(tmp
     finally:
         docling_pdf._cache.clear()
         docling_pdf._cache.update(saved)
+
+
+def test_docling_accelerator_follows_the_environment(monkeypatch):
+    from ingestion.convert.docling_pdf import accelerator_options
+
+    monkeypatch.delenv("DOCLING_DEVICE", raising=False)
+    monkeypatch.delenv("DOCLING_NUM_THREADS", raising=False)
+    default = accelerator_options()
+    assert (default.device, default.num_threads) == ("auto", 4)
+    monkeypatch.setenv("DOCLING_DEVICE", "cpu")
+    monkeypatch.setenv("DOCLING_NUM_THREADS", "2")
+    configured = accelerator_options()
+    assert (configured.device, configured.num_threads) == ("cpu", 2)

@@ -154,6 +154,7 @@ class Command(BaseCommand):
             chunking.close()
             storing.close()
         self._summary(report, f"store {report.store} (job {report.job_id})")
+        self.stdout.write("\n".join(store_lint(report.store, samples=0).lines()))
         self._exit(report)
 
     def handle_map_export(self, directory, collection, output, **_):
