@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import jobs
-from .chunk_step import chunk_directory, chunk_options
+from .chunk_step import chunk_directory, chunk_options, prune_staged
 from .chunking import DEFAULT_MAX_TOKENS
 from .files import FileOutcome, IngestError, StepReport, list_source_files, relative_name, require_files, resolve_directory
 from .models import IngestionJob
@@ -128,7 +128,8 @@ def enqueue(
 ) -> IngestionJob:
     """Queue one Celery task per file (``--async``, admin uploads). Eager without Redis.
 
-    Documents whose files left ``directory`` are pruned here, before the tasks run.
+    Documents (``store``, ``build``) or staged files (``chunk``) whose files left
+    ``directory`` are pruned here, before the tasks run.
 
     :param file_names: only these files of ``directory`` (an upload); default all.
     :returns: the job; its tasks record progress and close it.
@@ -144,10 +145,13 @@ def enqueue(
     arguments = {"directory": str(directory), "max_tokens": max_tokens, "ocr": ocr, "bm25_only": bm25_only,
                  "force": force, "async": True}
     job = jobs.start_job(step, len(names), arguments, store=store, user=user)
-    if store is not None and file_names is None:
-        pruned = prune_documents(store, directory, set(names))
+    if file_names is None:
+        pruned = set(prune_staged(directory, set(names))) if step != "store" else set()
+        if store is not None:
+            pruned |= set(prune_documents(store, directory, set(names)))
         if pruned:
-            IngestionJob.objects.filter(pk=job.pk).update(messages=[f"{len(pruned)} pruned: {', '.join(pruned[:20])}"])
+            note = f"{len(pruned)} pruned: {', '.join(sorted(pruned)[:20])}"
+            IngestionJob.objects.filter(pk=job.pk).update(messages=[note])
     options = {"max_tokens": max_tokens, "ocr": ocr, "force": force}
     enqueue_tasks(job, step, directory, names, store.pk if store else None, options)
     job.refresh_from_db()

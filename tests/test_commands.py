@@ -86,6 +86,11 @@ def test_build_async_runs_eagerly_without_redis(domain, folder):
     ]
     assert (job.outcomes, job.errors, job.arguments["async"]) == ({"a.md": "stored", "b.rst": "stored"}, {}, True)
     assert Chunk.objects.filter(store__name="cli-store").count() == 2
+    (folder / "b.rst").unlink()
+    run("build", str(folder), "--collection", "cli-store", "--domain", "cli", "--async")
+    again = IngestionJob.objects.filter(store__name="cli-store").order_by("-pk").first()
+    assert (again.messages, again.outcomes) == (["1 pruned: b.rst", "1 unchanged"], {"a.md": "unchanged"})
+    assert list(Document.objects.filter(store__name="cli-store").values_list("file_name", flat=True)) == ["a.md"]
 
 
 def test_map_export_and_import_through_the_command(domain, folder, tmp_path):
