@@ -1,25 +1,132 @@
-from django.contrib import admin
-from django.utils.html import format_html
+"""Admin: ingestion jobs (progress bar, errors, uploads), staged files, and the
+metadata map (edit entries; re-apply them to existing chunks without re-embedding)."""
 
-from .models import IngestionJob
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+
+from domains.admin import DocumentAdmin as BaseDocumentAdmin
+from domains.models import Document, MetadataEntry
+
+from .forms import UploadForm
+from .metadata_map import reapply
+from .models import IngestionJob, StagedFile
+from .uploads import save_uploads
 
 
 @admin.register(IngestionJob)
 class IngestionJobAdmin(admin.ModelAdmin):
-    list_display = ["id", "kind", "store", "status", "progress", "error_count", "created_at", "finished_at"]
+    list_display = ["id", "kind", "store", "status", "progress", "error_count", "created_by", "created_at", "finished_at"]
     list_filter = ["status", "kind", "store"]
     search_fields = ["kind", "store__name", "celery_id"]
     readonly_fields = [
-        "kind", "store", "status", "total", "done", "arguments", "messages", "errors",
+        "kind", "store", "status", "progress", "total", "done", "error_table", "messages", "arguments", "outcomes",
         "celery_id", "created_by", "created_at", "finished_at",
     ]
+    exclude = ["errors"]
+    change_list_template = "admin/ingestion/ingestionjob/change_list.html"
+
+    def has_add_permission(self, request):
+        return False  # jobs come from commands and uploads
 
     @admin.display(description="progress")
     def progress(self, obj):
         return format_html(
-            '<progress value="{}" max="{}"></progress> {}/{}', obj.done, obj.total or 1, obj.done, obj.total
+            '<progress class="klea-job" data-url="{}" value="{}" max="{}"></progress> '
+            '<span class="klea-job-count">{}/{} ({}%)</span>',
+            reverse("ingestion-job", args=[obj.pk]), obj.done, obj.total or 1, obj.done, obj.total, obj.percent,
         )
 
     @admin.display(description="errors")
     def error_count(self, obj):
         return len(obj.errors or {})
+
+    @admin.display(description="errors per file")
+    def error_table(self, obj):
+        if not obj.errors:
+            return "none"
+        rows = format_html_join("", "<tr><td>{}</td><td>{}</td></tr>", sorted(obj.errors.items()))
+        return format_html("<table><tr><th>file</th><th>error</th></tr>{}</table>", rows)
+
+    def get_urls(self):
+        upload = path("upload/", self.admin_site.admin_view(self.upload_view), name="ingestion_ingestionjob_upload")
+        return [upload] + super().get_urls()
+
+    def upload_view(self, request):
+        """Upload one or many files into a store: one Celery task per file."""
+        if not request.user.has_perm("domains.add_document"):
+            messages.error(request, "You may not add documents.")
+            return HttpResponseRedirect(reverse("admin:ingestion_ingestionjob_changelist"))
+        form = UploadForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            job = save_uploads(form, request.user)
+            messages.success(request, f"Queued {job.total} file(s) as job {job.pk}.")
+            return HttpResponseRedirect(reverse("admin:ingestion_ingestionjob_change", args=[job.pk]))
+        context = {**self.admin_site.each_context(request), "form": form, "title": "Upload documents",
+                   "opts": self.model._meta}
+        return TemplateResponse(request, "admin/ingestion/upload.html", context)
+
+
+@admin.register(StagedFile)
+class StagedFileAdmin(admin.ModelAdmin):
+    """Files chunked by ``stores chunk`` and not necessarily stored; the map is editable
+    here before ``stores store``."""
+
+    list_display = ["file_name", "directory", "status", "chunk_count", "pages", "updated_at"]
+    list_filter = ["status", "directory"]
+    search_fields = ["file_name", "directory"]
+    readonly_fields = ["directory", "file_name", "content_hash", "status", "reason", "error", "pages", "converter",
+                       "options", "chunk_preview", "updated_at"]
+    exclude = ["chunks"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.display(description="chunks")
+    def chunk_preview(self, obj):
+        items = [(" > ".join(c["headings"]), c["text"][:200]) for c in (obj.chunks or [])[:50]]
+        return format_html("<ol>{}</ol>", format_html_join("", "<li><b>{}</b> {}</li>", items)) if items else "none"
+
+
+@admin.action(description="Re-apply the metadata map to the chunks (no re-embedding)")
+def reapply_map(modeladmin, request, queryset):
+    documents = queryset if queryset.model is Document else Document.objects.filter(
+        id__in=queryset.values_list("document_id", flat=True)
+    )
+    changed = sum(reapply(document) for document in documents.select_related("store"))
+    messages.success(request, f"Re-applied the map of {documents.count()} document(s); {changed} chunk(s) changed.")
+
+
+admin.site.unregister(Document)
+
+
+@admin.register(Document)
+class DocumentAdmin(BaseDocumentAdmin):
+    """The domains Document admin plus the map actions: editing map entries inline
+    re-applies them to the document's chunks on save."""
+
+    actions = [reapply_map]
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        if change and any(f.has_changed() for f in formsets):
+            changed = reapply(form.instance)
+            messages.info(request, f"Metadata map re-applied: {changed} chunk(s) changed (no re-embedding).")
+
+
+@admin.register(MetadataEntry)
+class MetadataEntryAdmin(admin.ModelAdmin):
+    list_display = ["document", "heading_key", "values"]
+    list_filter = ["document__store"]
+    search_fields = ["document__file_name", "heading_key"]
+    list_select_related = ["document"]
+    actions = [reapply_map]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        changed = reapply(obj.document)
+        messages.info(request, f"Metadata map re-applied: {changed} chunk(s) changed (no re-embedding).")

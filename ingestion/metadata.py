@@ -1,9 +1,11 @@
-"""A document's DEFAULT metadata from what conversion found (title, front matter)."""
+"""A document's DEFAULT metadata entry from what conversion found (title, front matter,
+the PDF Info dictionary)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+from pathlib import Path
 
 from .convert.base import ConvertedDocument
 
@@ -43,3 +45,42 @@ def document_metadata(converted: ConvertedDocument, file_name: str) -> dict:
     if authors:
         metadata["authors"] = [str(a) for a in authors] if isinstance(authors, list) else [str(authors)]
     return metadata
+
+
+_INFO_TITLE_PREFIX = re.compile(r"^(microsoft (word|powerpoint) - |untitled\b)", re.I)
+
+
+def plausible_title(value: str, file_stem: str = "") -> bool:
+    """A title a reader would accept: two words or more of letters, not the file name,
+    not a word-processor placeholder ("Microsoft Word - draft.doc", "ipg1300180a")."""
+    value = " ".join(str(value or "").split())
+    words = [w for w in value.split() if sum(ch.isalpha() for ch in w) >= 2]
+    return (
+        len(words) >= 2
+        and not _INFO_TITLE_PREFIX.match(value)
+        and value.lower() != file_stem.lower()
+        and not value.lower().endswith((".doc", ".docx", ".pdf", ".tex", ".dvi"))
+    )
+
+
+def pdf_default_metadata(path: Path, converted: ConvertedDocument) -> dict:
+    """The DEFAULT map entry of a PDF: the Info-dict title when it is plausible, else
+    the title conversion found (largest text of page one / docling's title item).
+
+    The bibliographic cascade (DOI services, Info dict, layout, regex;
+    ingestion.biblio.extract_bibliography) plugs in here.
+
+    :returns: dict with ``title``, ``_metadata_complete`` (False) and ``_sources``.
+    """
+    info = converted.metadata.get("pdf_info") or {}
+    if plausible_title(info.get("Title", ""), Path(path).stem):
+        return {"title": " ".join(info["Title"].split()), "_metadata_complete": False, "_sources": ["pdf-info"]}
+    title = converted.title or Path(path).stem
+    return {"title": title, "_metadata_complete": False, "_sources": ["docling"] if converted.title else []}
+
+
+def default_metadata(path: Path, converted: ConvertedDocument, file_name: str) -> dict:
+    """DEFAULT entry for any converted file: PDFs through :func:`pdf_default_metadata`."""
+    if Path(path).suffix.lower() == ".pdf":
+        return pdf_default_metadata(path, converted)
+    return document_metadata(converted, file_name)

@@ -1,4 +1,11 @@
-"""IngestionJob: one run of an ingestion step (command, admin upload or Celery task)."""
+"""IngestionJob (one run of a step), DoiRecord (the DOI lookup cache) and StagedFile
+(a file chunked, not yet stored).
+
+Between ``stores chunk DIR`` and ``stores store DIR`` a file's chunks and its metadata
+map live in a StagedFile keyed by (directory, file name), not in ``domains_chunk``:
+retrieval and the BM25 statistics only ever see stored chunks, and a stored document
+keeps serving its old chunks until ``store`` replaces them in one transaction.
+"""
 
 from django.conf import settings
 from django.db import models
@@ -20,6 +27,9 @@ class IngestionJob(models.Model):
     arguments = models.JSONField(default=dict, blank=True)
     messages = models.JSONField(default=list, blank=True)
     errors = models.JSONField(default=dict, blank=True, help_text="file name -> error text")
+    outcomes = models.JSONField(
+        default=dict, blank=True, help_text="file name -> outcome (stored, unchanged, failed, ...); done = its size"
+    )
     celery_id = models.CharField(max_length=64, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -57,3 +67,44 @@ class DoiRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.doi} ({self.service or 'not found'})"
+
+class StagedFile(models.Model):
+    """One file converted and chunked by ``stores chunk``, waiting for ``stores store``.
+
+    ``chunks``: list of {"headings": [str], "text": str, "tokens": int} in order.
+    ``metadata_map``: {"DEFAULT": {...}, "<heading chain>": {...}} for this file.
+    ``options``: the chunking options it was made with (max_tokens, ocr); a file is
+    re-chunked when its content hash or these options change.
+    """
+
+    class Status(models.TextChoices):
+        CHUNKED = "chunked"
+        FAILED = "failed"
+        NEEDS_OCR = "needs_ocr"
+        SKIPPED = "skipped", "skipped (no text)"
+
+    directory = models.CharField(max_length=1000, help_text="Absolute path of the chunked folder.")
+    file_name = models.CharField(max_length=500, help_text="Path relative to the folder.")
+    content_hash = models.CharField(max_length=64, help_text="sha256 of the file bytes.")
+    status = models.CharField(max_length=12, choices=Status.choices)
+    reason = models.CharField(max_length=32, blank=True, help_text="Short failure code, e.g. encrypted.")
+    error = models.TextField(blank=True)
+    pages = models.PositiveIntegerField(null=True, blank=True)
+    converter = models.CharField(max_length=300, blank=True, help_text="The conversion path that ran.")
+    options = models.JSONField(default=dict, blank=True)
+    chunks = models.JSONField(default=list, blank=True)
+    metadata_map = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["directory", "file_name"]
+        constraints = [
+            models.UniqueConstraint(fields=["directory", "file_name"], name="unique_staged_file_per_directory")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.file_name} ({self.status})"
+
+    @property
+    def chunk_count(self) -> int:
+        return len(self.chunks or [])

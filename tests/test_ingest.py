@@ -65,6 +65,7 @@ def test_rerun_skips_unchanged_replaces_changed_and_prunes_removed(domain, tmp_p
         "page.html": "unchanged",
         "guide/intro.md": "stored",
         "notes.txt": "pruned",
+        "image.png": "unsupported",
     }
     assert list(Chunk.objects.filter(store__name="ingest-store", document__file_name="guide/intro.md").values_list("text", flat=True)) == [
         "Rewritten text."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import Block, ConversionError, ConvertedDocument
+from .base import OCR_MODES, Block, ConversionError, ConvertedDocument
 from .html import convert_html
 from .markdown import convert_markdown
 from .plain import convert_plain
@@ -22,23 +22,39 @@ TEXT_CONVERTERS = {
     ".txt": convert_plain,
     ".text": convert_plain,
 }
-SUPPORTED_EXTENSIONS = frozenset(TEXT_CONVERTERS)
+PDF_EXTENSIONS = frozenset({".pdf"})
+DOCX_EXTENSIONS = frozenset({".docx"})
+SUPPORTED_EXTENSIONS = frozenset(TEXT_CONVERTERS) | PDF_EXTENSIONS | DOCX_EXTENSIONS
 
-__all__ = ["Block", "ConversionError", "ConvertedDocument", "SUPPORTED_EXTENSIONS", "convert_file"]
+__all__ = ["Block", "ConversionError", "ConvertedDocument", "OCR_MODES", "SUPPORTED_EXTENSIONS", "convert_file"]
 
 
-def convert_file(path: Path) -> ConvertedDocument:
+def convert_file(path: Path, *, ocr: str = "auto", pipeline: str = "auto") -> ConvertedDocument:
     """Convert one file to blocks under heading chains.
 
+    Markdown/MyST, reST, HTML and plain text go through our own converters (MyST and
+    Sphinx markup never reach a block); DOCX through docling's simple pipeline; PDF
+    through :func:`ingestion.convert.pdf.convert_pdf` (``ocr``, ``pipeline``).
+
     :raises ConversionError: unsupported extension, empty, binary or non-UTF-8 content,
-        or a document with no text at all.
+        an encrypted or broken PDF, a PDF that needs OCR, or a document with no text.
     """
     path = Path(path)
-    converter = TEXT_CONVERTERS.get(path.suffix.lower())
-    if converter is None:
+    suffix = path.suffix.lower()
+    if suffix in PDF_EXTENSIONS:
+        from .pdf import convert_pdf
+
+        document = convert_pdf(path, ocr=ocr, pipeline=pipeline)
+    elif suffix in DOCX_EXTENSIONS:
+        from .docling_doc import convert_docx
+
+        document = convert_docx(path)
+    elif suffix in TEXT_CONVERTERS:
+        converter = TEXT_CONVERTERS[suffix]
+        text = read_text(path)
+        document = convert_rst(text, str(path)) if converter is convert_rst else converter(text)
+    else:
         raise ConversionError("unsupported", f"{path.name}: unsupported file type '{path.suffix}'")
-    text = read_text(path)
-    document = convert_rst(text, str(path)) if converter is convert_rst else converter(text)
     if not document.blocks:
         raise ConversionError("no_text", f"{path.name}: no text left after conversion (only markup)")
     if not document.title:

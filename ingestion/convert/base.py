@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# OCR for PDFs: auto (only those the pre-check says need it), on (every PDF), off.
+OCR_MODES = ("auto", "on", "off")
+
 
 class ConversionError(ValueError):
     """A file that cannot be converted. ``reason`` is a short code (``binary``,

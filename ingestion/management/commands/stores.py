@@ -1,69 +1,210 @@
-"""``manage.py stores <step> ...``: build and inspect stores (Klea's klea-stores-create)."""
+"""``manage.py stores <step> ...``: build and inspect stores (Klea's klea-stores-create).
+
+Exit codes: 0 on success; 1 (CommandError) when a file failed (after the summary), for
+a fatal map-lint finding (after the whole report) and for bad input naming it.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
 from ingestion.chunking import DEFAULT_MAX_TOKENS
-from ingestion.indexing import IngestError, ingest_directory
+from ingestion.files import IngestError, StepReport, writable
+from ingestion.indexing import enqueue, ingest_directory, run_chunk, run_store
+from ingestion.map_io import export_map, import_map
+from ingestion.map_lint import MapError, map_lint
+from ingestion.metadata_map import TEMPLATE_NAME
+from ingestion.precheck import precheck_directory
+from ingestion.reporting import Progress, summary_lines
+from ingestion.store_lint import store_lint
+
+STEPS = {
+    "pre-check": "Which PDFs need OCR (a page with < 50 non-space characters is an image page).",
+    "chunk": "Convert and chunk every file of DIR; write the metadata-map template; print map-lint.",
+    "map-lint": "Check the metadata map of a chunked DIR; exit 1 when a source file has no entry.",
+    "store": "Apply the map, embed and write the chunked files of DIR into a store; print store-lint.",
+    "store-lint": "Totals, near-empty chunks, missing or mistyped metadata, sample windows of a store.",
+    "build": "chunk + store in one go.",
+    "map-export": "Write the metadata map of DIR (staged) or of a store as metadata-map.template.json.",
+    "map-import": "Read a metadata-map JSON file into DIR's staged map or a store's map (re-applied, no re-embedding).",
+}
 
 
 class Command(BaseCommand):
-    help = "Build and inspect stores. Steps: build (convert, chunk, embed, index a folder)."
+    help = "Build and inspect stores. Steps: " + ", ".join(STEPS) + "."
 
     def add_arguments(self, parser):
         steps = parser.add_subparsers(dest="step", required=True, metavar="STEP")
-        build = steps.add_parser(
-            "build",
-            help="Convert, chunk, embed and index every supported file of DIR into a store.",
-            description="Unchanged files are skipped, changed ones replaced, removed ones pruned.",
-        )
-        build.add_argument("directory", metavar="DIR", type=Path)
-        build.add_argument("--collection", required=True, help="Store name (created if absent).")
-        build.add_argument("--domain", required=True, help="Domain the store belongs to (must exist).")
-        build.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="Chunk size budget.")
-        build.add_argument("--force", action="store_true", help="Rebuild unchanged files too.")
-        build.add_argument("--no-progress", action="store_true", help="No progress bar.")
+        sub = {name: steps.add_parser(name, help=text, description=text) for name, text in STEPS.items()}
+        for name in ("pre-check", "chunk", "map-lint", "store", "build"):
+            sub[name].add_argument("directory", metavar="DIR", type=Path)
+        sub["pre-check"].add_argument("--organise", action="store_true", help="Copy PDFs into DIR/ocr and DIR/no-ocr.")
+        for name in ("chunk", "build"):
+            sub[name].add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="Chunk size budget (tokens).")
+            ocr = sub[name].add_mutually_exclusive_group()
+            ocr.add_argument("--ocr", dest="ocr", action="store_const", const="on", help="OCR every PDF.")
+            ocr.add_argument("--no-ocr", dest="ocr", action="store_const", const="off", help="Never OCR.")
+            sub[name].set_defaults(ocr="auto")
+        for name in ("store", "build"):
+            sub[name].add_argument("--collection", required=True, help="Store name (created if absent).")
+            sub[name].add_argument("--domain", required=True, help="Domain the store belongs to (must exist).")
+            sub[name].add_argument("--bm25-store", action="store_true", help="A BM25-only store (no embeddings).")
+        for name in ("chunk", "store", "build"):
+            sub[name].add_argument("--force", action="store_true", help="Redo unchanged files too.")
+            sub[name].add_argument("--async", dest="run_async", action="store_true", help="Queue Celery tasks and return.")
+            sub[name].add_argument("--no-progress", action="store_true", help="No progress bar.")
+        sub["store-lint"].add_argument("name", metavar="NAME", help="Store name.")
+        sub["store-lint"].add_argument("--samples", type=int, default=3, help="Sample windows of 3 chunks (0: none).")
+        for name in ("map-export", "map-import"):
+            target = sub[name].add_mutually_exclusive_group(required=True)
+            target.add_argument("--dir", dest="directory", type=Path, help="A chunked folder (its staged map).")
+            target.add_argument("--collection", help="A store (its documents' map rows).")
+        sub["map-export"].add_argument("-o", "--output", default="-", help="File to write; '-' = standard output.")
+        sub["map-import"].add_argument("file", metavar="FILE", type=Path, help="A metadata-map JSON file.")
 
     def handle(self, *args, step, **options):
-        return getattr(self, f"handle_{step.replace('-', '_')}")(**options)
+        try:
+            return getattr(self, "handle_" + step.replace("-", "_"))(**options)
+        except (IngestError, MapError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
 
-    def handle_build(self, directory, collection, domain, max_tokens, force, no_progress, **_):
-        bar = None
+    # --- steps --------------------------------------------------------------------
+
+    def handle_pre_check(self, directory, organise, **_):
+        rows = precheck_directory(directory, organise=organise)
+        self.stdout.write(f"{'verdict':<7} {'pages':>5} {'image':>5} {'chars':>8}  file")
+        for row in rows:
+            note = f"  ({row.note})" if row.note else ""
+            self.stdout.write(f"{row.verdict:<7} {row.pages:>5} {row.image_pages:>5} {row.characters:>8}  {row.file_name}{note}")
+        needing = sum(r.needs_ocr for r in rows)
+        self.stdout.write(f"{len(rows)} PDFs: {needing} need OCR, {len(rows) - needing} do not")
+        if organise:
+            self.stdout.write(f"copied into {Path(directory) / 'ocr'} and {Path(directory) / 'no-ocr'}")
+
+    def handle_chunk(self, directory, max_tokens, ocr, force, run_async, no_progress, **_):
+        if run_async:
+            return self._queued(enqueue("chunk", directory, max_tokens=max_tokens, ocr=ocr, force=force))
+        progress = Progress(self.stderr._out, disable=no_progress, desc="chunk")
+        try:
+            report = run_chunk(directory, max_tokens=max_tokens, ocr=ocr, force=force,
+                               on_start=progress.on_start, on_file=progress.on_file)
+        finally:
+            progress.close()
+        self._summary(report, f"chunk {report.directory} (job {report.job_id})")
+        self._write_template(Path(report.directory))
+        lint = map_lint(report.directory)
+        self.stdout.write("\n".join(lint.lines()))
+        self._exit(report, fatal_lint=lint.fatal)
+
+    def handle_map_lint(self, directory, **_):
+        report = map_lint(directory)
+        self.stdout.write("\n".join(report.lines()))
+        if report.fatal:
+            raise CommandError("a source file has no metadata map entry (see above); run `stores chunk` on it")
+
+    def handle_store(self, directory, collection, domain, bm25_store, force, run_async, no_progress, **_):
+        if run_async:
+            return self._queued(enqueue("store", directory, store_name=collection, domain_name=domain,
+                                        bm25_only=bm25_store, force=force))
+        map_lint(directory)  # imports DIR/metadata-map.json when present
+        progress = Progress(self.stderr._out, disable=no_progress, desc="store")
+        try:
+            report = run_store(directory, collection, domain, bm25_only=bm25_store, force=force,
+                               on_start=progress.on_start, on_file=progress.on_file)
+        finally:
+            progress.close()
+        self._summary(report, f"store {report.store} (job {report.job_id})")
+        self.stdout.write("\n".join(store_lint(report.store, samples=0).lines()))
+        self._exit(report)
+
+    def handle_store_lint(self, name, samples, **_):
+        self.stdout.write("\n".join(store_lint(name, samples=samples).lines()))
+
+    def handle_build(self, directory, collection, domain, max_tokens, ocr, bm25_store, force, run_async,
+                     no_progress, **_):
+        if run_async:
+            return self._queued(enqueue("build", directory, store_name=collection, domain_name=domain,
+                                        max_tokens=max_tokens, ocr=ocr, bm25_only=bm25_store, force=force))
+        chunking = Progress(self.stderr._out, disable=no_progress, desc="chunk")
+        storing = Progress(self.stderr._out, disable=no_progress, desc="store")
+
+        def on_chunked(outcome):
+            chunking.on_file(outcome)
+
+        def on_stored(outcome):
+            if storing.bar is None:
+                chunking.close()
+                storing.on_start(chunking_total[0])
+            storing.on_file(outcome)
+
+        chunking_total = [0]
 
         def on_start(total):
-            nonlocal bar
-            bar = tqdm(total=total, unit="file", disable=no_progress, file=self.stderr._out, dynamic_ncols=True)
-
-        def on_file(outcome):
-            bar.update(1)
-            if outcome.status in ("failed", "skipped"):
-                bar.write(f"{outcome.status}: {outcome.error}", file=self.stderr._out)
+            chunking_total[0] = total
+            chunking.on_start(total)
 
         try:
-            report = ingest_directory(
-                directory, collection, domain, max_tokens=max_tokens, force=force, on_file=on_file, on_start=on_start
-            )
-        except IngestError as exc:
-            raise CommandError(str(exc)) from None
+            report = ingest_directory(directory, collection, domain, max_tokens=max_tokens, ocr=ocr,
+                                      bm25_only=bm25_store, force=force, on_start=on_start,
+                                      on_chunked=on_chunked, on_file=on_stored)
         finally:
-            if bar is not None:
-                bar.close()
-        rows = [
-            ("stored", report.count("stored")),
-            ("unchanged", report.count("unchanged")),
-            ("skipped", report.count("skipped")),
-            ("failed", report.count("failed")),
-            ("pruned", report.count("pruned")),
-            ("chunks written", report.chunks),
-            ("seconds", f"{report.seconds:.1f}"),
-        ]
-        self.stdout.write(f"store {report.store} (job {report.job_id})")
-        for label, value in rows:
-            self.stdout.write(f"  {label:<15} {value:>8}")
-        if report.count("failed"):
-            # Non-zero exit so scripts notice; the other files were stored all the same.
-            raise CommandError(f"{report.count('failed')} file(s) failed; the others were stored")
+            chunking.close()
+            storing.close()
+        self._summary(report, f"store {report.store} (job {report.job_id})")
+        self.stdout.write("\n".join(store_lint(report.store, samples=0).lines()))
+        self._exit(report)
+
+    def handle_map_export(self, directory, collection, output, **_):
+        data = export_map(directory=directory, store_name=collection)
+        text = _json(data)
+        if output == "-":
+            self.stdout.write(text)
+        else:
+            Path(output).write_text(text + "\n", encoding="utf-8")
+            self.stdout.write(f"wrote {len(data)} file(s) to {output}")
+
+    def handle_map_import(self, file, directory, collection, **_):
+        result = import_map(file, directory=directory, store_name=collection)
+        self.stdout.write(f"imported {file}: {result.updated} file(s) changed, {result.chunks} chunk(s) re-applied")
+        if result.unknown:
+            self.stderr.write(f"{len(result.unknown)} map key(s) match no file: {', '.join(result.unknown[:20])}")
+
+    # --- helpers ------------------------------------------------------------------
+
+    def _summary(self, report: StepReport, header: str) -> None:
+        self.stdout.write("\n".join(summary_lines(report, header)))
+
+    def _write_template(self, directory: Path) -> None:
+        target = directory / TEMPLATE_NAME
+        if not writable(directory):
+            self.stdout.write(f"metadata map template not written ({directory} is read-only); "
+                              f"use `stores map-export --dir {directory} -o FILE`")
+            return
+        try:
+            target.write_text(_json(export_map(directory=directory)) + "\n", encoding="utf-8")
+            self.stdout.write(f"metadata map template: {target}")
+        except OSError as exc:
+            self.stdout.write(f"metadata map template not written ({exc.strerror}); use `stores map-export --dir {directory}`")
+
+    def _exit(self, report: StepReport, fatal_lint: bool = False) -> None:
+        failed = report.failed
+        if failed:
+            # Non-zero so scripts notice; the other files were processed all the same.
+            done = "stored" if report.step == "store" else "chunked"
+            raise CommandError(f"{len(failed)} file(s) failed; the others were {done}")
+        if fatal_lint:
+            raise CommandError("a source file has no metadata map entry (see map-lint above)")
+
+    def _queued(self, job) -> None:
+        self.stdout.write(
+            f"queued {job.total} file(s) as job {job.pk} ({job.kind}); status: {job.status}, {job.done}/{job.total} done. "
+            f"Follow it at /api/jobs/{job.pk} or in the admin (Ingestion jobs)."
+        )
+
+
+def _json(data) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+

@@ -1,0 +1,174 @@
+"""``stores chunk DIR``: convert and chunk every file into StagedFile rows.
+
+Per file: content hash -> unchanged (same hash and options) or convert in the memory-
+bounded worker process -> chunks by heading chain -> DEFAULT metadata and a fresh map
+-> one UPDATE-or-INSERT of its StagedFile. Files gone from DIR lose their StagedFile.
+A crash leaves every file either staged or not; re-running converges.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+from domains import embeddings
+
+from . import jobs
+from .chunking import DEFAULT_MAX_TOKENS, chunk_document
+from .convert import OCR_MODES, ConversionError
+from .convert.worker import ConversionWorker
+from .files import FileOutcome, StepReport, list_unsupported, relative_name, require_files, resolve_directory, sha256
+from .metadata import default_metadata
+from .metadata_map import DEFAULT, template_for
+from .models import StagedFile
+
+logger = logging.getLogger("klea.ingestion")
+
+_shared: dict[str, ConversionWorker] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_worker() -> ConversionWorker:
+    """This process's conversion worker (started on first use, stopped at exit)."""
+    with _shared_lock:
+        if "worker" not in _shared:
+            _shared["worker"] = ConversionWorker(
+                memory_limit_mb=settings.KLEA_CONVERT_MEMORY_MB, timeout=settings.KLEA_CONVERT_TIMEOUT
+            )
+            atexit.register(_shared["worker"].close)
+        return _shared["worker"]
+
+
+def chunk_options(max_tokens: int = DEFAULT_MAX_TOKENS, ocr: str = "auto") -> dict:
+    """The options a StagedFile records; a change re-chunks the file.
+
+    :raises ValueError: ``ocr`` not in auto/on/off or ``max_tokens`` below 32.
+    """
+    if ocr not in OCR_MODES:
+        raise ValueError(f"ocr must be one of {', '.join(OCR_MODES)}, got {ocr!r}")
+    if max_tokens < 32:
+        raise ValueError(f"max_tokens must be at least 32, got {max_tokens}")
+    return {"max_tokens": max_tokens, "ocr": ocr}
+
+
+def _merged_map(fresh: dict[str, dict], old: StagedFile | None, same_content: bool) -> dict[str, dict]:
+    """A re-chunked file keeps what was edited: the whole map when only the options
+    changed, the non-empty heading entries that still exist when the content changed."""
+    if old is None or not old.metadata_map:
+        return fresh
+    merged = dict(fresh)
+    for key, values in old.metadata_map.items():
+        if key == DEFAULT:
+            if same_content:
+                merged[DEFAULT] = values
+        elif values and (key in fresh or same_content):
+            merged[key] = values
+    return merged
+
+
+def chunk_file(
+    directory: Path, path: Path, options: dict, *, force: bool = False, worker: ConversionWorker | None = None
+) -> tuple[StagedFile, FileOutcome]:
+    """Stage one file (idempotent). :returns: its StagedFile and the outcome of this call."""
+    file_name = relative_name(path, directory)
+    content_hash = sha256(path)
+    old = StagedFile.objects.filter(directory=str(directory), file_name=file_name).first()
+    if (
+        old is not None
+        and not force
+        and old.content_hash == content_hash
+        and old.options == options
+        and old.status != StagedFile.Status.FAILED
+    ):
+        return old, FileOutcome(file_name, "unchanged", chunks=old.chunk_count, pages=old.pages)
+    values: dict = {"content_hash": content_hash, "options": options, "chunks": [], "reason": "", "error": ""}
+    try:
+        converted = (worker or shared_worker()).convert(
+            path, ocr=options["ocr"], pipeline=settings.KLEA_PDF_PIPELINE
+        )
+        drafts = chunk_document(converted, embeddings.count_tokens, options["max_tokens"])
+        fresh = template_for(default_metadata(path, converted, file_name), (d.headings for d in drafts))
+        same_content = old is not None and old.content_hash == content_hash
+        values.update(
+            status=StagedFile.Status.CHUNKED,
+            pages=converted.pages,
+            converter=converted.converter,
+            chunks=[{"headings": list(d.headings), "text": d.text, "tokens": d.token_count} for d in drafts],
+            metadata_map=_merged_map(fresh, old, same_content),
+        )
+        outcome = FileOutcome(file_name, "chunked", chunks=len(drafts), pages=converted.pages)
+    except ConversionError as exc:
+        status = {"needs_ocr": StagedFile.Status.NEEDS_OCR, "no_text": StagedFile.Status.SKIPPED}.get(
+            exc.reason, StagedFile.Status.FAILED
+        )
+        values.update(status=status, reason=exc.reason, error=str(exc), pages=None, converter="")
+        outcome = FileOutcome(file_name, str(status), error=str(exc), reason=exc.reason)
+    staged, _ = StagedFile.objects.update_or_create(directory=str(directory), file_name=file_name, defaults=values)
+    return staged, outcome
+
+
+def prune_staged(directory: Path, present: set[str]) -> list[str]:
+    """Delete StagedFiles of files no longer in the folder. :returns: their names."""
+    gone = StagedFile.objects.filter(directory=str(directory)).exclude(file_name__in=present)
+    names = sorted(gone.values_list("file_name", flat=True))
+    gone.delete()
+    return names
+
+
+def chunk_directory(
+    directory: Path | str,
+    *,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    ocr: str = "auto",
+    force: bool = False,
+    worker: ConversionWorker | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_file: Callable[[FileOutcome], None] | None = None,
+    job_id: int | None = None,
+) -> StepReport:
+    """Chunk every supported file under ``directory``.
+
+    :param ocr: ``auto`` | ``on`` | ``off`` (``--ocr`` / ``--no-ocr``).
+    :param on_start: called with the number of files; :param on_file: once per file.
+    :param job_id: an IngestionJob to record each file's outcome in as it finishes.
+    :returns: StepReport (outcomes chunked / unchanged / skipped / needs_ocr / failed /
+        unsupported / pruned); ``notes`` holds the PDF conversion path line.
+    :raises IngestError: not a directory, or no supported file in it.
+    :raises ValueError: bad ``ocr`` or ``max_tokens``.
+    """
+    started = time.monotonic()
+    options = chunk_options(max_tokens, ocr)
+    directory = resolve_directory(directory)
+    files = require_files(directory)
+    report = StepReport("chunk", str(directory))
+    if on_start:
+        on_start(len(files))
+    paths_logged: set[str] = set()
+    for path in files:
+        staged, outcome = chunk_file(directory, path, options, force=force, worker=worker)
+        converter = staged.converter
+        if outcome.status == "chunked" and converter.startswith("pdf") and converter not in paths_logged:
+            paths_logged.add(converter)
+            logger.info("PDF conversion: %s", staged.converter)
+            report.notes.append(f"PDF conversion: {staged.converter}")
+        report.outcomes.append(outcome)
+        if job_id is not None:
+            jobs.record(job_id, outcome)
+        if on_file:
+            on_file(outcome)
+    for path in list_unsupported(directory):
+        message = f"{path.name}: unsupported file type '{path.suffix}'"
+        name = relative_name(path, directory)
+        report.outcomes.append(FileOutcome(name, "unsupported", reason="unsupported", error=message))
+    with transaction.atomic():
+        pruned = prune_staged(directory, {relative_name(p, directory) for p in files})
+    report.outcomes.extend(FileOutcome(name, "pruned") for name in pruned)
+    report.seconds = time.monotonic() - started
+    return report

@@ -1,0 +1,162 @@
+"""A DoclingDocument -> blocks under heading chains; DOCX through docling's simple pipeline.
+
+The walk follows the body tree: section headers set the chain (their level, or the
+depth of a ``2.1``-style number when docling gives every header level 1, as its PDF
+pipeline does); paragraphs, list groups, tables, code and formulas become blocks;
+pictures contribute only their captions (no ``<!-- image -->`` placeholder ever
+reaches a chunk); page headers, footers and other furniture are skipped; inline groups
+(runs of differently formatted text) become one paragraph.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .base import Block, ConversionError, ConvertedDocument
+from .pdf_structure import numbering_level
+
+_SKIPPED_LABELS = {"page_header", "page_footer", "marker", "empty_value"}
+_CODE_LABELS = {"code", "formula"}
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?)\]])")
+
+
+class _Walker:
+    def __init__(self, document, title_in_chain: bool) -> None:
+        self.document = document
+        self.title_in_chain = title_in_chain
+        self.blocks: list[Block] = []
+        self.stack: list[tuple[int, str]] = []
+        self.title = ""
+
+    @property
+    def headings(self) -> tuple[str, ...]:
+        return tuple(text for _, text in self.stack if text)
+
+    def add(self, text: str, kind: str = "text") -> None:
+        text = text.strip()
+        if text:
+            self.blocks.append(Block(self.headings, text, kind))
+
+    def children(self, node):
+        for ref in node.children or []:
+            yield ref.resolve(self.document)
+
+    def walk(self, node) -> None:
+        for child in self.children(node):
+            self.visit(child)
+
+    def visit(self, item) -> None:
+        from docling_core.types.doc import ContentLayer, GroupItem
+
+        if getattr(item, "content_layer", ContentLayer.BODY) != ContentLayer.BODY:
+            return
+        label = str(getattr(item.label, "value", item.label))
+        if isinstance(item, GroupItem):
+            if label == "inline":
+                self.add(self.inline_text(item))
+            elif label in ("list", "ordered_list"):
+                self.add(self.list_text(item, 0), "list")
+                for child in self.children(item):
+                    if type(child).__name__ != "ListItem":
+                        self.visit(child)  # docling nests a following table in the list
+            else:
+                self.walk(item)
+            return
+        if label in _SKIPPED_LABELS:
+            return
+        kind = type(item).__name__
+        if kind == "TitleItem":
+            self.title = self.title or item.text.strip()
+            if self.title_in_chain:
+                self.stack = [(0, item.text.strip())]
+        elif kind == "SectionHeaderItem":
+            level = numbering_level(item.text) or int(getattr(item, "level", 1) or 1)
+            self.stack = [(lvl, t) for lvl, t in self.stack if lvl < level] + [(level, item.text.strip())]
+        elif kind == "PictureItem":
+            self.add(item.caption_text(self.document))
+            return  # the picture's own children are OCR'd fragments or captions already read
+        elif kind == "TableItem":
+            self.add(item.caption_text(self.document))
+            self.add(self.table_text(item), "table")
+            return
+        elif label in _CODE_LABELS:
+            self.add(getattr(item, "text", ""), "code")
+        elif kind == "ListItem":
+            self.add(f"- {item.text}", "list")
+        elif hasattr(item, "text"):
+            self.add(item.text)
+        self.walk(item)
+
+    def inline_text(self, group) -> str:
+        parts = []
+        for child in self.children(group):
+            if hasattr(child, "text"):
+                parts.append(child.text)
+            elif child.children:
+                parts.append(self.inline_text(child))
+        return _SPACE_BEFORE_PUNCTUATION.sub(r"\1", " ".join(p.strip() for p in parts if p.strip()))
+
+    def list_text(self, group, depth: int) -> str:
+        lines = []
+        ordered = str(getattr(group.label, "value", group.label)) == "ordered_list"
+        items = [child for child in self.children(group) if type(child).__name__ == "ListItem"]
+        for number, child in enumerate(items, start=1):
+            marker = f"{number}." if ordered else "-"
+            text = getattr(child, "text", "") or ""
+            nested = []
+            for grandchild in self.children(child):
+                label = str(getattr(grandchild.label, "value", grandchild.label))
+                if label in ("list", "ordered_list"):
+                    nested.append(self.list_text(grandchild, depth + 1))
+                elif label == "inline":
+                    text = f"{text} {self.inline_text(grandchild)}".strip()
+            if text:
+                lines.append("  " * depth + f"{marker} {text}")
+            lines.extend(nested)
+        return "\n".join(lines)
+
+    def table_text(self, table) -> str:
+        rows = []
+        for row in table.data.grid:
+            cells, previous = [], None
+            for cell in row:
+                if cell is previous:
+                    continue  # a spanning cell repeats in the grid
+                previous = cell
+                cells.append(" ".join(cell.text.split()))
+            rows.append(" | ".join(cells))
+        return "\n".join(row for row in rows if row.strip(" |"))
+
+
+def docling_blocks(document, title_in_chain: bool = True) -> tuple[str, list[Block]]:
+    """Title and blocks of a DoclingDocument.
+
+    :param title_in_chain: the title item heads every chain (Word documents, like a
+        Markdown H1) or is only the document title (papers: it is metadata).
+    :returns: (title or "", blocks in document order).
+    """
+    walker = _Walker(document, title_in_chain)
+    walker.walk(document.body)
+    return walker.title, walker.blocks
+
+
+def convert_docx(path: Path) -> ConvertedDocument:
+    """Convert a Word file with docling's simple pipeline.
+
+    :raises ConversionError: ``broken`` when docling cannot read the file.
+    """
+    from docling.datamodel.base_models import ConversionStatus
+    from docling.document_converter import DocumentConverter
+
+    path = Path(path)
+    if path.stat().st_size == 0:
+        raise ConversionError("empty", f"{path.name}: the file is empty")
+    try:
+        result = DocumentConverter().convert(path, raises_on_error=False)
+    except Exception as exc:  # docling wraps backend errors in several exception types
+        raise ConversionError("broken", f"{path.name}: not a readable Word file ({type(exc).__name__})") from None
+    if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
+        raise ConversionError("broken", f"{path.name}: not a readable Word file ({result.status.value})")
+    title, blocks = docling_blocks(result.document, title_in_chain=True)
+    return ConvertedDocument(blocks=blocks, title=title, converter="docling simple pipeline (DOCX)")

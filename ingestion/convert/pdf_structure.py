@@ -1,0 +1,235 @@
+"""Document structure from PDF paragraphs: page furniture, title, section headings.
+
+Model-free rules, measured against the body text (the character-weighted most common
+font size):
+
+- furniture: lines in the top or bottom 15 % of a page whose text (digits masked)
+  repeats on at least 30 % of the pages (running heads), and lone page numbers;
+- title: the largest paragraph of the first page, when clearly larger than the body;
+- heading: a short paragraph (at most 3 lines, 160 characters, no final period) that
+  is larger than the body, or entirely bold, or in capitals, or numbered like
+  ``2.1 Neurons`` / ``IV. RESULTS`` and bold or larger;
+- level: from the numbering depth (``2`` -> 1, ``2.1`` -> 2, ``II.`` -> 1, ``A.`` ->
+  2); unnumbered headings by style rank (larger, then capitals, then bold first).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from .base import Block
+from .pdf_layout import Paragraph, merge_continued, page_paragraphs
+from .pdf_text import Line
+
+FURNITURE_ZONE = 0.15
+FURNITURE_SHARE = 0.30
+LARGER = 1.12
+TITLE_LARGER = 1.15
+ESTIMATED_LARGER = 1.4  # sizes guessed from glyph heights are noisy
+MAX_HEADING_CHARS = 160
+MAX_LEVEL = 4
+
+_PAGE_NUMBER = re.compile(r"^(page\s*)?[\divxlc]+(\s*(of|/)\s*\d+)?$|^[\d\s\-–]+$", re.I)
+_NUMBERED = re.compile(r"^(?P<num>(\d+\.)*\d+\.?|[IVXLC]+\.|[A-Z]\.)\s+(?P<rest>\S.*)$")
+_DIGITS = re.compile(r"\d+")
+_ROMAN = re.compile(r"^[IVXLC]+\.\s")
+_LETTER = re.compile(r"^[A-Z]\.\s")
+_CAPTION = re.compile(r"^(table|tab\.|fig\.?|figure|scheme|box|algorithm|listing|plate)\s*[\dIVX]", re.I)
+_MATH = re.compile(r"[=≪≫±∑∫→←≤≥<>|{}\[\]^_\\∗∈∀∃√∂]")
+_NUMBER = re.compile(r"^(\d+(\.\d+)*|[IVXLC]+)[.:)]?$")  # "Chapter 2", "Part IV"
+_WORD = re.compile(r"^[^\W\d_][\w'’-]*[.,:;?!)]?$")
+# Section names that end a paper's front matter (authors, affiliations) on page one.
+FRONT_MATTER_END = ("abstract", "summary", "introduction", "background", "keywords", "key words", "contents", "preface")
+
+
+def _mask(text: str) -> str:
+    return _DIGITS.sub("#", " ".join(text.lower().split()))
+
+
+def drop_furniture(pages: list[list[Line]], heights: list[float]) -> list[list[Line]]:
+    """Remove running heads/feet and page numbers from every page."""
+    counts: Counter = Counter()
+    for lines, height in zip(pages, heights):
+        seen = {_mask(line.text) for line in lines if _in_margin(line, height)}
+        counts.update(seen)
+    repeated = {text for text, n in counts.items() if n >= max(2, FURNITURE_SHARE * len(pages))}
+    out = []
+    for lines, height in zip(pages, heights):
+        kept = [
+            line
+            for line in lines
+            if not (_in_margin(line, height) and (_mask(line.text) in repeated or _PAGE_NUMBER.match(line.text.strip())))
+        ]
+        out.append(kept)
+    return out
+
+
+def _in_margin(line: Line, height: float) -> bool:
+    return line.y0 > height * (1 - FURNITURE_ZONE) or line.y1 < height * FURNITURE_ZONE
+
+
+def body_size(pages: list[list[Line]]) -> float:
+    """The character-weighted most common font size (0.5 pt steps); 10 without text."""
+    sizes: Counter = Counter()
+    for lines in pages:
+        for line in lines:
+            sizes[line.size] += len(line.text)
+    return sizes.most_common(1)[0][0] if sizes else 10.0
+
+
+def _letters(text: str) -> int:
+    return sum(ch.isalpha() for ch in text)
+
+
+def _is_caps(text: str) -> bool:
+    letters = [ch for ch in text if ch.isalpha()]
+    return len(letters) >= 4 and sum(ch.isupper() for ch in letters) >= 0.8 * len(letters)
+
+
+def numbering_level(text: str) -> int | None:
+    """``"2.1 Neurons"`` -> 2, ``"IV. RESULTS"`` -> 1, ``"A. Setup"`` -> 2, else None."""
+    match = _NUMBERED.match(text)
+    if not match:
+        return None
+    number = match.group("num").rstrip(".")
+    if number.isdigit() or "." in number:
+        if any(int(part) > 60 for part in number.split(".") if part.isdigit()):
+            return None  # "1998 results", "120 patients": a number, not a section
+        return min(number.count(".") + 1, MAX_LEVEL)
+    if len(number) == 1 and number.isupper() and number not in "IVX":
+        return 2
+    return 1
+
+
+def _looks_like_words(text: str) -> bool:
+    """Mostly words, no formula symbols, not a caption or an author list."""
+    match = _NUMBERED.match(text)
+    tokens = (match.group("rest") if match else text).split()
+    if not tokens or _MATH.search(text) or _CAPTION.match(text) or text.count(",") >= 2:
+        return False
+    return sum(bool(_WORD.match(token) or _NUMBER.match(token)) for token in tokens) >= 0.6 * len(tokens)
+
+
+def _level(text: str, roman: bool) -> int | None:
+    """:func:`numbering_level`; under Roman section numbers (I., II.; A., B. below them)
+    an Arabic ``1.`` is a third level, as in APS and AIP journals."""
+    level = numbering_level(text)
+    if roman and level is not None and not _ROMAN.match(text) and not _LETTER.match(text):
+        return min(level + 2, MAX_LEVEL)
+    return level
+
+
+def _heading_style(paragraph: Paragraph, body: float) -> tuple | None:
+    """A style key when ``paragraph`` looks like a heading, else None."""
+    text = paragraph.text
+    if len(paragraph.lines) > 3 or len(text) > MAX_HEADING_CHARS or _letters(text) < 3:
+        return None
+    if text.endswith((".", ",", ";")) or not _looks_like_words(text):
+        return None
+    larger = paragraph.size >= body * (ESTIMATED_LARGER if paragraph.estimated else LARGER)
+    not_smaller = paragraph.size >= body * 0.9
+    caps = _is_caps(text) and len(text.split()) <= 8
+    bold = paragraph.bold and len(text.split()) <= 14
+    numbered = numbering_level(text) is not None
+    if larger or (not_smaller and (bold or caps)) or (numbered and (larger or bold or caps)):
+        return (round(paragraph.size * 2) / 2, caps, paragraph.bold)
+    return None
+
+
+def _title(paragraphs: list[Paragraph], body: float) -> list[Paragraph]:
+    """The title paragraphs: the largest text of page one and what follows in its style."""
+    first_page = [p for p in paragraphs if p.page == paragraphs[0].page and _letters(p.text) >= 4]
+    if not first_page:
+        return []
+    best = max(first_page, key=lambda p: p.size)
+    if best.size < body * TITLE_LARGER or len(best.text) > 300:
+        return []
+    title = [best]
+    index = paragraphs.index(best) + 1
+    while index < len(paragraphs) and _same_style(paragraphs[index], best) and len(title) < 3:
+        title.append(paragraphs[index])
+        index += 1
+    return title
+
+
+def _same_style(a: Paragraph, b: Paragraph) -> bool:
+    return a.page == b.page and abs(a.size - b.size) <= 0.5 and a.bold == b.bold
+
+
+def _demote_front_matter(paragraphs: list[Paragraph], styles: dict, title: list[Paragraph]) -> None:
+    """Authors and affiliations are not headings: drop the candidates that come before
+    the first Abstract/Introduction-like or numbered heading of the first two pages (or,
+    without one, before the title)."""
+    first = [p for p in paragraphs if p.page <= paragraphs[0].page + 1]
+    anchor = next(
+        (
+            i
+            for i, p in enumerate(first)
+            if styles.get(id(p)) is not None
+            and (numbering_level(p.text) is not None or _plain(p.text).startswith(FRONT_MATTER_END))
+        ),
+        None,
+    )
+    if anchor is None:
+        anchor = first.index(title[0]) if title and title[0] in first else 0
+    for p in first[:anchor]:
+        styles[id(p)] = None
+
+
+def _plain(text: str) -> str:
+    match = _NUMBERED.match(text)
+    return (match.group("rest") if match else text).strip().lower()
+
+
+def _style_levels(unnumbered: list[tuple], numbered: dict[tuple, int]) -> dict[tuple, int]:
+    """Levels of unnumbered heading styles: by rank (size, then capitals, then bold);
+    beside numbered headings, the level of the numbered style of the same or the next
+    smaller size, or one below the deepest numbered level."""
+    ranked = sorted(set(unnumbered), key=lambda s: (-s[0], not s[1], not s[2]))
+    if not numbered:
+        return {style: min(rank + 1, MAX_LEVEL) for rank, style in enumerate(ranked)}
+    levels = {}
+    deepest = max(numbered.values())
+    for style in ranked:
+        same_or_smaller = [level for other, level in numbered.items() if other[0] <= style[0]]
+        levels[style] = min(same_or_smaller) if same_or_smaller else min(deepest + 1, MAX_LEVEL)
+    return levels
+
+
+def structure(pages: list[list[Line]], heights: list[float]) -> tuple[str, list[Block]]:
+    """Title and blocks under heading chains for a whole document.
+
+    :param pages: each page's lines (any order); :param heights: page heights in points.
+    :returns: (title or "", blocks in reading order).
+    """
+    pages = drop_furniture(pages, heights)
+    body = body_size(pages)
+    paragraphs = merge_continued([p for lines in pages for p in page_paragraphs(lines, body)])
+    if not paragraphs:
+        return "", []
+    title = _title(paragraphs, body)
+    styles = {id(p): _heading_style(p, body) for p in paragraphs if p not in title}
+    _demote_front_matter(paragraphs, styles, title)
+    roman = any(styles.get(id(p)) and _ROMAN.match(p.text) for p in paragraphs)
+    numbered_styles: dict[tuple, Counter] = {}
+    for p in paragraphs:
+        style, level = styles.get(id(p)), _level(p.text, roman)
+        if style is not None and level is not None:
+            numbered_styles.setdefault(style, Counter())[level] += 1
+    numbered = {style: counts.most_common(1)[0][0] for style, counts in numbered_styles.items()}
+    style_level = _style_levels([s for s in styles.values() if s is not None and s not in numbered], numbered)
+    blocks: list[Block] = []
+    stack: list[tuple[int, str]] = []
+    for p in paragraphs:
+        if p in title:
+            continue
+        style = styles.get(id(p))
+        if style is None:
+            blocks.append(Block(tuple(text for _, text in stack), p.text))
+            continue
+        level = _level(p.text, roman)
+        if level is None:
+            level = numbered[style] if style in numbered else style_level[style]
+        stack = [(lvl, text) for lvl, text in stack if lvl < level] + [(level, p.text)]
+    return " ".join(p.text for p in title), blocks

@@ -1,0 +1,247 @@
+"""PDF text lines with their font size and weight, read through pypdfium2 (no model).
+
+pdfium reports characters in content-stream order with their glyph boxes; each
+character belongs to a text object whose matrix gives the rendered font size. Lines are
+runs of characters on one baseline without a jump backwards or a wide gap (a column
+gutter), so two columns never share a line.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+# Font names that mark a bold face: "Taz-ExtraBold", "CMBX12" (TeX bold extended),
+# "NimbusRomNo9L-Medi" (URW Times bold), "AdvOT19ee2aa8.B" (Advent bold suffix).
+_BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|medi|cmbx|cmb\d|cmssbx|[.,-]b$|[.,-]bd$", re.I)
+_FORCE_BOLD_FLAG = 1 << 18  # PDF font descriptor flag ForceBold
+_LINE_BREAKS = {"\r", "\n"}
+# pdfium marks a hyphen it found at a line end with U+0002.
+PDFIUM_HYPHEN = "\x02"
+
+
+@dataclass
+class Line:
+    """One line of text. Coordinates in PDF points, origin bottom-left, y up.
+
+    ``size``: font size in points (character-weighted mode over the line), or an
+    estimate from glyph heights when the font reports none (``estimated``);
+    ``bold``: most letters are set in a bold face.
+    """
+
+    page: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    size: float
+    bold: bool
+    text: str
+    estimated: bool = False  # size guessed from glyph boxes (Type 3 fonts without a size)
+
+    @property
+    def height(self) -> float:
+        return self.y1 - self.y0
+
+
+@dataclass
+class _Style:
+    size: float
+    bold: bool
+    # Text direction and glyph "up" as unit axis vectors (dx, dy, ux, uy); None when
+    # the text is set at an angle that is not a multiple of 90 degrees.
+    orientation: tuple[int, int, int, int] | None = (1, 0, 0, 1)
+
+
+class _LineBuilder:
+    def __init__(self, page: int) -> None:
+        self.page = page
+        self.lines: list[Line] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        self.chars: list[str] = []
+        self.box: list[float] | None = None
+        self.last_left = 0.0
+        self.sizes: Counter = Counter()
+        self.glyph_heights: list[float] = []
+        self.bold_letters = 0
+        self.letters = 0
+        self.pending_space = False
+
+    def continues(self, left: float, bottom: float, top: float, size: float) -> bool:
+        """Whether a glyph at this box continues the current line."""
+        if self.box is None:
+            return True
+        x0, y0, x1, y1 = self.box
+        scale = max(size, 1.0)
+        went_back = left < x1 - 0.5 * scale and left < self.last_left - 0.5
+        if went_back or left - x1 > 1.5 * scale:
+            return False  # next line or column, or a jump over a gutter; ligatures share a box
+        middle = (bottom + top) / 2
+        return y0 - 0.4 * scale <= middle <= y1 + 0.4 * scale
+
+    def add(self, ch: str, left: float, right: float, bottom: float, top: float, style: _Style) -> None:
+        # Type 3 fonts may report a size near 0: estimate it from the glyph (caps ~0.7 em).
+        size = style.size if style.size >= 1.0 else max(top - bottom, 1.0) / 0.7
+        if not self.continues(left, bottom, top, size):
+            self.end()
+        if self.pending_space and self.chars:
+            self.chars.append(" ")
+        self.pending_space = False
+        self.chars.append(ch)
+        self.last_left = left
+        self.box = (
+            [left, bottom, right, top]
+            if self.box is None
+            else [min(self.box[0], left), min(self.box[1], bottom), max(self.box[2], right), max(self.box[3], top)]
+        )
+        if style.size >= 1.0:
+            self.sizes[round(style.size * 2) / 2] += 1
+        elif ch.isalpha():
+            self.glyph_heights.append(top - bottom)
+        if ch.isalpha():
+            self.letters += 1
+            self.bold_letters += style.bold
+
+    def _estimate(self) -> float:
+        """Font size from the 75th percentile of letter heights (ascenders ~0.7 em)."""
+        if not self.glyph_heights:
+            return 1.0
+        heights = sorted(self.glyph_heights)
+        return round(heights[(3 * len(heights)) // 4] / 0.7 * 2) / 2
+
+    def space(self) -> None:
+        self.pending_space = True
+
+    def end(self) -> None:
+        text = unicodedata.normalize("NFKC", "".join(self.chars)).strip()
+        if text and self.box is not None:
+            size = self.sizes.most_common(1)[0][0] if self.sizes else self._estimate()
+            bold = self.letters > 0 and self.bold_letters >= 0.9 * self.letters
+            self.lines.append(
+                Line(self.page, *self.box, size=size, bold=bold, text=text, estimated=not self.sizes)
+            )
+        self._reset()
+
+
+def _axis(x: float, y: float) -> tuple[int, int] | None:
+    norm = math.hypot(x, y)
+    if norm == 0:
+        return None
+    x, y = x / norm, y / norm
+    if max(abs(x), abs(y)) < 0.995:
+        return None  # set at an angle
+    return (round(x), round(y))
+
+
+def _style_of(text_object, cache: dict, matrix, name_buffer, textpage, index: int) -> _Style:
+    key = ctypes.cast(text_object, ctypes.c_void_p).value
+    style = cache.get(key)
+    if style is not None:
+        return style
+    size = ctypes.c_float(0.0)
+    pdfium_c.FPDFTextObj_GetFontSize(text_object, size)
+    if size.value <= 0:
+        size.value = pdfium_c.FPDFText_GetFontSize(textpage, index)
+    scale, orientation = 1.0, (1, 0, 0, 1)
+    if pdfium_c.FPDFPageObj_GetMatrix(text_object, matrix):
+        scale = math.hypot(matrix.c, matrix.d) or 1.0
+        # "Up" is the text direction turned 90 degrees counter-clockwise; the matrix's own
+        # second column is mirrored in some sideways-typeset preprints.
+        direction = _axis(matrix.a, matrix.b)
+        orientation = (direction[0], direction[1], -direction[1], direction[0]) if direction else None
+    font = pdfium_c.FPDFTextObj_GetFont(text_object)
+    bold = False
+    if font:
+        pdfium_c.FPDFFont_GetBaseFontName(font, name_buffer, len(name_buffer))
+        name = name_buffer.value.decode("latin-1").split("+")[-1]
+        # FPDFFont_GetWeight is unreliable for embedded Type 1 fonts (CMR10 reads 744).
+        flags = pdfium_c.FPDFFont_GetFlags(font)
+        bold = bool(_BOLD_NAME.search(name)) or bool(flags & _FORCE_BOLD_FLAG)
+    style = _Style(size=float(size.value) * scale, bold=bold, orientation=orientation)
+    cache[key] = style
+    return style
+
+
+def _frame(orientation: tuple[int, int, int, int], width: float, height: float):
+    """A function mapping a page box to the upright frame of ``orientation``, and the
+    frame's height: rotated pages (landscape tables, sideways typesetting) read upright."""
+    dx, dy, ux, uy = orientation
+    corners = [(0.0, 0.0), (width, 0.0), (0.0, height), (width, height)]
+    xs = [x * dx + y * dy for x, y in corners]
+    ys = [x * ux + y * uy for x, y in corners]
+    x_shift, y_shift = -min(xs), -min(ys)
+
+    def transform(left: float, right: float, bottom: float, top: float) -> tuple[float, float, float, float]:
+        px = [left * dx + b * dy for b in (bottom, top)] + [right * dx + b * dy for b in (bottom, top)]
+        py = [left * ux + b * uy for b in (bottom, top)] + [right * ux + b * uy for b in (bottom, top)]
+        return min(px) + x_shift, max(px) + x_shift, min(py) + y_shift, max(py) + y_shift
+
+    return transform, max(ys) - min(ys)
+
+
+def page_lines(page: pdfium.PdfPage, page_index: int) -> tuple[list[Line], float]:
+    """The text lines of one page in content-stream order (not yet reading order), and
+    the page height in the frame the lines are measured in.
+
+    Text in the page's dominant orientation is kept and measured upright; text in any
+    other direction (margin stamps such as arXiv identifiers, rotated labels) is left out.
+    """
+    textpage = page.get_textpage()
+    try:
+        count = pdfium_c.FPDFText_CountChars(textpage)
+        left, right, bottom, top = (ctypes.c_double() for _ in range(4))
+        refs = tuple(ctypes.byref(v) for v in (left, right, bottom, top))
+        cache: dict = {}
+        matrix = pdfium_c.FS_MATRIX()
+        name_buffer = ctypes.create_string_buffer(256)
+        items: list = []
+        orientations: Counter = Counter()
+        last_style = _Style(10.0, False)
+        for index in range(count):
+            ch = chr(pdfium_c.FPDFText_GetUnicode(textpage, index))
+            if ch in _LINE_BREAKS or ch.isspace() or ch == "\x00":
+                items.append(ch)
+                continue
+            text_object = pdfium_c.FPDFText_GetTextObject(textpage, index)
+            style = _style_of(text_object, cache, matrix, name_buffer, textpage, index) if text_object else last_style
+            last_style = style
+            pdfium_c.FPDFText_GetCharBox(textpage, index, *refs)
+            items.append((ch, left.value, right.value, bottom.value, top.value, style))
+            orientations[style.orientation] += 1
+    finally:
+        textpage.close()
+    width, height = page.get_size()
+    if page.get_rotation() in (90, 270):
+        width, height = height, width  # character boxes are in the unrotated page space
+    dominant = next((o for o, _ in orientations.most_common() if o is not None), (1, 0, 0, 1))
+    transform, frame_height = _frame(dominant, width, height)
+    builder = _LineBuilder(page_index)
+    for item in items:
+        if isinstance(item, str):
+            builder.end() if item in _LINE_BREAKS else builder.space()
+            continue
+        ch, x0, x1, y0, y1, style = item
+        if style.orientation != dominant:
+            continue
+        builder.add(ch, *transform(x0, x1, y0, y1), style)
+    builder.end()
+    return builder.lines, frame_height
+
+
+def page_char_count(page: pdfium.PdfPage) -> int:
+    """Non-space characters of a page's text layer (the OCR pre-check measure)."""
+    textpage = page.get_textpage()
+    try:
+        text = textpage.get_text_range()
+    finally:
+        textpage.close()
+    return sum(1 for ch in text if not ch.isspace() and ch not in "\x00\x02")

@@ -1,0 +1,221 @@
+"""Conversion in a separate process with bounded memory (docling and pdfium leak).
+
+:class:`ConversionWorker` keeps one child process (``python -m
+ingestion.convert.worker``) and sends it one file at a time over a pipe. While a file
+converts, the parent polls the child's resident memory: above ``memory_limit_mb`` the
+child is killed and the file is retried once in a fresh process; a second overrun, a
+crash or a timeout fails that file alone with a one-line reason. After a file, a child
+above ``recycle_fraction`` of the limit is replaced before the next one, so leaks never
+accumulate. The child imports no Django: it only converts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .base import ConversionError, ConvertedDocument
+
+logger = logging.getLogger("klea.ingestion")
+
+_HEADER = struct.Struct("!Q")
+POLL_SECONDS = 0.2
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+_PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+def _send(stream, payload) -> None:
+    data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def _receive(stream):
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        raise EOFError("conversion worker closed its pipe")
+    (size,) = _HEADER.unpack(header)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("conversion worker closed its pipe")
+    return pickle.loads(data)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of process ``pid`` in MiB (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * _PAGE_SIZE / 2**20
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class ConversionWorker:
+    """Convert files in a child process with a memory bound.
+
+    ``with ConversionWorker(memory_limit_mb=3072) as worker: doc = worker.convert(path)``
+
+    ``peak_rss_mb`` is the highest child RSS seen; ``processes`` counts children started.
+    """
+
+    def __init__(self, memory_limit_mb: int = 3072, timeout: float = 1800.0, recycle_fraction: float = 0.75):
+        if memory_limit_mb < 64:
+            raise ValueError(f"memory_limit_mb must be at least 64, got {memory_limit_mb}")
+        self.memory_limit_mb = memory_limit_mb
+        self.timeout = timeout
+        self.recycle_fraction = recycle_fraction
+        self.peak_rss_mb = 0.0
+        self.processes = 0
+        self._process: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ConversionWorker:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process and self._process.poll() is None else None
+
+    def _start(self) -> subprocess.Popen:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_DIR), env.get("PYTHONPATH", "")]))
+        env.setdefault("HF_HUB_OFFLINE", "1")
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "ingestion.convert.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=str(_PROJECT_DIR),
+            env=env,
+        )
+        self.processes += 1
+        return self._process
+
+    def _stop(self, kill: bool = False) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            if kill:
+                process.kill()
+            else:
+                try:
+                    _send(process.stdin, None)
+                except OSError:
+                    process.kill()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for stream in (process.stdin, process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """Stop the child process (it exits after its current file)."""
+        with self._lock:
+            self._stop()
+
+    def convert(self, path: Path, **options) -> ConvertedDocument:
+        """Convert ``path`` in the child (options as :func:`ingestion.convert.convert_file`).
+
+        :raises ConversionError: the converter's own errors; ``memory`` when the file
+            needs more than the limit twice; ``crashed``; ``timeout``.
+        """
+        path = Path(path)
+        with self._lock:
+            outcome = self._attempt(path, options)
+            if outcome == "memory":
+                logger.warning("%s: over %d MB, retrying in a fresh process", path.name, self.memory_limit_mb)
+                outcome = self._attempt(path, options)
+            if isinstance(outcome, ConvertedDocument):
+                return outcome
+            if isinstance(outcome, ConversionError):
+                raise outcome
+            raise ConversionError(outcome, _MESSAGES[outcome].format(name=path.name, limit=self.memory_limit_mb))
+
+    def _attempt(self, path: Path, options: dict):
+        process = self._process if self._process and self._process.poll() is None else self._start()
+        try:
+            _send(process.stdin, (str(path), options))
+        except OSError:
+            self._stop(kill=True)
+            return "crashed"
+        started = time.monotonic()
+        while True:
+            ready, _, _ = select.select([process.stdout], [], [], POLL_SECONDS)
+            rss = rss_mb(process.pid)
+            self.peak_rss_mb = max(self.peak_rss_mb, rss)
+            if ready:
+                break
+            if rss > self.memory_limit_mb:
+                self._stop(kill=True)
+                return "memory"
+            if process.poll() is not None:
+                self._stop(kill=True)
+                return "crashed"
+            if time.monotonic() - started > self.timeout:
+                self._stop(kill=True)
+                return "timeout"
+        try:
+            status, payload = _receive(process.stdout)
+        except (EOFError, pickle.UnpicklingError):
+            self._stop(kill=True)
+            return "crashed"
+        if rss_mb(process.pid) > self.recycle_fraction * self.memory_limit_mb:
+            self._stop()  # a fresh process for the next file
+        if status == "ok":
+            return payload
+        reason, message = payload
+        return ConversionError(reason, message)
+
+
+_MESSAGES = {
+    "memory": "{name}: conversion needs more than {limit} MB of memory (tried twice, each in a fresh process)",
+    "crashed": "{name}: the converter crashed on this file",
+    "timeout": "{name}: conversion took too long and was stopped",
+}
+
+
+def _serve() -> None:
+    """Child loop: read (path, options), convert, reply ("ok", doc) or ("error", (reason, message))."""
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt the pipe
+    requests = sys.stdin.buffer
+    from . import convert_file
+
+    while True:
+        try:
+            request = _receive(requests)
+        except EOFError:
+            return
+        if request is None:
+            return
+        path, options = request
+        try:
+            reply = ("ok", convert_file(Path(path), **options))
+        except ConversionError as exc:
+            reply = ("error", (exc.reason, str(exc)))
+        except MemoryError:
+            reply = ("error", ("memory", f"{Path(path).name}: out of memory while converting"))
+        except Exception as exc:  # one bad file must not end the worker
+            detail = (str(exc).splitlines() or [""])[0][:200]
+            reply = ("error", ("crashed", f"{Path(path).name}: conversion failed ({type(exc).__name__}: {detail})"))
+        _send(replies, reply)
+
+
+if __name__ == "__main__":
+    _serve()

@@ -1,0 +1,124 @@
+"""The files of an ingested folder, their content hashes and the per-file outcome types."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .convert import SUPPORTED_EXTENSIONS
+
+# Our own files in an ingested folder: never sources, never "unsupported".
+OWN_FILES = {"metadata-map.template.json", "metadata-map.json"}
+# Outcomes that mean a file was not ingested because of a problem with it.
+FAILURES = {"failed"}
+
+
+class IngestError(ValueError):
+    """A problem with the whole run (directory, domain, store); one line, names the input."""
+
+
+@dataclass
+class FileOutcome:
+    """What one step did with one file.
+
+    ``status``: chunked | stored | unchanged | skipped | needs_ocr | failed | pruned |
+    unsupported. ``reason``: short failure code (``encrypted``, ``not_utf8``, ...).
+    """
+
+    file_name: str
+    status: str
+    chunks: int = 0
+    error: str = ""
+    reason: str = ""
+    pages: int | None = None
+
+
+@dataclass
+class StepReport:
+    """All outcomes of one run of a step, with timing and the IngestionJob id."""
+
+    step: str
+    directory: str
+    store: str = ""
+    outcomes: list[FileOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+    job_id: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def chunks(self) -> int:
+        return sum(o.chunks for o in self.outcomes if o.status in ("stored", "chunked"))
+
+    @property
+    def pages(self) -> int:
+        return sum(o.pages or 0 for o in self.outcomes if o.status in ("stored", "chunked"))
+
+    @property
+    def failed(self) -> list[FileOutcome]:
+        return [o for o in self.outcomes if o.status in FAILURES]
+
+
+def resolve_directory(directory: Path | str) -> Path:
+    """The folder as an absolute path. :raises IngestError: it is not a directory."""
+    path = Path(directory).expanduser()
+    if not path.is_dir():
+        raise IngestError(f"{directory}: no such directory")
+    return path.resolve()
+
+
+def writable(directory: Path) -> bool:
+    """Whether we may write into ``directory``: permitted, and not marked read-only by
+    its mode bits (root may write anywhere; a folder without write bits, such as the
+    shared corpora, is still left alone)."""
+    try:
+        mode = directory.stat().st_mode
+    except OSError:
+        return False
+    return os.access(directory, os.W_OK) and bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _visible(path: Path, root: Path) -> bool:
+    return path.is_file() and not any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def list_source_files(directory: Path) -> list[Path]:
+    """Supported files under ``directory``, recursively, hidden folders skipped, sorted."""
+    return sorted(
+        p for p in directory.rglob("*") if _visible(p, directory) and p.suffix.lower() in SUPPORTED_EXTENSIONS
+    )
+
+
+def require_files(directory: Path) -> list[Path]:
+    """:func:`list_source_files`. :raises IngestError: there are none."""
+    files = list_source_files(directory)
+    if not files:
+        raise IngestError(f"{directory}: no files to ingest (supported: {', '.join(sorted(SUPPORTED_EXTENSIONS))})")
+    return files
+
+
+def list_unsupported(directory: Path) -> list[Path]:
+    """Visible files of other types (images, archives...), reported but never ingested."""
+    return sorted(
+        p
+        for p in directory.rglob("*")
+        if _visible(p, directory) and p.suffix.lower() not in SUPPORTED_EXTENSIONS and p.name not in OWN_FILES
+    )
+
+
+def relative_name(path: Path, directory: Path) -> str:
+    return path.relative_to(directory).as_posix()
+
+
+def sha256(path: Path) -> str:
+    """Hex sha256 of the file bytes."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,52 @@
+"""The admin upload form: one or many files into a store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django import forms
+
+from domains.models import Store
+
+from .chunking import DEFAULT_MAX_TOKENS
+from .convert import SUPPORTED_EXTENSIONS
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """A file field that accepts several files and returns them as a list."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, (list, tuple)):
+            return [single(item, initial) for item in data]
+        return [single(data, initial)]
+
+
+class UploadForm(forms.Form):
+    store = forms.ModelChoiceField(queryset=Store.objects.select_related("domain").order_by("name"))
+    files = MultipleFileField(help_text="PDF, DOCX, Markdown/MyST, reStructuredText, HTML or plain text.")
+    max_tokens = forms.IntegerField(initial=DEFAULT_MAX_TOKENS, min_value=32, max_value=2048)
+    ocr = forms.ChoiceField(
+        choices=[("auto", "auto: only PDFs without a text layer"), ("on", "always"), ("off", "never")], initial="auto"
+    )
+    force = forms.BooleanField(required=False, help_text="Re-convert and re-embed files that did not change.")
+
+    def clean_files(self):
+        files = self.cleaned_data["files"]
+        bad = [f.name for f in files if Path(f.name).suffix.lower() not in SUPPORTED_EXTENSIONS]
+        if bad:
+            raise forms.ValidationError(
+                f"unsupported file type: {', '.join(bad)} (supported: {', '.join(sorted(SUPPORTED_EXTENSIONS))})"
+            )
+        names = [Path(f.name).name for f in files]
+        if len(set(names)) != len(names):
+            raise forms.ValidationError("two files have the same name")
+        return files

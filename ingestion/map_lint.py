@@ -1,0 +1,156 @@
+"""``stores map-lint DIR``: check the metadata map of a chunked folder (REFERENCE.md).
+
+Checks: missing core fields; suspicious titles (untitled, unknown, the file stem);
+suspicious DOIs (``.pdf`` inside, junk after the suffix); years outside 1800..next
+year + 1 or disagreeing with a year in the file name; more than 5 url keys; map keys
+that are not source files (a stale map keyed by heading titles); and, fatal, source
+files without an entry. ``DIR/metadata-map.json``, when present, is imported first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .files import list_source_files, relative_name, resolve_directory
+from .map_io import import_map
+from .metadata_map import DEFAULT, EDITED_NAME, MapError
+from .models import StagedFile
+
+CORE_FIELDS = ("title", "authors", "year", "doi")
+SUSPICIOUS_TITLES = {"untitled", "unknown", "no title", "title", "none", ""}
+MAX_URL_KEYS = 5
+MAX_ITEMS = 20
+_DOI = re.compile(r"^10\.\d{4,9}/[^\s]+$")
+_DOI_JUNK = re.compile(r"[.,;:)\]}>'\"]$|\s")
+_FILE_YEAR = re.compile(r"(?<!\d)(1[89]\d\d|20\d\d)(?!\d)")
+
+
+@dataclass
+class LintReport:
+    """Sections of findings; ``fatal`` when a source file has no map entry."""
+
+    title: str
+    sections: dict[str, list[str]] = field(default_factory=dict)
+    totals: list[str] = field(default_factory=list)
+    samples: list[str] = field(default_factory=list)
+    fatal: bool = False
+
+    def add(self, section: str, item: str) -> None:
+        self.sections.setdefault(section, []).append(item)
+
+    def lines(self) -> list[str]:
+        out = [self.title] + [f"  {line}" for line in self.totals]
+        for section, items in self.sections.items():
+            out.append(f"{section} ({len(items)}):")
+            out.extend(f"  {item}" for item in items[:MAX_ITEMS])
+            if len(items) > MAX_ITEMS:
+                out.append(f"  ... and {len(items) - MAX_ITEMS} more")
+        if not self.sections:
+            out.append("no problems found")
+        if self.samples:
+            out.append("samples:")
+            out.extend(f"  {line}" for line in self.samples)
+        return out
+
+
+def suspicious_doi(doi: str) -> str:
+    """Why a DOI looks wrong ("" when it looks fine)."""
+    if ".pdf" in doi.lower():
+        return "contains '.pdf'"
+    if not _DOI.match(doi):
+        return "not of the form 10.NNNN/suffix"
+    if _DOI_JUNK.search(doi):
+        return "junk after the suffix"
+    if doi.count("(") != doi.count(")"):
+        return "unbalanced parentheses"
+    return ""
+
+
+def _year_problem(year, file_name: str) -> str:
+    try:
+        value = int(year)
+    except (TypeError, ValueError):
+        return f"year {year!r} is not a number"
+    latest = dt.date.today().year + 1
+    if not 1800 <= value <= latest:
+        return f"year {value} outside 1800..{latest}"
+    in_name = {int(y) for y in _FILE_YEAR.findall(Path(file_name).stem)}
+    if in_name and value not in in_name:
+        return f"year {value} but the file name says {', '.join(map(str, sorted(in_name)))}"
+    return ""
+
+
+def lint_entry(report: LintReport, file_name: str, entries: dict[str, dict]) -> None:
+    """Add the findings for one file's map to ``report``."""
+    default = entries.get(DEFAULT) or {}
+    missing = [f for f in CORE_FIELDS if default.get(f) in (None, "", [])]
+    if missing:
+        report.add("missing core fields", f"{file_name}: {', '.join(missing)}")
+    title = " ".join(str(default.get("title") or "").split())
+    stem = Path(file_name).stem
+    if "title" not in missing and (
+        title.lower() in SUSPICIOUS_TITLES or title.lower() in {stem.lower(), stem.replace("_", " ").replace("-", " ").lower()}
+    ):
+        report.add("suspicious titles", f"{file_name}: {title!r}")
+    for key, values in entries.items():
+        doi = values.get("doi")
+        if doi:
+            problem = suspicious_doi(str(doi))
+            if problem:
+                report.add("suspicious DOIs", f"{file_name} [{key}]: {doi} ({problem})")
+        if values.get("year") not in (None, ""):
+            problem = _year_problem(values["year"], file_name)
+            if problem:
+                report.add("suspicious years", f"{file_name} [{key}]: {problem}")
+        urls = [k for k in values if k.startswith("url")]
+        if len(urls) > MAX_URL_KEYS:
+            report.add("too many url keys", f"{file_name} [{key}]: {len(urls)} (at most {MAX_URL_KEYS})")
+
+
+def import_edited_map(directory: Path) -> tuple[int, list[str]]:
+    """Copy ``DIR/metadata-map.json`` into the staged maps of the files it names.
+
+    :returns: (files updated, map keys that are not staged files of DIR).
+    :raises MapError: the file is unreadable or malformed.
+    """
+    path = directory / EDITED_NAME
+    if not path.is_file():
+        return 0, []
+    result = import_map(path, directory=directory)
+    return result.updated, result.unknown
+
+
+def map_lint(directory: Path | str) -> LintReport:
+    """Lint the staged metadata map of ``directory`` (after importing an edited map).
+
+    :raises IngestError: not a directory. :raises MapError: bad ``metadata-map.json``.
+    """
+    directory = resolve_directory(directory)
+    updated, unknown = import_edited_map(directory)
+    report = LintReport(f"map-lint {directory}")
+    if (directory / EDITED_NAME).is_file():
+        report.totals.append(f"imported {EDITED_NAME}: {updated} file(s) changed")
+    staged = {s.file_name: s for s in StagedFile.objects.filter(directory=str(directory))}
+    sources = [relative_name(p, directory) for p in list_source_files(directory)]
+    report.totals.append(f"{len(sources)} source files, {sum(1 for s in staged.values() if s.metadata_map)} with a map")
+    for key in unknown:
+        looks_like_heading = any(key in (s.metadata_map or {}) for s in staged.values())
+        why = "a heading chain, not a file name (stale map?)" if looks_like_heading else "no such source file"
+        report.add("map keys that are not source files", f"{key}: {why}")
+    for file_name in sources:
+        row = staged.get(file_name)
+        if row is None or row.status == StagedFile.Status.FAILED:
+            reason = "not chunked" if row is None else f"chunking failed: {row.error}"
+            report.add("source files without a map entry (fatal)", f"{file_name}: {reason}")
+            report.fatal = True
+        elif row.status != StagedFile.Status.CHUNKED:
+            report.add("files without chunks", f"{file_name}: {row.error}")
+        else:
+            lint_entry(report, file_name, row.metadata_map)
+    return report
+
+
+__all__ = ["LintReport", "MapError", "import_edited_map", "lint_entry", "map_lint", "suspicious_doi"]

@@ -1,0 +1,86 @@
+"""``stores pre-check DIR [--organise]``: which PDFs need OCR (REFERENCE.md).
+
+A page is an image page when its text layer has fewer than 50 non-space characters; a
+PDF needs OCR when at least half of its pages are image pages; an unreadable or
+zero-page file needs OCR too. ``--organise`` copies (never moves) each PDF into
+``DIR/ocr/`` or ``DIR/no-ocr/``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from .convert import ConversionError
+from .convert.pdf import inspect_pdf
+from .files import IngestError, resolve_directory, writable
+
+ORGANISED = ("ocr", "no-ocr")
+
+
+@dataclass(frozen=True)
+class PrecheckRow:
+    """One PDF's verdict. ``note`` says why an unreadable file needs OCR."""
+
+    file_name: str
+    needs_ocr: bool
+    pages: int
+    image_pages: int
+    characters: int
+    note: str = ""
+
+    @property
+    def verdict(self) -> str:
+        return "OCR" if self.needs_ocr else "no-OCR"
+
+
+def list_pdfs(directory: Path) -> list[Path]:
+    """PDFs under ``directory`` (recursively), skipping hidden and organised folders."""
+    return sorted(
+        p
+        for p in directory.rglob("*")
+        if p.is_file()
+        and p.suffix.lower() == ".pdf"
+        and not any(part.startswith(".") for part in p.relative_to(directory).parts)
+        and p.relative_to(directory).parts[0] not in ORGANISED
+    )
+
+
+def check_file(path: Path, directory: Path) -> PrecheckRow:
+    name = path.relative_to(directory).as_posix()
+    try:
+        check = inspect_pdf(path)
+    except ConversionError as exc:
+        return PrecheckRow(name, True, 0, 0, 0, note=f"unreadable ({exc.reason})")
+    return PrecheckRow(name, check.needs_ocr, check.pages, check.image_pages, check.characters)
+
+
+def precheck_directory(directory: Path | str, organise: bool = False, on_file=None) -> list[PrecheckRow]:
+    """Check every PDF of ``directory``.
+
+    :param organise: copy each PDF into ``DIR/ocr`` or ``DIR/no-ocr``.
+    :returns: one PrecheckRow per PDF, sorted by name.
+    :raises IngestError: not a directory; no PDF in it; ``organise`` on a read-only folder.
+    """
+    directory = resolve_directory(directory)
+    pdfs = list_pdfs(directory)
+    if not pdfs:
+        raise IngestError(f"{directory}: no PDF files")
+    rows = []
+    for path in pdfs:
+        row = check_file(path, directory)
+        rows.append(row)
+        if on_file:
+            on_file(row)
+    if organise and not writable(directory):
+        raise IngestError(f"{directory}: read-only folder; --organise copies into DIR/ocr and DIR/no-ocr")
+    if organise:
+        for path, row in zip(pdfs, rows):
+            target = directory / ("ocr" if row.needs_ocr else "no-ocr") / row.file_name
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
+            except OSError as exc:
+                raise IngestError(f"{target.parent}: cannot copy into it ({exc.strerror})") from None
+    return rows

@@ -1,0 +1,253 @@
+"""``stores store DIR --collection NAME``: staged chunks -> Documents, map rows, Chunks.
+
+Each file is written in one transaction under a row lock on its Document: old chunks
+deleted, map rows set, new chunks inserted with their metadata (map lookup + person
+name variants) and embeddings. A crash or a second concurrent writer therefore leaves
+exactly one copy of every chunk. Unchanged files are skipped; documents whose source
+file left DIR are pruned (only documents that came from DIR).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import transaction
+
+from domains import embeddings
+from domains.models import Chunk, Document, Domain, Store
+from domains.text import indexed_text
+
+from . import jobs
+from .files import FileOutcome, IngestError, StepReport, relative_name, require_files, resolve_directory, sha256
+from .metadata import year_of
+from .metadata_map import chunk_metadata, document_entries, person_fields, replace_entries
+from .models import StagedFile
+
+logger = logging.getLogger("klea.ingestion")
+
+EMBED_GROUP = 256  # chunks embedded per call across files (length-sorted inside)
+NOT_CHUNKED = "{name}: not chunked, or changed since `stores chunk`; run `manage.py stores chunk` first"
+
+
+def resolve_store(store_name: str, domain_name: str, *, bm25_only: bool = False, create: bool = True) -> Store:
+    """The store ``store_name`` of domain ``domain_name`` (created when absent).
+
+    :param bm25_only: a new store gets mode ``bm25`` (no embeddings); an existing store
+        must already have it.
+    :raises IngestError: unknown domain, store of another domain, missing store
+        (``create=False``), or a mode that contradicts ``bm25_only``.
+    """
+    domain = Domain.objects.filter(name=domain_name).first()
+    if domain is None:
+        raise IngestError(
+            f"domain '{domain_name}' does not exist; create it in the admin or with `manage.py loaddomains`"
+        )
+    store = Store.objects.filter(name=store_name).select_related("domain").first()
+    if store is None:
+        if not create:
+            raise IngestError(f"store '{store_name}' does not exist")
+        store = Store(name=store_name, domain=domain, mode=Store.Mode.BM25 if bm25_only else Store.Mode.BOTH)
+        store.full_clean(exclude=["domain"])
+        store.save()
+        logger.info("created store %s (%s) in domain %s", store_name, store.mode, domain_name)
+    elif store.domain_id != domain.id:
+        raise IngestError(f"store '{store_name}' belongs to domain '{store.domain.name}', not '{domain_name}'")
+    elif bm25_only and store.mode != Store.Mode.BM25:
+        raise IngestError(f"store '{store_name}' has mode '{store.mode}'; --bm25-store needs a bm25 store")
+    return store
+
+
+@dataclass
+class _Pending:
+    staged: StagedFile
+    path: Path
+
+
+def _locked_document(store: Store, file_name: str) -> Document:
+    Document.objects.get_or_create(store=store, file_name=file_name)
+    return Document.objects.select_for_update().get(store=store, file_name=file_name)
+
+
+def _record_problem(store: Store, staged: StagedFile, path: Path) -> FileOutcome:
+    """A staged file that failed, needs OCR or has no text: its Document says so, with
+    no chunks (an older version's chunks are removed)."""
+    status = {
+        StagedFile.Status.NEEDS_OCR: Document.Status.NEEDS_OCR,
+        StagedFile.Status.SKIPPED: Document.Status.STORED,
+    }.get(staged.status, Document.Status.FAILED)
+    with transaction.atomic():
+        document = _locked_document(store, staged.file_name)
+        document.chunks.all().delete()
+        document.status, document.error = status, staged.error
+        document.content_hash, document.source_path = staged.content_hash, str(path)
+        document.save()
+    return FileOutcome(staged.file_name, str(staged.status), error=staged.error, reason=staged.reason)
+
+
+def plan(store: Store, staged: StagedFile | None, path: Path, file_name: str, force: bool) -> FileOutcome | _Pending:
+    """What storing this file needs: an outcome already (unchanged, problem, not
+    chunked) or a pending write."""
+    if staged is None or staged.content_hash != sha256(path):
+        message = NOT_CHUNKED.format(name=file_name)
+        return FileOutcome(file_name, "failed", error=message, reason="not_chunked")
+    if staged.status != StagedFile.Status.CHUNKED:
+        return _record_problem(store, staged, path)
+    document = Document.objects.filter(store=store, file_name=file_name).first()
+    if (
+        not force
+        and document is not None
+        and document.status == Document.Status.STORED
+        and document.content_hash == staged.content_hash
+        and document.updated_at >= staged.updated_at
+    ):
+        return FileOutcome(file_name, "unchanged", chunks=document.chunks.count(), pages=document.pages)
+    return _Pending(staged, path)
+
+
+@transaction.atomic
+def write(store: Store, pending: _Pending, vectors, fields: list[str]) -> FileOutcome:
+    """Replace the document's chunks and map rows in one transaction."""
+    staged = pending.staged
+    document = _locked_document(store, staged.file_name)
+    document.chunks.all().delete()
+    if document.content_hash == staged.content_hash:
+        entries = document_entries(document)  # same file: keep map edits, add new chains
+        for key, values in staged.metadata_map.items():
+            entries.setdefault(key, values)
+    else:
+        entries = staged.metadata_map
+    document.status, document.error = Document.Status.STORED, ""
+    document.content_hash, document.source_path, document.pages = staged.content_hash, str(pending.path), staged.pages
+    document.save()
+    replace_entries(document, entries)
+    rows = []
+    for ordinal, chunk in enumerate(staged.chunks):
+        metadata = chunk_metadata(entries, chunk["headings"], fields)
+        rows.append(
+            Chunk(
+                store=store,
+                document=document,
+                ordinal=ordinal,
+                text=chunk["text"],
+                headings=chunk["headings"],
+                metadata=metadata,
+                year=year_of(metadata),
+                token_count=chunk["tokens"],
+                embedding=None if vectors is None else vectors[ordinal],
+            )
+        )
+    Chunk.objects.bulk_create(rows, batch_size=500)
+    return FileOutcome(staged.file_name, "stored", chunks=len(rows), pages=staged.pages)
+
+
+def _embed(store: Store, group: list[_Pending]):
+    """Vectors per pending file (None for a BM25-only store), one model call per group."""
+    if not store.uses_vector:
+        return [None] * len(group)
+    texts = [indexed_text(c["headings"], c["text"]) for p in group for c in p.staged.chunks]
+    vectors = embeddings.embed_texts(texts)
+    out, offset = [], 0
+    for pending in group:
+        n = len(pending.staged.chunks)
+        out.append(vectors[offset : offset + n])
+        offset += n
+    return out
+
+
+def store_file(store: Store, path: Path, directory: Path, force: bool = False) -> FileOutcome:
+    """Store one staged file (the Celery task's unit of work); idempotent."""
+    file_name = relative_name(path, directory)
+    staged = StagedFile.objects.filter(directory=str(directory), file_name=file_name).first()
+    step = plan(store, staged, path, file_name, force)
+    if isinstance(step, FileOutcome):
+        return step
+    (vectors,) = _embed(store, [step])
+    return write(store, step, vectors, person_fields(store))
+
+
+def _groups(items: list[_Pending]) -> Iterator[list[_Pending]]:
+    group, size = [], 0
+    for item in items:
+        group.append(item)
+        size += len(item.staged.chunks)
+        if size >= EMBED_GROUP:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
+
+
+def prune_documents(store: Store, directory: Path, present: set[str]) -> list[str]:
+    """Delete the store's documents that came from ``directory`` but are gone from it."""
+    prefix = str(directory).rstrip("/") + "/"
+    gone = [
+        d
+        for d in store.documents.exclude(file_name__in=present).only("id", "file_name", "source_path")
+        if d.source_path.startswith(prefix)
+    ]
+    for document in gone:
+        document.delete()
+    return sorted(d.file_name for d in gone)
+
+
+def store_directory(
+    directory: Path | str,
+    store_name: str,
+    domain_name: str,
+    *,
+    bm25_only: bool = False,
+    force: bool = False,
+    on_start: Callable[[int], None] | None = None,
+    on_file: Callable[[FileOutcome], None] | None = None,
+    job_id: int | None = None,
+) -> StepReport:
+    """Store every staged file of ``directory`` into a store of a domain.
+
+    :param force: rewrite (and re-embed) unchanged files too.
+    :returns: StepReport with outcomes stored / unchanged / failed / needs_ocr /
+        skipped / pruned.
+    :raises IngestError: see :func:`resolve_store`; not a directory; no files.
+    """
+    started = time.monotonic()
+    directory = resolve_directory(directory)
+    files = require_files(directory)
+    store = resolve_store(store_name, domain_name, bm25_only=bm25_only)
+    report = StepReport("store", str(directory), store=store.name)
+    staged = {s.file_name: s for s in StagedFile.objects.filter(directory=str(directory))}
+    fields = person_fields(store)
+    if on_start:
+        on_start(len(files))
+
+    def done(outcome: FileOutcome) -> None:
+        report.outcomes.append(outcome)
+        if job_id is not None:
+            jobs.record(job_id, outcome)
+        if on_file:
+            on_file(outcome)
+
+    pending: list[_Pending] = []
+    for path in files:
+        file_name = relative_name(path, directory)
+        step = plan(store, staged.get(file_name), path, file_name, force)
+        if isinstance(step, FileOutcome):
+            done(step)
+            continue
+        pending.append(step)
+        if sum(len(p.staged.chunks) for p in pending) >= EMBED_GROUP:
+            _flush(store, pending, fields, done)
+            pending = []
+    _flush(store, pending, fields, done)
+    pruned = prune_documents(store, directory, {relative_name(p, directory) for p in files})
+    report.outcomes.extend(FileOutcome(name, "pruned") for name in pruned)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _flush(store: Store, pending: list[_Pending], fields: list[str], done) -> None:
+    for group in _groups(pending):
+        for item, vectors in zip(group, _embed(store, group)):
+            done(write(store, item, vectors, fields))

@@ -1,0 +1,87 @@
+"""Celery tasks: one task per document, ids and JSON in (never model instances).
+
+``ingest_file`` runs ``chunk``, ``store`` or both (``build``) for one file of a folder
+and records the outcome on its IngestionJob. It is idempotent: the StagedFile is an
+upsert and the store write replaces the document's chunks in one transaction under a
+row lock, so a redelivered message (``acks_late``; a worker killed mid-document) ends
+with exactly one copy of every chunk. Transient database errors are retried with
+backoff (at most 3 times); a missing job is logged, not retried.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from domains.models import Store
+
+from . import jobs
+from .chunk_step import chunk_file, chunk_options
+from .files import FileOutcome
+from .models import IngestionJob
+from .store_step import store_file
+
+logger = logging.getLogger("klea.ingestion")
+
+STEPS = ("chunk", "store", "build")
+
+
+def run_file(step: str, directory: str, file_name: str, store_id: int | None, options: dict) -> FileOutcome:
+    """The work of one task, callable directly. :raises ValueError: unknown step."""
+    if step not in STEPS:
+        raise ValueError(f"step must be one of {STEPS}, got {step!r}")
+    folder = Path(directory)
+    path = folder / file_name
+    if not path.is_file():
+        return FileOutcome(file_name, "failed", error=f"{file_name}: the file is gone", reason="missing")
+    outcome = None
+    if step in ("chunk", "build"):
+        chunking = chunk_options(options.get("max_tokens", 450), options.get("ocr", "auto"))
+        _, outcome = chunk_file(folder, path, chunking, force=options.get("force", False))
+    if step in ("store", "build"):
+        store = Store.objects.get(pk=store_id)
+        outcome = store_file(store, path, folder, force=options.get("force", False))
+    return outcome
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=3,
+)
+def ingest_file(self, job_id: int, step: str, directory: str, file_name: str, store_id: int | None, options: dict) -> str:
+    """Process one file for job ``job_id``. :returns: the file's outcome status."""
+    if not IngestionJob.objects.filter(pk=job_id).exists():
+        logger.warning("ingestion job %s is gone; %s not processed", job_id, file_name)
+        return "missing-job"
+    try:
+        outcome = run_file(step, directory, file_name, store_id, options)
+    except (OperationalError, InterfaceError):
+        if self.request.retries >= self.max_retries:
+            outcome = FileOutcome(file_name, "failed", error=f"{file_name}: database unavailable", reason="database")
+        else:
+            raise
+    except Store.DoesNotExist:
+        outcome = FileOutcome(file_name, "failed", error=f"{file_name}: the store was deleted", reason="no_store")
+    except Exception as exc:  # one file's failure is recorded, never lost
+        logger.exception("ingesting %s failed", file_name)
+        detail = (str(exc).splitlines() or [""])[0][:200]
+        outcome = FileOutcome(file_name, "failed", error=f"{file_name}: {type(exc).__name__}: {detail}", reason="error")
+    jobs.record(job_id, outcome, finish_when_done=True)
+    return outcome.status
+
+
+def enqueue(job: IngestionJob, step: str, directory: Path, file_names: list[str], store_id: int | None, options: dict) -> None:
+    """One task per file; the job's celery_id is the first task's id."""
+    first = ""
+    for file_name in file_names:
+        result = ingest_file.delay(job.pk, step, str(directory), file_name, store_id, options)
+        first = first or (result.id or "")
+    IngestionJob.objects.filter(pk=job.pk).update(celery_id=first)

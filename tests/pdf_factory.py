@@ -1,0 +1,118 @@
+"""Test PDFs written with reportlab: headings in larger bold type, two columns, running
+heads, encryption, image-only (scanned) pages, damaged files, 1,000 pages."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.pdfencrypt import StandardEncryption
+from reportlab.lib.utils import ImageReader
+from reportlab.pdfgen import canvas
+
+WIDTH, HEIGHT = A4
+BODY = ("Helvetica", 10)
+HEADING = ("Helvetica-Bold", 14)
+SUBHEADING = ("Helvetica-Bold", 12)
+TITLE = ("Helvetica-Bold", 20)
+LEADING = 13
+
+
+def _lines(c: canvas.Canvas, x: float, y: float, lines: list[str], font=BODY) -> float:
+    c.setFont(*font)
+    for line in lines:
+        c.drawString(x, y, line)
+        y -= LEADING
+    return y
+
+
+def paper(path: Path, encrypt: StandardEncryption | None = None) -> Path:
+    """A two-page, two-column paper: title, numbered sections and a subsection, a running
+    head and page numbers, a word hyphenated across lines.
+
+    Reading order: Abstract, 1 Introduction (left column), 2 Methods > 2.1 Sampling
+    (right column), then page two: 3 Results.
+    """
+    c = canvas.Canvas(str(path), pagesize=A4, encrypt=encrypt)
+    c.setTitle("Spiking neurons in cortex")
+    for page in (1, 2):
+        c.setFont(*BODY)
+        c.drawString(72, HEIGHT - 40, "Journal of Test Neuroscience 12 (2021)")  # running head
+        c.drawString(WIDTH / 2, 30, str(page))  # page number
+        if page == 1:
+            c.setFont(*TITLE)
+            c.drawString(72, HEIGHT - 100, "Spiking neurons in cortex")
+            y = _lines(c, 72, HEIGHT - 140, ["Abstract"], HEADING)
+            _lines(c, 72, y - 4, ["We study how cortical neurons fire action potentials in vivo."])
+            left, right, top = 72, WIDTH / 2 + 10, HEIGHT - 220
+            y = _lines(c, left, top, ["1 Introduction"], HEADING)
+            _lines(c, left, y - 4, [
+                "Neurons communicate through synapses and",
+                "their membrane potential rises when sodium",
+                "channels open. This is the classic descrip-",
+                "tion of excitability in the cortex.",
+            ])
+            y = _lines(c, right, top, ["2 Methods"], HEADING)
+            y = _lines(c, right, y - 4, ["We recorded from forty cells in slices."])
+            y = _lines(c, right, y - 8, ["2.1 Sampling"], SUBHEADING)
+            _lines(c, right, y - 4, ["Cells were sampled at random depths."])
+        else:
+            y = _lines(c, 72, HEIGHT - 100, ["3 Results"], HEADING)
+            _lines(c, 72, y - 4, ["Firing rates doubled after stimulation."])
+        c.showPage()
+    c.save()
+    return path
+
+
+def many_pages(path: Path, pages: int = 1000) -> Path:
+    """``pages`` pages, each with a heading and a paragraph of its own."""
+    c = canvas.Canvas(str(path), pagesize=A4)
+    for page in range(1, pages + 1):
+        if page % 10 == 1:
+            c.setFont(*HEADING)
+            c.drawString(72, HEIGHT - 200, f"Chapter {page // 10 + 1}")
+        _lines(c, 72, HEIGHT - 240, [
+            f"Page {page} records the membrane potential of neuron number {page}.",
+            "The recording lasted ten seconds and showed regular firing.",
+        ])
+        c.showPage()
+    c.save()
+    return path
+
+
+def scanned(path: Path, pages: int = 2) -> Path:
+    """Pages that are only an image of text (no text layer), like a scan."""
+    image = Image.new("L", (600, 800), 255)
+    ImageDraw.Draw(image).text((40, 40), "A scanned page about neurons", fill=0)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    c = canvas.Canvas(str(path), pagesize=A4)
+    for _ in range(pages):
+        c.drawImage(ImageReader(io.BytesIO(buffer.getvalue())), 0, 0, WIDTH, HEIGHT)
+        c.showPage()
+    c.save()
+    return path
+
+
+def encrypted(path: Path, user_password: str, owner_password: str) -> Path:
+    """:func:`paper` encrypted (128-bit RC4). An empty user password = owner password only."""
+    return paper(path, StandardEncryption(user_password, owner_password, strength=128))
+
+
+def truncated(path: Path, source: Path, keep: float = 0.5) -> Path:
+    data = source.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+    return path
+
+
+def broken_xref(path: Path, source: Path) -> Path:
+    """:func:`paper` with its cross-reference table and startxref offset wrong."""
+    data = source.read_bytes()
+    xref = data.rindex(b"\nxref")
+    table = data[xref:].replace(b" 00000 n", b" 99999 n")
+    start = table.rindex(b"startxref")
+    table = table[:start] + b"startxref\n12345\n%%EOF\n"
+    path.write_bytes(data[:xref] + table)
+    return path

@@ -1,0 +1,142 @@
+"""Bad input fails alone with a one-line reason; the other files of the run ingest."""
+
+from __future__ import annotations
+
+import pytest
+
+from domains.models import Chunk, Document, Domain
+from ingestion.convert.worker import ConversionWorker
+from ingestion.indexing import ingest_directory
+from ingestion.models import IngestionJob, StagedFile
+
+from . import pdf_factory
+
+PAPER_CHUNK = (
+    "Neurons communicate through synapses and their membrane potential rises when sodium "
+    "channels open. This is the classic description of excitability in the cortex."
+)
+
+
+@pytest.fixture
+def domain(db):
+    return Domain.objects.create(name="bad-input", description="Bad input tests")
+
+
+@pytest.fixture
+def folder(tmp_path):
+    root = tmp_path / "in"
+    root.mkdir()
+    paper = pdf_factory.paper(tmp_path / "paper.pdf")
+    pdf_factory.encrypted(root / "user_password.pdf", "secret", "owner")
+    pdf_factory.encrypted(root / "owner_password.pdf", "", "owner")
+    (root / "zero.pdf").write_bytes(b"")
+    pdf_factory.truncated(root / "truncated.pdf", paper)
+    pdf_factory.broken_xref(root / "broken_xref.pdf", paper)
+    pdf_factory.scanned(root / "scanned.pdf")
+    (root / "slides.key").write_bytes(b"keynote")
+    (root / "latin1.txt").write_bytes("Caf\xe9 notes about neurons".encode("latin-1"))
+    (root / "good.md").write_text("# Good\n\nA healthy file about dendrites.\n", encoding="utf-8")
+    return root
+
+
+def test_each_bad_file_fails_alone_with_its_reason(domain, folder):
+    report = ingest_directory(folder, "bad-store", "bad-input", ocr="off")
+    outcomes = {o.file_name: (o.status, o.reason, o.error) for o in report.outcomes}
+    assert outcomes == {
+        "user_password.pdf": ("failed", "encrypted", "user_password.pdf: encrypted (a password is needed to open it)"),
+        "owner_password.pdf": ("stored", "", ""),
+        "zero.pdf": ("failed", "empty", "zero.pdf: the file is empty"),
+        "truncated.pdf": (
+            "failed", "broken", "truncated.pdf: not a readable PDF (Failed to load document (PDFium: Data format error).)"
+        ),
+        "broken_xref.pdf": ("stored", "", ""),
+        "scanned.pdf": (
+            "needs_ocr", "needs_ocr",
+            "scanned.pdf: needs OCR (2 of 2 pages have no text layer); OCR is off (--no-ocr)",
+        ),
+        "slides.key": ("unsupported", "unsupported", "slides.key: unsupported file type '.key'"),
+        "latin1.txt": ("failed", "not_utf8", "latin1.txt: not UTF-8 (byte 0xe9 at offset 3)"),
+        "good.md": ("stored", "", ""),
+    }
+    statuses = dict(Document.objects.filter(store__name="bad-store").values_list("file_name", "status"))
+    assert statuses == {
+        "broken_xref.pdf": "stored", "good.md": "stored", "latin1.txt": "failed", "owner_password.pdf": "stored",
+        "scanned.pdf": "needs_ocr", "truncated.pdf": "failed", "user_password.pdf": "failed", "zero.pdf": "failed",
+    }
+    # The repaired and the owner-password PDFs read like the intact paper.
+    for name in ("owner_password.pdf", "broken_xref.pdf"):
+        texts = list(Chunk.objects.filter(document__store__name="bad-store", document__file_name=name)
+                     .order_by("ordinal").values_list("headings", "text"))
+        assert (["1 Introduction"], PAPER_CHUNK) in texts
+        assert [h for h, _ in texts] == [["Abstract"], ["1 Introduction"], ["2 Methods"], ["2 Methods", "2.1 Sampling"],
+                                          ["3 Results"]]
+    assert not Chunk.objects.filter(document__file_name="scanned.pdf").exists()
+    assert not Chunk.objects.filter(store__name="bad-store", text__contains="<!-- image -->").exists()
+    job = IngestionJob.objects.get(pk=report.job_id)
+    assert (job.status, job.total, job.done) == ("partial", 8, 8)
+    assert sorted(job.errors) == ["latin1.txt", "scanned.pdf", "truncated.pdf", "user_password.pdf", "zero.pdf"]
+    assert job.messages[-2:] == ["1 unsupported: slides.key", "4 failed, 1 needs_ocr, 3 stored"]
+
+
+def test_scanned_pdf_without_ocr_engine_needs_ocr_under_auto(domain, folder):
+    report = ingest_directory(folder, "bad-store", "bad-input")  # ocr="auto", no OCR engine here
+    scanned = next(o for o in report.outcomes if o.file_name == "scanned.pdf")
+    assert (scanned.status, scanned.error) == (
+        "needs_ocr",
+        "scanned.pdf: needs OCR (2 of 2 pages have no text layer) and no OCR engine is available "
+        "(docling's models are not installed)",
+    )
+    assert StagedFile.objects.get(file_name="scanned.pdf", directory=str(folder)).chunks == []
+
+
+def test_thousand_page_pdf_converts_within_the_memory_bound(domain, tmp_path):
+    root = tmp_path / "big"
+    root.mkdir()
+    pdf_factory.many_pages(root / "thousand.pdf", pages=1000)
+    limit = 1024
+    with ConversionWorker(memory_limit_mb=limit) as worker:
+        converted = worker.convert(root / "thousand.pdf", pipeline="native")
+        peak = worker.peak_rss_mb
+    assert converted.pages == 1000
+    assert len(converted.blocks) == 1000
+    assert converted.title == "Chapter 1"  # the largest text of page one
+    assert converted.blocks[0].headings == ()
+    assert converted.blocks[10].headings == ("Chapter 2",)
+    assert converted.blocks[-1].headings == ("Chapter 100",)
+    assert 0 < peak < limit
+    print(f"1,000-page PDF: peak RSS of the conversion process {peak:.0f} MB (limit {limit} MB)")
+    report = ingest_directory(root, "big-store", "bad-input", ocr="off")
+    assert [(o.file_name, o.status) for o in report.outcomes] == [("thousand.pdf", "stored")]
+    document = Document.objects.get(store__name="big-store", file_name="thousand.pdf")
+    assert document.pages == 1000
+    assert Chunk.objects.filter(document=document).count() == report.chunks > 0
+
+
+def test_a_file_over_the_memory_limit_is_retried_in_a_fresh_process_then_fails_alone(tmp_path):
+    import docx
+
+    from ingestion.convert import ConversionError
+
+    document = docx.Document()
+    document.add_paragraph("Word files load docling and torch: several hundred MB.")
+    document.save(tmp_path / "big.docx")
+    small = tmp_path / "small.md"
+    small.write_text("# Small\n\nFits easily.\n", encoding="utf-8")
+    with ConversionWorker(memory_limit_mb=128) as worker:
+        with pytest.raises(ConversionError) as info:
+            worker.convert(tmp_path / "big.docx")
+        assert info.value.reason == "memory"
+        assert str(info.value) == (
+            "big.docx: conversion needs more than 128 MB of memory (tried twice, each in a fresh process)"
+        )
+        assert worker.processes == 2
+        assert worker.convert(small).title == "Small"  # the next file gets a fresh process
+        assert worker.processes == 3
+    with ConversionWorker(memory_limit_mb=512) as worker:
+        assert worker.convert(small).title == "Small"
+        first = worker.pid
+        worker.recycle_fraction = 0.0  # any use at all: a fresh process for the next file
+        worker.convert(small)
+        assert worker.pid is None and worker.processes == 1
+        worker.convert(small)
+        assert worker.processes == 2 and first is not None

@@ -1,0 +1,109 @@
+"""GET /api/jobs/<id> (staff or creator; 404 for others), admin uploads of one or
+many files (eager Celery without Redis), the job progress bar, the map actions."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import override_settings
+
+from domains.models import Chunk, Document, Domain, MetadataEntry, Store
+from ingestion.files import FileOutcome
+from ingestion.jobs import record, start_job
+from ingestion.models import IngestionJob
+
+
+@pytest.fixture
+def users(db):
+    staff = User.objects.create_user("staff", password="pw-staff-123", is_staff=True, is_superuser=True)
+    creator = User.objects.create_user("creator", password="pw-creator-123", is_staff=True)
+    creator.user_permissions.add(*Permission.objects.filter(codename__in=["add_document", "view_ingestionjob"]))
+    other = User.objects.create_user("other", password="pw-other-123")
+    return staff, creator, other
+
+
+@pytest.fixture
+def store(db):
+    domain = Domain.objects.create(name="uploads", description="Upload tests")
+    return Store.objects.create(name="upload-store", domain=domain)
+
+
+def test_job_api_for_staff_and_creator_only(client, users, store):
+    staff, creator, other = users
+    job = start_job("build", 3, {"directory": "/x"}, store=store, user=creator)
+    record(job.pk, FileOutcome("a.md", "stored", chunks=2))
+    record(job.pk, FileOutcome("b.pdf", "failed", error="b.pdf: encrypted (a password is needed to open it)"))
+    client.force_login(creator)
+    payload = client.get(f"/api/jobs/{job.pk}").json()
+    assert {k: payload[k] for k in ("kind", "store", "status", "done", "total", "percent", "errors", "outcomes")} == {
+        "kind": "build", "store": "upload-store", "status": "running", "done": 2, "total": 3, "percent": 66,
+        "errors": {"b.pdf": "b.pdf: encrypted (a password is needed to open it)"},
+        "outcomes": {"a.md": "stored", "b.pdf": "failed"},
+    }
+    client.force_login(staff)
+    assert client.get(f"/api/jobs/{job.pk}").status_code == 200
+    client.force_login(other)
+    assert client.get(f"/api/jobs/{job.pk}").status_code == 404
+    client.logout()
+    assert client.get(f"/api/jobs/{job.pk}").status_code == 404
+    client.force_login(staff)
+    assert client.get("/api/jobs/999999").status_code == 404
+    assert client.post(f"/api/jobs/{job.pk}").status_code == 405
+    # a redelivered task records the same file again: done does not over-count
+    record(job.pk, FileOutcome("a.md", "stored", chunks=2))
+    finished = record(job.pk, FileOutcome("c.md", "stored", chunks=1), finish_when_done=True)
+    assert (finished.done, finished.status, finished.messages) == (3, "partial", ["1 failed, 2 stored"])
+
+
+def test_admin_upload_of_several_files_builds_them(client, users, store, tmp_path):
+    _, creator, _ = users
+    client.force_login(creator)
+    page = client.get("/admin/ingestion/ingestionjob/upload/")
+    assert page.status_code == 200
+    files = [
+        SimpleUploadedFile("notes.md", b"# Notes\n\nAction potentials travel along axons.\n"),
+        SimpleUploadedFile("more.txt", b"Dendrites receive input."),
+    ]
+    with override_settings(KLEA_UPLOAD_DIR=tmp_path / "uploads"):
+        response = client.post("/admin/ingestion/ingestionjob/upload/", {
+            "store": store.pk, "files": files, "max_tokens": 450, "ocr": "auto",
+        })
+    job = IngestionJob.objects.get(store=store)
+    assert response.status_code == 302
+    assert response["Location"] == f"/admin/ingestion/ingestionjob/{job.pk}/change/"
+    assert (job.kind, job.status, job.done, job.total, job.created_by) == ("build", "succeeded", 2, 2, creator)
+    assert sorted(Document.objects.filter(store=store).values_list("file_name", "status")) == [
+        ("more.txt", "stored"), ("notes.md", "stored")
+    ]
+    assert (tmp_path / "uploads" / "upload-store" / "notes.md").read_bytes().startswith(b"# Notes")
+    listing = client.get("/admin/ingestion/ingestionjob/").content.decode()
+    assert f'data-url="/api/jobs/{job.pk}" value="2" max="2"' in listing
+    assert "Upload documents" in listing
+    bad = client.post("/admin/ingestion/ingestionjob/upload/", {
+        "store": store.pk, "files": [SimpleUploadedFile("x.exe", b"MZ")], "max_tokens": 450, "ocr": "auto",
+    })
+    assert "unsupported file type: x.exe" in bad.content.decode()
+
+
+def test_editing_map_entries_in_the_admin_reapplies_them(client, users, store, tmp_path):
+    staff = users[0]
+    client.force_login(staff)
+    from ingestion.indexing import ingest_directory
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.md").write_text("# A\n\nText one.\n\n## B\n\nText two.\n", encoding="utf-8")
+    ingest_directory(tmp_path / "d", "upload-store", "uploads")
+    entry = MetadataEntry.objects.get(document__file_name="a.md", heading_key="A > B")
+    response = client.post(f"/admin/domains/metadataentry/{entry.pk}/change/", {
+        "document": entry.document_id, "heading_key": "A > B", "values": '{"year": 2024}',
+    })
+    assert response.status_code == 302
+    assert list(Chunk.objects.filter(document__file_name="a.md").order_by("ordinal").values_list("year", flat=True)) == [
+        None, 2024
+    ]
+    MetadataEntry.objects.filter(pk=entry.pk).update(values={"year": 1990})  # edited behind the admin's back
+    document = Document.objects.get(file_name="a.md")
+    response = client.post("/admin/domains/document/", {"action": "reapply_map", "_selected_action": [document.pk]})
+    assert response.status_code == 302
+    assert Chunk.objects.get(document=document, ordinal=1).year == 1990

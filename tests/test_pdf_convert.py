@@ -1,0 +1,173 @@
+"""PDF and DOCX conversion: the model-free PDF path (headings, reading order, running
+heads, hyphenation), the DoclingDocument mapper, docling's DOCX pipeline."""
+
+from __future__ import annotations
+
+import docx
+import pytest
+from docling_core.types.doc import ContentLayer, DocItemLabel, DoclingDocument, TableCell, TableData
+
+from ingestion.convert import ConversionError, convert_file
+from ingestion.convert.base import Block
+from ingestion.convert.docling_doc import docling_blocks
+from ingestion.convert.docling_pdf import _hub_cache, standard_pipeline, unavailable_reason
+from ingestion.convert.pdf import NATIVE_CONVERTER, convert_pdf, inspect_pdf
+from ingestion.convert.pdf_layout import join_lines
+from ingestion.convert.pdf_structure import numbering_level
+
+from . import pdf_factory
+
+
+def test_native_path_recovers_headings_columns_and_drops_running_heads(tmp_path):
+    doc = convert_pdf(pdf_factory.paper(tmp_path / "paper.pdf"), pipeline="native")
+    assert doc.title == "Spiking neurons in cortex"
+    assert doc.pages == 2
+    assert doc.converter == NATIVE_CONVERTER
+    assert doc.blocks == [
+        Block(("Abstract",), "We study how cortical neurons fire action potentials in vivo."),
+        Block(
+            ("1 Introduction",),
+            "Neurons communicate through synapses and their membrane potential rises when sodium "
+            "channels open. This is the classic description of excitability in the cortex.",
+        ),
+        Block(("2 Methods",), "We recorded from forty cells in slices."),
+        Block(("2 Methods", "2.1 Sampling"), "Cells were sampled at random depths."),
+        Block(("3 Results",), "Firing rates doubled after stimulation."),
+    ]
+
+
+def test_pdf_info_is_kept_for_the_default_entry(tmp_path):
+    doc = convert_pdf(pdf_factory.paper(tmp_path / "paper.pdf"), pipeline="native")
+    assert doc.metadata["pdf_info"]["Title"] == "Spiking neurons in cortex"
+
+
+def test_offline_auto_falls_back_to_the_model_free_path_and_says_why(tmp_path):
+    assert standard_pipeline("native") is None
+    assert standard_pipeline("auto") is None  # docling's layout model cannot load here
+    reason = f"no docling layout model in {_hub_cache()} and DOCLING_ARTIFACTS_PATH unset"
+    assert unavailable_reason() == reason
+    doc = convert_pdf(pdf_factory.paper(tmp_path / "paper.pdf"))
+    assert doc.converter == f"{NATIVE_CONVERTER}; docling layout model not available ({reason})"
+    with pytest.raises(ConversionError) as info:
+        convert_pdf(tmp_path / "paper.pdf", pipeline="standard")
+    assert (info.value.reason, str(info.value)) == ("no_model", f"docling's standard pipeline is not available ({reason})")
+
+
+@pytest.mark.parametrize(
+    "text, level",
+    [("2 Methods", 1), ("2.1 Sampling", 2), ("5.4.1 Election restriction", 3), ("IV. RESULTS", 1),
+     ("A. Generic transient search", 2), ("Introduction", None), ("1998 was a good year", None)],
+)
+def test_numbering_level(text, level):
+    assert numbering_level(text) == level
+
+
+def test_join_lines_rejoins_hyphenated_words():
+    assert join_lines(["classic descrip\x02", "tion of", "electromag-", "netic post-", "Newtonian"]) == (
+        "classic description of electromagnetic post- Newtonian"
+    )
+
+
+def test_pre_check_counts_image_pages(tmp_path):
+    text = inspect_pdf(pdf_factory.paper(tmp_path / "paper.pdf"))
+    scan = inspect_pdf(pdf_factory.scanned(tmp_path / "scan.pdf", pages=3))
+    assert (text.pages, text.image_pages, text.needs_ocr) == (2, 0, False)
+    assert (scan.pages, scan.image_pages, scan.characters, scan.needs_ocr) == (3, 3, 0, True)
+
+
+def _docling_document() -> DoclingDocument:
+    doc = DoclingDocument(name="paper")
+    doc.add_text(DocItemLabel.PAGE_HEADER, "Journal of Tests", content_layer=ContentLayer.FURNITURE)
+    doc.add_title("A paper about neurons")
+    doc.add_heading("1 Introduction", level=1)
+    doc.add_text(DocItemLabel.TEXT, "Neurons fire.")
+    doc.add_heading("1.1 Channels", level=1)  # docling's PDF pipeline gives every header level 1
+    picture = doc.add_picture()
+    caption = doc.add_text(DocItemLabel.CAPTION, "Figure 1: a neuron.", parent=picture)  # as docling nests it
+    picture.captions.append(caption.get_ref())
+    data = TableData(num_rows=2, num_cols=2)
+    for row, cells in enumerate([("Ion", "Charge"), ("Na", "+1")]):
+        for col, text in enumerate(cells):
+            data.table_cells.append(TableCell(text=text, start_row_offset_idx=row, end_row_offset_idx=row + 1,
+                                              start_col_offset_idx=col, end_col_offset_idx=col + 1))
+    doc.add_table(data=data)
+    group = doc.add_list_group()
+    doc.add_list_item("first", parent=group)
+    doc.add_list_item("second", parent=group)
+    doc.add_code("x = 1")
+    doc.add_text(DocItemLabel.PAGE_FOOTER, "page 3")
+    return doc
+
+
+def test_docling_mapper_keeps_captions_drops_images_and_furniture():
+    title, blocks = docling_blocks(_docling_document(), title_in_chain=False)
+    assert title == "A paper about neurons"
+    assert blocks == [
+        Block(("1 Introduction",), "Neurons fire."),
+        Block(("1 Introduction", "1.1 Channels"), "Figure 1: a neuron."),
+        Block(("1 Introduction", "1.1 Channels"), "Ion | Charge\nNa | +1", "table"),
+        Block(("1 Introduction", "1.1 Channels"), "- first\n- second", "list"),
+        Block(("1 Introduction", "1.1 Channels"), "x = 1", "code"),
+    ]
+    assert all("<!-- image -->" not in b.text for b in blocks)
+    _, chained = docling_blocks(_docling_document(), title_in_chain=True)
+    assert chained[0] == Block(("A paper about neurons", "1 Introduction"), "Neurons fire.")
+
+
+def test_docx_through_docling_simple_pipeline(tmp_path):
+    document = docx.Document()
+    document.add_heading("Lab manual", 0)
+    document.add_heading("1 Setup", 1)
+    document.add_paragraph("Calibrate the amplifier first.")
+    document.add_heading("1.1 Electrodes", 2)
+    document.add_paragraph("Use silver wire.", style="List Bullet")
+    table = document.add_table(rows=2, cols=2)
+    for (r, c), text in {(0, 0): "Ion", (0, 1): "Charge", (1, 0): "K", (1, 1): "+1"}.items():
+        table.cell(r, c).text = text
+    document.save(tmp_path / "manual.docx")
+    converted = convert_file(tmp_path / "manual.docx")
+    assert converted.title == "Lab manual"
+    assert converted.converter == "docling simple pipeline (DOCX)"
+    assert converted.blocks == [
+        Block(("Lab manual", "1 Setup"), "Calibrate the amplifier first."),
+        Block(("Lab manual", "1 Setup", "1.1 Electrodes"), "- Use silver wire.", "list"),
+        Block(("Lab manual", "1 Setup", "1.1 Electrodes"), "Ion | Charge\nK | +1", "table"),
+    ]
+
+
+def test_broken_docx_fails_with_one_line(tmp_path):
+    (tmp_path / "bad.docx").write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(ConversionError) as info:
+        convert_file(tmp_path / "bad.docx")
+    assert info.value.reason == "broken"
+    assert str(info.value).startswith("bad.docx: not a readable Word file (")
+    assert "\n" not in str(info.value)
+
+
+def test_a_model_on_disk_that_does_not_load_falls_back_with_the_loader_error(tmp_path, monkeypatch):
+    from ingestion.convert import docling_pdf
+
+    (tmp_path / "hub" / "models--docling-project--docling-layout-heron").mkdir(parents=True)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    saved = dict(docling_pdf._cache)
+    docling_pdf._cache.clear()  # the check runs once per process; run it again here
+    try:
+        assert standard_pipeline("auto") is None
+        assert unavailable_reason() == "LocalEntryNotFoundError"
+    finally:
+        docling_pdf._cache.clear()
+        docling_pdf._cache.update(saved)
+
+
+def test_docling_accelerator_follows_the_environment(monkeypatch):
+    from ingestion.convert.docling_pdf import accelerator_options
+
+    monkeypatch.delenv("DOCLING_DEVICE", raising=False)
+    monkeypatch.delenv("DOCLING_NUM_THREADS", raising=False)
+    default = accelerator_options()
+    assert (default.device, default.num_threads) == ("auto", 4)
+    monkeypatch.setenv("DOCLING_DEVICE", "cpu")
+    monkeypatch.setenv("DOCLING_NUM_THREADS", "2")
+    configured = accelerator_options()
+    assert (configured.device, configured.num_threads) == ("cpu", 2)

@@ -1,0 +1,91 @@
+"""The shared PDF corpus: the OCR pre-check agrees with ground_truth.json on every file,
+and the text-layer PDFs chunk under their real section headings (model-free path)."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from domains.text import heading_chain
+from ingestion.chunk_step import chunk_directory
+from ingestion.models import StagedFile
+from ingestion.precheck import precheck_directory
+
+from .conftest import corpora_path
+
+pytestmark = pytest.mark.corpora
+
+EXPECTED_CHAINS = {
+    "abbott2016_prl_gw150914.pdf": ["I. INTRODUCTION", "V. SEARCHES > A. Generic transient search", "VIII. CONCLUSION"],
+    "agyemanduah2014_bmchsr.pdf": ["Abstract", "Methods", "Discussion", "Conclusions"],
+    "arute2019_nature.pdf": ["Building a high-fidelity processor", "The classical computational cost"],
+    "bender2004_tcs.pdf": ["1. Introduction", "References"],
+    "chaumet2007_jap.pdf": ["II. COMPUTATION OF THE OPTICAL TORQUE > A. Theory",
+                            "III. RESULTS > B. Micropropeller > 1. Influence of the geometry"],
+    "douglas2014_clinsci.pdf": ["INTRODUCTION", "MATERIALS AND METHODS > Inhibition characterization", "DISCUSSION"],
+    "jordan1986_jcp.pdf": ["1. INTRODUCTION", "4. NUMERICAL RESULTS", "5. SUMMARY AND CONCLUSIONS"],
+    "kneer1998_pra.pdf": ["II. MODEL AND SCHEME", "III. EXAMPLES > B. Separation of odd and even number states"],
+    "ongaro2013_raft_draft.pdf": ["1 Introduction", "5 The Raft consensus algorithm > 5.4 Safety > 5.4.1 Election restriction",
+                                  "11 Conclusion"],
+    "shor1996_arxiv_quantph9508027.pdf": ["2 Quantum computation", "4 Quantum Fourier transforms", "6 Discrete logarithms"],
+    "sundstrom2014_intpsychogeriatr.pdf": ["Introduction", "Method > Study population", "Discussion"],
+    "webb2017_peerjcs.pdf": ["METHODS", "ADDITIONAL INFORMATION AND DECLARATIONS > Funding"],
+    "wickham2014_jss_tidydata.pdf": ["1. Introduction",
+                                     "3. Tidying messy datasets > 3.1. Column headers are values, not variable names",
+                                     "6. Discussion"],
+    "zeng1994_hepph9412269.pdf": ["I. INTRODUCTION", "II. THE MODEL"],
+}
+EXPECTED_TITLES = {
+    "sundstrom2014_intpsychogeriatr.pdf": "Stressful life events are not associated with the development of dementia",
+    "ongaro2013_raft_draft.pdf": "In Search of an Understandable Consensus Algorithm",
+    "wickham2014_jss_tidydata.pdf": "Tidy Data",
+    "abbott2016_prl_gw150914.pdf": "Observation of Gravitational Waves from a Binary Black Hole Merger",
+}
+
+
+def _ground_truth() -> dict[str, dict]:
+    data = json.loads(corpora_path("pdfs", "ground_truth.json").read_text(encoding="utf-8"))
+    return {d["file"]: d for d in data["documents"]}
+
+
+def test_pre_check_agrees_with_ground_truth_on_every_file():
+    truth = _ground_truth()
+    rows = {r.file_name: r for r in precheck_directory(corpora_path("pdfs"))}
+    assert set(rows) == set(truth)
+    assert {name: (r.needs_ocr, r.pages) for name, r in rows.items()} == {
+        name: (d["needs_ocr"], d["pages"]) for name, d in truth.items()
+    }
+
+
+def test_pre_check_command_prints_one_line_per_file():
+    out = StringIO()
+    call_command("stores", "pre-check", str(corpora_path("pdfs")), stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "verdict pages image    chars  file"
+    assert "OCR        28    28        0  flajolet1985_jcss_scan.pdf" in lines
+    assert "no-OCR      8     0    31517  sundstrom2014_intpsychogeriatr.pdf" in lines
+    assert lines[-1] == "22 PDFs: 3 need OCR, 19 do not"
+
+
+@pytest.mark.django_db
+def test_text_layer_pdfs_chunk_under_their_section_headings():
+    truth = _ground_truth()
+    report = chunk_directory(corpora_path("pdfs"), ocr="off")
+    statuses = {o.file_name: o.status for o in report.outcomes}
+    assert statuses == {
+        **{name: ("needs_ocr" if d["needs_ocr"] else "chunked") for name, d in truth.items()},
+        "ground_truth.json": "unsupported",
+    }
+    staged = {s.file_name: s for s in StagedFile.objects.filter(directory=str(corpora_path("pdfs")))}
+    for name, chains in EXPECTED_CHAINS.items():
+        found = {heading_chain(c["headings"]) for c in staged[name].chunks}
+        missing = [chain for chain in chains if chain not in found]
+        assert not missing, (name, missing, sorted(found))
+    for name, title in EXPECTED_TITLES.items():
+        assert staged[name].metadata_map["DEFAULT"]["title"] == title
+    for name in ("flajolet1985_jcss_scan.pdf", "lynch1989_mit_tm394_scan.pdf", "severens_asih_scan.pdf"):
+        assert (staged[name].status, staged[name].chunks) == ("needs_ocr", [])
+    assert all("<!-- image -->" not in c["text"] for s in staged.values() for c in s.chunks)
