@@ -38,7 +38,7 @@ run: demo
 test: install
 	@redis-cli -u $(TEST_REDIS_URL) ping >/dev/null 2>&1 || \
 		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null
-	TEST_REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest -c tests/pytest.ini --rootdir . $(PYTEST_ARGS)
+	KLEA_DOI_NETWORK=false TEST_REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest -c tests/pytest.ini --rootdir . $(PYTEST_ARGS)
 
 stop-db:
 	$(PY) manage.py embedded_db stop

@@ -14,7 +14,7 @@ from domains.models import Document, MetadataEntry
 
 from .forms import UploadForm
 from .metadata_map import reapply
-from .models import IngestionJob, StagedFile
+from .models import DoiRecord, IngestionJob, StagedFile
 from .uploads import save_uploads
 
 
@@ -90,6 +90,22 @@ class StagedFileAdmin(admin.ModelAdmin):
     def chunk_preview(self, obj):
         items = [(" > ".join(c["headings"]), c["text"][:200]) for c in (obj.chunks or [])[:50]]
         return format_html("<ol>{}</ol>", format_html_join("", "<li><b>{}</b> {}</li>", items)) if items else "none"
+
+
+@admin.register(DoiRecord)
+class DoiRecordAdmin(admin.ModelAdmin):
+    """The DOI lookup cache, read-only: delete a row to have the DOI fetched again."""
+
+    list_display = ["doi", "found", "service", "fetched_at"]
+    list_filter = ["found", "service"]
+    search_fields = ["key", "record__title"]
+    readonly_fields = ["key", "doi", "found", "service", "record", "fetched_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 @admin.action(description="Re-apply the metadata map to the chunks (no re-embedding)")

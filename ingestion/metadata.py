@@ -63,20 +63,32 @@ def plausible_title(value: str, file_stem: str = "") -> bool:
     )
 
 
+# Tier order of ``_sources`` (ingestion.biblio): a fallback title from the converter
+# counts as the "docling" tier and is listed in its place.
+_TIER_ORDER = ("doi-service", "pdf-info", "docling", "layout-regex", "regex")
+
+
 def pdf_default_metadata(path: Path, converted: ConvertedDocument) -> dict:
-    """The DEFAULT map entry of a PDF: the Info-dict title when it is plausible, else
-    the title conversion found (largest text of page one / docling's title item).
+    """The DEFAULT map entry of a PDF from the bibliographic cascade
+    (:func:`ingestion.biblio.extract_bibliography`: DOI services, Info dict, layout,
+    regex); when no tier finds a title, the title conversion found is used.
 
-    The bibliographic cascade (DOI services, Info dict, layout, regex;
-    ingestion.biblio.extract_bibliography) plugs in here.
-
-    :returns: dict with ``title``, ``_metadata_complete`` (False) and ``_sources``.
+    :returns: the cascade's dict (title, authors, keywords, year, journal, doi, url_*,
+        ``_metadata_complete``, ``_sources``).
     """
-    info = converted.metadata.get("pdf_info") or {}
-    if plausible_title(info.get("Title", ""), Path(path).stem):
-        return {"title": " ".join(info["Title"].split()), "_metadata_complete": False, "_sources": ["pdf-info"]}
-    title = converted.title or Path(path).stem
-    return {"title": title, "_metadata_complete": False, "_sources": ["docling"] if converted.title else []}
+    from .biblio import extract_bibliography
+
+    entry = extract_bibliography(Path(path))
+    if not entry.get("title"):
+        info = converted.metadata.get("pdf_info") or {}
+        stem = Path(path).stem
+        if plausible_title(info.get("Title", ""), stem):
+            entry["title"], tier = " ".join(info["Title"].split()), "pdf-info"
+        else:
+            entry["title"], tier = (converted.title, "docling") if converted.title else (stem, "")
+        if tier and tier not in entry["_sources"]:
+            entry["_sources"] = sorted({*entry["_sources"], tier}, key=_TIER_ORDER.index)
+    return {"title": entry.pop("title"), **entry}
 
 
 def default_metadata(path: Path, converted: ConvertedDocument, file_name: str) -> dict:

@@ -56,3 +56,10 @@ def doc_domains(django_db_setup, django_db_blocker):
             "xarray": ingest_directory(corpora_path("docs", "xarray"), "xarray-docs", "xarray"),
         }
     return reports
+
+
+@pytest.fixture(autouse=True)
+def _no_doi_network(settings):
+    """No test reaches the real Crossref/OpenAlex/Semantic Scholar: tests that exercise
+    the DOI tier point it at local fake servers and switch the network on themselves."""
+    settings.KLEA_DOI_NETWORK = False

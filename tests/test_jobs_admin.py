@@ -11,7 +11,7 @@ from django.test import override_settings
 from domains.models import Chunk, Document, Domain, MetadataEntry, Store
 from ingestion.files import FileOutcome
 from ingestion.jobs import record, start_job
-from ingestion.models import IngestionJob
+from ingestion.models import DoiRecord, IngestionJob
 
 
 @pytest.fixture
@@ -107,3 +107,14 @@ def test_editing_map_entries_in_the_admin_reapplies_them(client, users, store, t
     response = client.post("/admin/domains/document/", {"action": "reapply_map", "_selected_action": [document.pk]})
     assert response.status_code == 302
     assert Chunk.objects.get(document=document, ordinal=1).year == 1990
+
+
+def test_doi_cache_is_listed_and_searchable_read_only_in_the_admin(client, users):
+    DoiRecord.objects.create(key="10.1145/365559.365617", doi="10.1145/365559.365617", service="crossref",
+                             record={"title": "Solution of a Problem in Concurrent Programming Control"})
+    DoiRecord.objects.create(key="10.1000/missing", doi="10.1000/MISSING", found=False)
+    client.force_login(users[0])
+    page = client.get("/admin/ingestion/doirecord/", {"q": "concurrent programming"})
+    assert (page.status_code, page.context["cl"].result_count) == (200, 1)
+    assert list(page.context["cl"].result_list.values_list("doi", flat=True)) == ["10.1145/365559.365617"]
+    assert client.get("/admin/ingestion/doirecord/add/").status_code == 403

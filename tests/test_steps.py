@@ -4,6 +4,7 @@ names, edits, export/import, re-apply without re-embedding), incremental runs, l
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from ingestion.metadata_map import MapError, lookup, lookup_keys, reapply
 from ingestion.models import StagedFile
 from ingestion.store_lint import store_lint
 from ingestion.store_step import store_directory
+from tests.conftest import corpora_path
 
 GUIDE = """# Guide
 
@@ -223,3 +225,19 @@ def test_store_lint_totals_findings_and_samples(domain, folder):
     assert len(report.samples) == 8  # two windows of three chunks
     with pytest.raises(IngestError, match="^store 'nope' does not exist$"):
         store_lint("nope")
+
+
+def test_chunk_fills_a_pdf_default_entry_from_the_bibliographic_cascade(db, tmp_path):
+    """The Info-dict title of this PDF is junk ("ipg1300180a"): the cascade's layout and
+    regex tiers supply the hand-checked values of ground_truth.json (network tier off)."""
+    shutil.copy(corpora_path("pdfs", "sundstrom2014_intpsychogeriatr.pdf"), tmp_path)
+    chunk_directory(tmp_path)
+    default = StagedFile.objects.get(directory=str(tmp_path)).metadata_map["DEFAULT"]
+    assert {key: default[key] for key in ("title", "authors", "year", "doi", "url_doi", "_sources")} == {
+        "title": "Stressful life events are not associated with the development of dementia",
+        "authors": ["Anna Sundström", "Michael Rönnlund", "Rolf Adolfsson", "Lars-Göran Nilsson"],
+        "year": 2014,
+        "doi": "10.1017/S1041610213001804",
+        "url_doi": "https://doi.org/10.1017/S1041610213001804",
+        "_sources": ["layout-regex", "regex"],
+    }
