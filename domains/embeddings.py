@@ -123,16 +123,22 @@ def embed_texts_torch(texts: Sequence[str], batch_size: int | None = None) -> np
     ).astype(np.float32)
 
 
-def embed_query(text: str) -> np.ndarray:
-    """Embed one query with the reference fp32 model, whatever the backend: one short
-    text is latency-bound, and an exact query side keeps scores closest to the plain
+def embed_queries(texts: Sequence[str]) -> np.ndarray:
+    """Embed queries with the reference fp32 model, whatever the backend: short texts
+    are latency-bound, and an exact query side keeps scores closest to the plain
     model's (only the passages carry quantisation error).
 
-    :returns: float32 array of shape (384,), L2-normalised.
+    :returns: float32 array of shape (len(texts), 384), rows L2-normalised.
+    :raises EmbeddingError: when a row comes out all zero.
     """
-    vector = embed_texts_torch([text])
-    check_vectors(vector)
-    return vector[0]
+    vectors = embed_texts_torch(texts)
+    check_vectors(vectors)
+    return vectors
+
+
+def embed_query(text: str) -> np.ndarray:
+    """One query (:func:`embed_queries`). :returns: float32 array of shape (384,)."""
+    return embed_queries([text])[0]
 
 
 def check_vectors(vectors: np.ndarray) -> None:

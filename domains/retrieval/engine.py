@@ -124,7 +124,7 @@ class _Search:
     @property
     def vectors(self) -> np.ndarray:
         if self._vectors is None:
-            self._vectors = embeddings.embed_texts(self.queries)
+            self._vectors = embeddings.embed_queries(self.queries)
         return self._vectors
 
     def store_lists(self, store: Store, domain: Domain, where, depth: int, mode: str) -> list[tuple[str, list]]:

@@ -21,13 +21,21 @@ FAILED_WARNING = "Some sources could not be searched; the answer may be incomple
 
 
 async def retrieve(state: TurnState) -> Step:
-    search = sync_to_async(retrieval_entry)
+    # The question's embedding from classification is reused when it is the only query.
+    single = state.query_vector is not None and list(state.queries) == [state.question]
+
+    async def search(filters):
+        vectors = [state.query_vector] if single else None
+        return await sync_to_async(retrieval_entry)(
+            state.queries, state.routed, k=state.k, filters=filters, query_vectors=vectors
+        )
+
     try:
-        result = await search(state.queries, state.routed, k=state.k, filters=state.filters or None)
+        result = await search(state.filters or None)
     except ValueError as exc:
         await state.emit(Error(code="bad_filter", message=f"{exc}; searching without filters", node="retrieve"))
         state.filters = {}
-        result = await search(state.queries, state.routed, k=state.k, filters=None)
+        result = await search(None)
     if result.retrieval_failed:
         await state.emit(Error(code="retrieval_failed", message=result.error, node="retrieve"))
         state.warn(FAILED_WARNING)
