@@ -59,7 +59,7 @@ def main() -> None:
         refused += result.answer.route == "refused"
         off_scores.append(extractive.score_domains(embeddings.embed_query(question), allowed)[0].score)
     print(f"off-topic: refused {refused}/{len(OFF_TOPIC_QUESTIONS)}")
-    print(f"classifier: in-domain score min {min(in_scores):.2f}, off-topic max {max(off_scores):.2f} "
+    print(f"classifier: in-domain score min {min(in_scores):.3f}, off-topic max {max(off_scores):.3f} "
           f"(threshold {extractive.CLASSIFY_THRESHOLD})")
     print(f"time to first token: median {statistics.median(ttft):.0f} ms, max {max(ttft):.0f} ms")
 
