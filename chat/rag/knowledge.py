@@ -17,12 +17,13 @@ given alone): adding another file under the same name replaces it.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError
+from django.db import DatabaseError, connection, transaction
 
 from domains.models import Document, Domain, Store
 from domains.retrieval import RetrievedChunk, retrieve
@@ -167,15 +168,24 @@ class Knowledge:
         """
         check_positive("top_k", top_k)
         steps = plan(strategy, query, top_k)
+        # A savepoint inside a caller's transaction: a failed statement must not abort it.
+        guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
         try:
-            domain, stores, error = self._scope(steps.modes)
-            if error:
-                return SearchResults(retrieval_failed=True, error=error, queries=steps.queries)
-            result = retrieve(
-                steps.queries, [domain], k=top_k, filters=filters, max_chars=NO_BUDGET, stores=stores,
-                modes=steps.modes, fusion="rrf", depth=steps.depth,
-            )
-            items = _items(result.results) if result.results else []
+            with guard:
+                domain, stores, error = self._scope(steps.modes)
+                if error:
+                    return SearchResults(retrieval_failed=True, error=error, queries=steps.queries)
+                result = retrieve(
+                    steps.queries, [domain], k=top_k, filters=filters, max_chars=NO_BUDGET, stores=stores,
+                    modes=steps.modes, fusion="rrf", depth=steps.depth,
+                )
+                if result.retrieval_failed and result.error.startswith("database:"):
+                    # The engine caught a database error outside its per-list savepoints:
+                    # roll ours back so that the caller's transaction stays usable.
+                    if connection.in_atomic_block:
+                        transaction.set_rollback(True)
+                    return SearchResults(retrieval_failed=True, error=result.error, queries=steps.queries)
+                items = _items(result.results) if result.results else []
         except DatabaseError as exc:
             return SearchResults(retrieval_failed=True, error=f"database: {exc}".strip(), queries=steps.queries)
         return SearchResults(
