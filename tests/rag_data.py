@@ -8,7 +8,10 @@ embedding misses (FUSION).
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+
+from chat.rag import RetrievalStrategy
 
 DOCS = {
     "sourdough.md": "# Sourdough\n\nTo bake sourdough bread, feed the starter, mix flour and water, let the dough "
@@ -41,3 +44,25 @@ def write_docs(folder: Path, names=None) -> Path:
     for name in names or DOCS:
         (folder / name).write_text(DOCS[name], encoding="utf-8")
     return folder
+
+
+class ListKnowledge:
+    """A user-written knowledge (RAG accepts any object with this ``search``): returns its items (dicts) whatever top_k asks, recording each call."""
+
+    def __init__(self, items, delay: float = 0.0):
+        self.items = items
+        self.calls: list[dict] = []
+        self.delay = delay
+        self._lock = threading.Lock()
+
+    def search(self, query, top_k=5, filters=None, strategy=RetrievalStrategy.BASIC, **kwargs):
+        with self._lock:
+            self.calls.append({"query": query, "top_k": top_k, "filters": filters, "strategy": strategy, **kwargs})
+        if self.delay:
+            threading.Event().wait(self.delay)  # let concurrent calls interleave
+        return list(self.items)
+
+
+def items(n: int, score=lambda i: 1.0 - i / 100) -> list[dict]:
+    """``n`` dict results f0.md, f1.md, ... scoring 1.0, 0.99, ..."""
+    return [{"id": str(i), "text": f"Text {i}.", "score": score(i), "metadata": {"filename": f"f{i}.md"}} for i in range(n)]

@@ -5,7 +5,6 @@ with the documented ``search`` signature (RAG accepts any such object)."""
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -13,26 +12,7 @@ from asgiref.sync import async_to_sync
 
 from chat.rag import DEFAULT_TEMPLATE, RAG, Citation, RAGConfig, RetrievalStrategy
 
-
-class ListKnowledge:
-    """Returns its items (dicts) whatever top_k asks, recording each call."""
-
-    def __init__(self, items, delay: float = 0.0):
-        self.items = items
-        self.calls: list[dict] = []
-        self.delay = delay
-        self._lock = threading.Lock()
-
-    def search(self, query, top_k=5, filters=None, strategy=RetrievalStrategy.BASIC, **kwargs):
-        with self._lock:
-            self.calls.append({"query": query, "top_k": top_k, "filters": filters, "strategy": strategy, **kwargs})
-        if self.delay:
-            threading.Event().wait(self.delay)  # let concurrent calls interleave
-        return list(self.items)
-
-
-def items(n: int, score=lambda i: 1.0 - i / 100):
-    return [{"id": str(i), "text": f"Text {i}.", "score": score(i), "metadata": {"filename": f"f{i}.md"}} for i in range(n)]
+from .rag_data import ListKnowledge, items
 
 
 def test_defaults_round_trip_and_validation():

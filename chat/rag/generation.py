@@ -6,7 +6,9 @@ are raised as the backend's typed errors (:mod:`chat.backends.base`: ModelNotFou
 Unreachable, Timeout, BackendError), never returned as text. The extractive backend
 (no model server) answers with the used results' sentences closest to the question
 (:class:`chat.backends.extractive.Composer`), each run of sentences from one result
-followed by its citation marker ``[id]``. With an empty context no model is asked.
+followed by its citation marker ``[id]``. With an empty context no model is asked: the
+answer is NO_CONTEXT_ANSWER after a genuine empty match, and "" when retrieval failed
+(``metadata["retrieval_failed"]`` and ``metadata["error"]`` say why).
 """
 
 from __future__ import annotations
@@ -77,19 +79,22 @@ class Generator:
             await self.backend.aclose()
 
     async def complete(self, config: RAGConfig, question: str, context: str, used: Sequence,
-                       citations: Sequence[Citation]) -> str:
+                       citations: Sequence[Citation], failed: bool = False) -> str:
         """The whole answer. :raises BackendError: the model server failed."""
         if not context.strip():
-            return NO_CONTEXT_ANSWER
+            return "" if failed else NO_CONTEXT_ANSWER
         if self.backend.generative:
             return await self.backend.chat(prompt_messages(config, question, context), model=self.model)
         return "".join([piece async for piece in self._extractive(question, used, citations)])
 
     async def pieces(self, config: RAGConfig, question: str, context: str, used: Sequence,
-                     citations: Sequence[Citation]) -> AsyncIterator[str]:
-        """The answer as text pieces. :raises BackendError: possibly after some pieces."""
+                     citations: Sequence[Citation], failed: bool = False) -> AsyncIterator[str]:
+        """The answer as text pieces (none when retrieval failed and left no context).
+
+        :raises BackendError: possibly after some pieces."""
         if not context.strip():
-            yield NO_CONTEXT_ANSWER
+            if not failed:
+                yield NO_CONTEXT_ANSWER
             return
         if self.backend.generative:
             async for piece in self.backend.stream(prompt_messages(config, question, context), model=self.model):

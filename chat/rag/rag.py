@@ -148,7 +148,8 @@ class RAG:
         generator = Generator(self.llm)
         try:
             pack = prepared.pack
-            answer = await generator.complete(self.config, pack.query, pack.context, prepared.used, pack.citations)
+            answer = await generator.complete(self.config, pack.query, pack.context, prepared.used, pack.citations,
+                                              failed=pack.metadata["retrieval_failed"])
         finally:
             await generator.aclose()
         return self._result(prepared, answer, generator)
@@ -220,7 +221,7 @@ class RAGStream(_StreamBase):
         self.pack = prepared.pack
         generator = Generator(self._rag.llm)
         pieces = generator.pieces(self._rag.config, self._question, prepared.pack.context, prepared.used,
-                                  prepared.pack.citations)
+                                  prepared.pack.citations, failed=prepared.pack.metadata["retrieval_failed"])
         loop = asyncio.new_event_loop()
         parts: list[str] = []
         try:
@@ -253,7 +254,8 @@ class RAGAsyncStream(_StreamBase):
         parts: list[str] = []
         try:
             async for piece in generator.pieces(self._rag.config, self._question, prepared.pack.context,
-                                                prepared.used, prepared.pack.citations):
+                                                prepared.used, prepared.pack.citations,
+                                                failed=prepared.pack.metadata["retrieval_failed"]):
                 parts.append(piece)
                 yield piece
         finally:
