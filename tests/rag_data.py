@@ -47,7 +47,8 @@ def write_docs(folder: Path, names=None) -> Path:
 
 
 class ListKnowledge:
-    """A user-written knowledge (RAG accepts any object with this ``search``): returns its items (dicts) whatever top_k asks, recording each call."""
+    """A user-written knowledge (RAG accepts any object with this ``search``): returns its
+    items (dicts) whatever top_k asks, and records each call."""
 
     def __init__(self, items, delay: float = 0.0):
         self.items = items
@@ -65,4 +66,7 @@ class ListKnowledge:
 
 def items(n: int, score=lambda i: 1.0 - i / 100) -> list[dict]:
     """``n`` dict results f0.md, f1.md, ... scoring 1.0, 0.99, ..."""
-    return [{"id": str(i), "text": f"Text {i}.", "score": score(i), "metadata": {"filename": f"f{i}.md"}} for i in range(n)]
+    return [
+        {"id": str(i), "text": f"Text {i}.", "score": score(i), "metadata": {"filename": f"f{i}.md"}}
+        for i in range(n)
+    ]

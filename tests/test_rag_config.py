@@ -17,7 +17,8 @@ from .rag_data import ListKnowledge, items
 
 def test_defaults_round_trip_and_validation():
     config = RAGConfig()
-    assert (config.top_k, config.min_score, config.max_context_tokens, config.include_citations) == (5, 0.0, 4000, True)
+    assert (config.top_k, config.min_score, config.max_context_tokens) == (5, 0.0, 4000)
+    assert config.include_citations is True
     assert (config.retrieval_strategy, config.rerank, config.rerank_top_k) == (RetrievalStrategy.BASIC, False, 3)
     assert (config.template, config.system_prompt, config.stream) == (DEFAULT_TEMPLATE, None, False)
     assert "{context}" in config.template and "{question}" in config.template
@@ -44,7 +45,9 @@ def test_top_k_three_of_ten_and_min_score():
     assert [c.id for c in pack.citations] == ["1", "2", "3"]
     assert [c.source for c in pack.citations] == ["f0.md", "f1.md", "f2.md"]
     assert pack.metadata["top_k"] == 3 and pack.metadata["num_results"] == 3
-    scored = ListKnowledge([{"text": "high", "score": 0.9}, {"text": "low", "score": 0.3}, {"text": "edge", "score": 0.5}])
+    scored = ListKnowledge(
+        [{"text": "high", "score": 0.9}, {"text": "low", "score": 0.3}, {"text": "edge", "score": 0.5}]
+    )
     kept = RAG(scored, config=RAGConfig(min_score=0.5)).retrieve("q")
     assert [c.text for c in kept.citations] == ["high", "edge"]
     only = RAG(ListKnowledge([{"text": "high", "score": 0.9}, {"text": "low", "score": 0.3}]),

@@ -102,7 +102,10 @@ def test_default_builder_and_formatter():
 
 
 def test_result_types_format_and_round_trip():
-    citations = [Citation(id="1", source="a.md", text="Alpha " * 30, score=0.5), Citation(id="2", source="b.md", text="B")]
+    citations = [
+        Citation(id="1", source="a.md", text="Alpha " * 30, score=0.5),
+        Citation(id="2", source="b.md", text="B"),
+    ]
     result = RAGResult(answer="Answer [1].", citations=citations, context_used="ctx", query="q", metadata={"k": 1})
     assert result.has_citations
     assert result.format_answer_with_citations() == (

@@ -91,10 +91,10 @@ class Knowledge:
         :raises ValueError: a Knowledge without a store; bad ``ocr`` or ``max_tokens``.
         """
         from ingestion import jobs
-        from ingestion.chunking import DEFAULT_MAX_TOKENS
         from ingestion.chunk_step import chunk_options
-        from ingestion.files import FileOutcome, IngestError, StepReport, relative_name, require_files
+        from ingestion.chunking import DEFAULT_MAX_TOKENS
         from ingestion.convert import SUPPORTED_EXTENSIONS
+        from ingestion.files import FileOutcome, IngestError, StepReport, relative_name, require_files
         from ingestion.tasks import run_file
 
         options = {**chunk_options(max_tokens or DEFAULT_MAX_TOKENS, ocr), "force": force}

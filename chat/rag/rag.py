@@ -141,7 +141,8 @@ class RAG:
 
     def _result(self, prepared: _Prepared, answer: str, generator: Generator) -> RAGResult:
         pack = prepared.pack
-        metadata = {**pack.metadata, **generator.description, "elapsed_seconds": time.perf_counter() - prepared.started}
+        elapsed = time.perf_counter() - prepared.started
+        metadata = {**pack.metadata, **generator.description, "elapsed_seconds": elapsed}
         return RAGResult(answer, list(pack.citations), pack.context, pack.query, metadata)
 
     async def _answer(self, prepared: _Prepared) -> RAGResult:
