@@ -121,3 +121,25 @@ def test_result_types_format_and_round_trip():
     assert Citation.from_dict({"id": "3"}) == Citation(id="3", source="", text="")
     item = SearchResultItem(id="1", text="t", score=0.5)
     assert (item.get("text"), item.get("score"), item.get("nope", 7)) == ("t", 0.5, 7)
+
+
+def test_value_types_import_without_django_and_setup_makes_rag_importable():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    plain = (
+        "import chat.rag as r; print(r.build_context([{'text': 'a'}])[0], r.RAGConfig().top_k); "
+        "import sys; print('django.apps' in sys.modules and __import__('django.apps').apps.ready)"
+    )
+    out = subprocess.run([sys.executable, "-c", plain], cwd=root, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:3] == ["[1] Source 1", "a 5", "False"]
+    early = subprocess.run([sys.executable, "-c", "from chat.rag import RAG"], cwd=root, env=env, capture_output=True,
+                           text=True)
+    assert early.returncode == 1 and "ImproperlyConfigured" in early.stderr
+    script = "from chat.rag import setup; setup(); setup(); from chat.rag import RAG, Knowledge; print(RAG, Knowledge)"
+    ready = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True, check=True)
+    assert ready.stdout.strip() == "<class 'chat.rag.rag.RAG'> <class 'chat.rag.knowledge.Knowledge'>"

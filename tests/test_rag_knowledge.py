@@ -4,6 +4,7 @@ wins a case), and retrieval failures told apart from empty matches (real Postgre
 from __future__ import annotations
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import connection
 from django.test import override_settings
 
@@ -85,6 +86,7 @@ def test_search_items(knowledge):
     assert len(results) == 2 and 0 <= results[1].score <= top.score <= 1
     assert results.queries == ["Which city is the capital of Mongolia?"]
     assert files(Knowledge(domain="rag").search("capital of Mongolia", top_k=1)) == ["mongolia.md"]
+    assert files(async_to_sync(knowledge.asearch)("capital of Mongolia", top_k=1)) == ["mongolia.md"]
 
 
 def test_basic_wins_a_paraphrase_that_bm25_pulls_away(knowledge):
