@@ -141,5 +141,6 @@ def test_value_types_import_without_django_and_setup_makes_rag_importable():
                            text=True)
     assert early.returncode == 1 and "ImproperlyConfigured" in early.stderr
     script = "from chat.rag import setup; setup(); setup(); from chat.rag import RAG, Knowledge; print(RAG, Knowledge)"
-    ready = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True, check=True)
+    ready = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
+                           check=True)
     assert ready.stdout.strip() == "<class 'chat.rag.rag.RAG'> <class 'chat.rag.knowledge.Knowledge'>"
