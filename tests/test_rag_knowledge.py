@@ -150,3 +150,17 @@ def test_bad_input_raises(knowledge):
     with pytest.raises(ValueError, match="store 'rag-docs' has mode 'bm25' .* use RetrievalStrategy.HYBRID"):
         knowledge.search("capital")
     assert files(knowledge.search(RARE_CODE, top_k=1, strategy=HYBRID)) == ["err1.md"]
+
+
+def test_equal_text_from_two_files_is_kept_twice(tmp_path):
+    from chat.rag import RAG
+
+    for folder in ("first", "second"):
+        write_docs(tmp_path / folder, ["paris.md"])
+    (tmp_path / "second" / "paris.md").rename(tmp_path / "second" / "france.md")
+    knowledge = Knowledge(store="twins", create=True)
+    knowledge.add([tmp_path / "first", tmp_path / "second"])
+    pack = RAG(knowledge).retrieve("What is the capital of France?", top_k=2)
+    assert sorted(c.source for c in pack.citations) == ["france.md", "paris.md"]
+    assert pack.citations[0].text == pack.citations[1].text
+    assert pack.context.count("Paris is the capital of France") == 2
