@@ -197,7 +197,7 @@ def test_a_server_that_prints_its_secret_while_failing_is_masked():
     (outcome,), events = run([PlannedCall(1, tool(server=spec), {"channel": "Nav1.6"})])
     assert (outcome.status, outcome.message) == (
         "error",
-        f"server 'lab' ({sys.executable}) did not start: McpError: Connection closed; stderr: bad token [secret]",
+        f"server 'lab' ({sys.executable}) did not start: the server closed the connection during the handshake; stderr: bad token [secret]",
     )
     assert events == [("start", 1), ("end", 1, "error")]
 

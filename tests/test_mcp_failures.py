@@ -34,7 +34,7 @@ def test_servers_that_fail_to_start(fake, domains):
         answer_citing("It uses sodium conductances [{doc}].", doc="hodgkin-huxley.md"),
     )
     result = run(QUESTION, [domains["neuro"]])
-    broken = (f"server 'broken-lab' ({sys.executable}) did not start: McpError: Connection closed; "
+    broken = (f"server 'broken-lab' ({sys.executable}) did not start: the server closed the connection during the handshake; "
               "stderr: no licence for the lab database")
     missing = ("server 'missing-lab' (/nonexistent/lab-mcp) did not start: "
                "FileNotFoundError: [Errno 2] No such file or directory: '/nonexistent/lab-mcp'")

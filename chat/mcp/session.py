@@ -19,6 +19,7 @@ from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 import anyio
 import httpx
 from mcp import ClientSession, StdioServerParameters
+from mcp.shared.exceptions import McpError
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -36,10 +37,15 @@ class ServerFailed(Exception):
     """The server could not be started or did not complete the MCP handshake."""
 
 
-def describe(exc: BaseException) -> str:
-    """One line for an exception, unwrapping the exception groups of anyio task groups."""
+def _innermost(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an exception, unwrapping the exception groups of anyio task groups."""
+    exc = _innermost(exc)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
@@ -71,9 +77,23 @@ def _without_userinfo(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
+def _connection_closed(exc: BaseException) -> bool:
+    """A server that exits mid-handshake surfaces as the SDK's "Connection closed" or,
+    when the exit wins the race with our write, as anyio's closed/broken stream."""
+    exc = _innermost(exc)
+    if isinstance(exc, (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)):
+        return True
+    return isinstance(exc, McpError) and "connection closed" in str(exc).lower()
+
+
 def _failure(spec: ServerSpec, exc: Exception, timeout: float | None, errlog) -> str:
     where = spec.command if spec.transport == "stdio" else _without_userinfo(spec.url)
-    cause = f"no answer within {timeout:g} s" if isinstance(exc, TimeoutError) and timeout else describe(exc)
+    if isinstance(exc, TimeoutError) and timeout:
+        cause = f"no answer within {timeout:g} s"
+    elif spec.transport == "stdio" and _connection_closed(exc):
+        cause = "the server closed the connection during the handshake"
+    else:
+        cause = describe(exc)
     tail = _stderr_tail(errlog) if spec.transport == "stdio" else ""
     message = f"server {spec.name!r} ({where}) did not start: {cause}" + (f"; stderr: {tail}" if tail else "")
     return mask(message, spec.secrets())
