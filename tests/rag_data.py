@@ -35,7 +35,8 @@ DOCS = {
 # question -> (top_k, files expected per strategy)
 PARAPHRASE = "How can I make my program run faster?"
 RARE_CODE = "What is KQ7731?"
-TWO_PARTS = "How do I bake sourdough bread at home with flour and yeast, and what is the capital of Mongolia?"
+THREE_PARTS = ("How do I bake sourdough bread at home with flour and yeast, what is the capital of Mongolia, and why "
+               "did my printer lose its network connection?")
 
 
 def write_docs(folder: Path, names=None) -> Path:
