@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -260,6 +260,22 @@ class Composer:
         self.chosen += picked
         picked.sort(key=lambda i: (self.candidates[i].number, self.candidates[i].position))
         return [(self.candidates[i].number, self.candidates[i].sentence) for i in picked]
+
+    async def pieces(self, cite: Callable[[int], str]) -> AsyncIterator[str]:
+        """The chosen sentences as text pieces, verbatim: source 1's best sentence as soon
+        as it is known, then the others; a run of sentences from one source is followed
+        once by ``cite(source number)``. Yields nothing when no sentence was found.
+        Scoring embeds sentences only (no database), so any worker thread will do."""
+        chosen = [first] if (first := await asyncio.to_thread(self.first)) else []
+        if chosen:
+            yield chosen[0][1]
+        for number, sentence in await asyncio.to_thread(self.rest):
+            if chosen and chosen[-1][0] != number:
+                yield f" {cite(chosen[-1][0])}"
+            yield f" {sentence}" if chosen else sentence
+            chosen.append((number, sentence))
+        if chosen:
+            yield f" {cite(chosen[-1][0])}"
 
 
 def fold_summary(summary: str, messages: Sequence[Message]) -> str:

@@ -117,18 +117,10 @@ class Generator:
                    chunks=[_Passage(item_text(item), item_score(item))])
             for n, item in enumerate(used, start=1)
         ]
-        # Embedding only (no database): any worker thread will do.
         vector = await asyncio.to_thread(embeddings.embed_query, question)
-        composer = Composer(vector, sources, question)
-        chosen = [first] if (first := await asyncio.to_thread(composer.first)) else []
-        if chosen:
-            yield chosen[0][1]
-        for number, sentence in await asyncio.to_thread(composer.rest):
-            if chosen and chosen[-1][0] != number:
-                yield f" {markers[chosen[-1][0] - 1]}"
-            yield f" {sentence}" if chosen else sentence
-            chosen.append((number, sentence))
-        if chosen:
-            yield f" {markers[chosen[-1][0] - 1]}"
-        else:
+        spoke = False
+        async for piece in Composer(vector, sources, question).pieces(lambda number: markers[number - 1]):
+            spoke = True
+            yield piece
+        if not spoke:
             yield f"{item_text(used[0])[:FALLBACK_CHARS]} {markers[0]}"

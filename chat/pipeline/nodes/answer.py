@@ -10,7 +10,6 @@ and counted. With no sources at all, no model is asked: the answer says so.
 
 from __future__ import annotations
 
-import asyncio
 
 from chat.backends import extractive
 
@@ -30,18 +29,8 @@ async def _extractive_pieces(state: TurnState, cleaner: AnswerCleaner):
     """The composed sentences as text pieces, verbatim: source 1's best sentence as soon
     as it is known, then the others; a run of sentences from one source is cited once."""
     vector = await query_vector(state)
-    composer = extractive.Composer(vector, state.material.sources, state.question)
-    # Embedding only (no database): any worker thread will do.
-    chosen = [first] if (first := await asyncio.to_thread(composer.first)) else []
-    if chosen:
-        yield chosen[0][1]
-    for number, sentence in await asyncio.to_thread(composer.rest):
-        if chosen and chosen[-1][0] != number:
-            yield f" {cleaner.cite(chosen[-1][0])}"
-        yield f" {sentence}" if chosen else sentence
-        chosen.append((number, sentence))
-    if chosen:
-        yield f" {cleaner.cite(chosen[-1][0])}"
+    async for piece in extractive.Composer(vector, state.material.sources, state.question).pieces(cleaner.cite):
+        yield piece
 
 
 async def answer(state: TurnState) -> Step:
