@@ -10,7 +10,6 @@ and counted. With no sources at all, no model is asked: the answer says so.
 
 from __future__ import annotations
 
-
 from chat.backends import extractive
 
 from .. import prompts
