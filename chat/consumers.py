@@ -123,9 +123,15 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def forward(self, turn: Turn, lock: TurnLock) -> None:
         try:
-            async for event in turn:
-                if not self.closed:  # never send after the client went away
+            async for event in turn:  # drained to the end: the turn stores its answer
+                if self.closed:  # never send after the client went away
+                    continue
+                try:
                     await self.send_json(event.as_dict())
+                except Exception:  # the socket went away under us: stop the turn quietly
+                    logger.info("websocket closed while sending; cancelling the turn")
+                    self.closed = True
+                    turn.cancel()
         finally:
             await lock.release()
 

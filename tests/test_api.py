@@ -99,8 +99,10 @@ def test_query_errors(setup):
                                          "(char 1)"),
         (bob, "[]", 400, "bad_request", "the body must be a JSON object"),
         (bob, {"text": ""}, 400, "bad_request", '"text" must be a non-empty string'),
-        (bob, {"text": "hi", "filters": "year=2003"}, 400, "bad_request", '"filters" must be an object (the filter DSL)'),
-        (bob, {"text": HH, "domains": ["neuro"]}, 400, "unknown_domain", "no domain named 'neuro' is available to you"),
+        (bob, {"text": "hi", "filters": "year=2003"}, 400, "bad_request",
+         '"filters" must be an object (the filter DSL)'),
+        (bob, {"text": HH, "domains": ["neuro"]}, 400, "unknown_domain",
+         "no domain named 'neuro' is available to you"),
         (bob, {"text": HH, "domains": ["nope"]}, 400, "unknown_domain", "no domain named 'nope' is available to you"),
         (bob, {"text": HH, "session": alice_session.pk}, 404, "not_found", f"no session {alice_session.pk}"),
     ]

@@ -119,9 +119,10 @@ def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
             expect(page.locator("#session-list .open").first).to_have_text(QUESTION)
 
             # user text is shown as text, never as HTML
-            page.get_by_label("Your question").fill('<img src=x onerror="window.pwned=1"> Redis?')
+            hostile = '<img src=x onerror="window.pwned=1"> Redis?'
+            page.get_by_label("Your question").fill(hostile)
             page.get_by_role("button", name="Send").click()
-            expect(page.locator(".message.user .text").nth(1)).to_have_text('<img src=x onerror="window.pwned=1"> Redis?')
+            expect(page.locator(".message.user .text").nth(1)).to_have_text(hostile)
             expect(page.locator(".message.assistant.streaming")).to_have_count(0)
             assert page.evaluate("window.pwned === undefined") and page.locator(".conversation img").count() == 0
 

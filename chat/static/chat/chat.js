@@ -38,11 +38,12 @@
 
   function sessionItem(session) {
     const item = R.el("li", { class: session.id === state.session ? "current" : "" });
-    const open = R.el("button", { type: "button", class: "open", text: session.title || `Conversation ${session.id}` });
+    const name = session.title || `Conversation ${session.id}`;
+    const open = R.el("button", { type: "button", class: "open", text: name });
     if (session.id === state.session) open.setAttribute("aria-current", "true");
     open.addEventListener("click", () => openSession(session.id));
     const rename = R.el("button", { type: "button", class: "small", text: "Rename",
-      "aria-label": `Rename ${session.title || "conversation " + session.id}` });
+      "aria-label": `Rename ${name}` });
     rename.addEventListener("click", async () => {
       const title = window.prompt("New title", session.title);
       if (title === null) return;
@@ -50,7 +51,7 @@
       loadSessions();
     });
     const remove = R.el("button", { type: "button", class: "small danger", text: "Delete",
-      "aria-label": `Delete ${session.title || "conversation " + session.id}` });
+      "aria-label": `Delete ${name}` });
     remove.addEventListener("click", async () => {
       if (!window.confirm("Delete this conversation?")) return;
       await api(`/api/sessions/${session.id}`, { method: "DELETE" });
@@ -169,14 +170,19 @@
         break;
       case "token":
         if (!item) break;
-        if (event.attempt !== state.attempt) { item.querySelector(".text").textContent = ""; state.attempt = event.attempt; }
+        if (event.attempt !== state.attempt) {  // a new attempt replaces the text so far
+          item.querySelector(".text").textContent = "";
+          state.attempt = event.attempt;
+        }
         item.querySelector(".text").append(event.text);
         break;
       case "tool":
         if (item) item.querySelector(".tools").append(R.el("li", { class: "tool", text: R.toolLine(event) }));
         break;
       case "references":
-        if (item && event.references.length) item.querySelector(".refs-slot").replaceChildren(R.references(event.references));
+        if (item && event.references.length) {
+          item.querySelector(".refs-slot").replaceChildren(R.references(event.references));
+        }
         break;
       case "answer":
         if (!item) break;

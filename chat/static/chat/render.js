@@ -99,10 +99,14 @@ const KleaRender = (() => {
 
   function fill(item, data) {
     item.querySelector(".text").textContent = data.content || "";
-    if (data.warnings && data.warnings.length) item.querySelector(".warnings-slot").replaceChildren(warnings(data.warnings));
+    if (data.warnings && data.warnings.length) {
+      item.querySelector(".warnings-slot").replaceChildren(warnings(data.warnings));
+    }
     if (data.status === "interrupted") addError(item, "Stopped: the answer is incomplete.");
     if (data.status === "failed" && data.error) addError(item, data.error);
-    if (data.references && data.references.length) item.querySelector(".refs-slot").replaceChildren(references(data.references));
+    if (data.references && data.references.length) {
+      item.querySelector(".refs-slot").replaceChildren(references(data.references));
+    }
     return item;
   }
 
