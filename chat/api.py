@@ -22,7 +22,7 @@ from . import sessions
 from .consumers import BadRequest, parse_query
 from .models import ChatSession
 from .pipeline import TurnRequest, ask
-from .turn_lock import TurnLock
+from .turn_lock import LockUnavailable, TurnLock
 
 
 def error(status: int, code: str, message: str) -> JsonResponse:
@@ -75,7 +75,8 @@ def query(request):
 
     :returns: 200 ``{"session", "status", "answer", "route", "domains", "citations",
         "references", "warnings", "errors", "message_id"}`` (``answer`` null when the turn
-        failed); 400 bad_json / bad_request / unknown_domain; 404 not_found; 409 busy.
+        failed); 400 bad_json / bad_request / unknown_domain; 404 not_found; 409 busy;
+        503 unavailable (Redis, which holds the session locks, did not answer).
     """
     try:
         body = _body(request)
@@ -95,7 +96,10 @@ def query(request):
         if not request.user.is_authenticated:
             sessions.remember_anon(request.session, session.pk)
     turn = TurnRequest(fields["text"], domains=allowed, session_id=session.pk, pick=pick, filters=fields["filters"])
-    result = async_to_sync(_locked_ask)(turn)
+    try:
+        result = async_to_sync(_locked_ask)(turn)
+    except LockUnavailable as exc:
+        return error(503, "unavailable", str(exc))
     if result is None:
         return error(409, "busy", "this session is answering another question")
     answer = result.answer

@@ -7,7 +7,8 @@ the turn's events (``stage``, ``token``, ``tool``, ``references``, ``answer``,
 ``error``, ``done``) exactly as ``Event.as_dict()`` gives them. Protocol errors are
 ``error`` events too (``fatal`` false, the socket stays open): ``bad_json``,
 ``bad_request``, ``unknown_type``, ``too_large``, ``busy``, ``not_found``,
-``unknown_domain``, ``idle``. An anonymous socket without KLEA_CHAT_PUBLIC gets one
+``unknown_domain``, ``idle``, ``unavailable`` (Redis, which holds the session locks,
+did not answer). An anonymous socket without KLEA_CHAT_PUBLIC gets one
 ``not_authenticated`` error and is closed with code 4401.
 """
 
@@ -25,8 +26,8 @@ from domains.access import UnknownDomain, may_chat, pick_domains
 
 from . import sessions
 from .models import ChatSession
-from .pipeline import Error, Turn, TurnRequest
-from .turn_lock import TurnLock
+from .pipeline import Done, Error, Turn, TurnRequest
+from .turn_lock import LockUnavailable, TurnLock
 
 logger = logging.getLogger("klea.chat")
 CLOSE_NOT_AUTHENTICATED = 4401
@@ -63,11 +64,21 @@ def error(code: str, message: str) -> dict:
     return Error(code=code, message=message).as_dict()
 
 
+# The chat consumer subscribes to no channel layer: a turn's events come from the Turn
+# running in this process, and the socket's frames from daphne. A subscription would hold
+# a blocking Redis read per open socket, and under load (an event loop busy with many
+# turns) redis-py times those reads out, which killed sockets with 1011 in bench/load.py.
+# An alias that names no configured layer makes Channels skip it.
+NO_CHANNEL_LAYER = "klea-chat-needs-no-layer"
+
+
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     """One browser tab's chat: at most one running turn, cancelled on ``cancel`` or disconnect."""
 
+    channel_layer_alias = NO_CHANNEL_LAYER
     turn: Turn | None = None
     forward_task: asyncio.Task | None = None
+    running = False  # a turn of this socket is running (until just before its "done" is sent)
     closed = False
 
     async def connect(self):
@@ -103,7 +114,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.turn.cancel()  # the turn ends with error "interrupted" and done "interrupted"
 
     async def on_query(self, content):
-        if self.forward_task is not None and not self.forward_task.done():
+        if self.running:
             return await self.send_json(error("busy", "a turn is running; wait for done or cancel it"))
         try:
             query = parse_query(content)
@@ -112,18 +123,28 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         except BadRequest as exc:
             return await self.send_json(error(exc.code, exc.message))
         lock = TurnLock(session_id)
-        if not await lock.acquire():
+        try:
+            acquired = await lock.acquire()
+        except LockUnavailable as exc:
+            return await self.send_json(error("unavailable", str(exc)))
+        if not acquired:
             return await self.send_json(error("busy", "this session is answering another question"))
         if created:
             await self.send_json({"type": "session", "session": session_id})
         request = TurnRequest(query["text"], domains=allowed, session_id=session_id, pick=pick,
                               filters=query["filters"])
         self.turn = Turn(request).start()
+        self.running = True
         self.forward_task = asyncio.create_task(self.forward(self.turn, lock))
 
     async def forward(self, turn: Turn, lock: TurnLock) -> None:
         try:
             async for event in turn:  # drained to the end: the turn stores its answer
+                if isinstance(event, Done):
+                    # free the socket and the session before the client hears "done", so
+                    # that its next query (sent on "done") is never refused as busy
+                    await lock.release()
+                    self.running = False
                 if self.closed:  # never send after the client went away
                     continue
                 try:
@@ -133,6 +154,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                     self.closed = True
                     turn.cancel()
         finally:
+            self.running = False
             await lock.release()
 
     @database_sync_to_async

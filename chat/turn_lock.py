@@ -7,14 +7,23 @@ in-memory channel layer means one server process anyway).
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from django.conf import settings
+from redis.exceptions import RedisError
 
 # A turn longer than this (seconds) loses its lock; far above any real turn.
 LOCK_SECONDS = 900
+# Seconds to wait for Redis; generous, as a busy event loop delays reading the reply.
+REDIS_TIMEOUT = 10.0
+logger = logging.getLogger("klea.chat")
 _local: set[int] = set()
 _KEY = "klea:turn:{}"
+
+
+class LockUnavailable(Exception):
+    """Redis, which holds the locks, did not answer."""
 
 
 class TurnLock:
@@ -34,11 +43,14 @@ class TurnLock:
         self._held = False
 
     async def acquire(self) -> bool:
+        """:raises LockUnavailable: Redis did not answer."""
         if settings.REDIS_URL:
             client = _client()
             try:
                 self._held = bool(await client.set(_KEY.format(self.session_id), self.token, nx=True,
                                                    ex=LOCK_SECONDS))
+            except RedisError as exc:
+                raise LockUnavailable(f"the session lock store (Redis) did not answer: {exc}") from None
             finally:
                 await client.aclose()
         elif self.session_id not in _local:
@@ -55,6 +67,8 @@ class TurnLock:
             client = _client()
             try:
                 await client.eval(_RELEASE, 1, _KEY.format(self.session_id), self.token)
+            except RedisError:  # the key expires after LOCK_SECONDS anyway
+                logger.warning("could not release the turn lock of session %s", self.session_id, exc_info=True)
             finally:
                 await client.aclose()
         else:
@@ -68,4 +82,5 @@ _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del
 def _client():
     import redis.asyncio as aioredis
 
-    return aioredis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    return aioredis.Redis.from_url(settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT,
+                                    socket_connect_timeout=REDIS_TIMEOUT)
