@@ -12,7 +12,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
 # daphne's own websocket message cap (bytes). It must stay above KLEA_WS_MAX_FRAME_BYTES
 # (64 KiB by default) so that a larger frame gets the chat's `too_large` error on an open
-# socket; only frames above this cap make daphne close the connection (code 1009).
+# socket; only frames above this cap make daphne drop the connection.
 WS_PROTOCOL_MAX ?= 8388608
 DAPHNE_ARGS := --websocket-max-message-size $(WS_PROTOCOL_MAX) --websocket-max-frame-size $(WS_PROTOCOL_MAX)
 # The browser tests drive Debian's Chromium (installed here when missing; never downloaded by Playwright).

@@ -1,0 +1,88 @@
+"""The websocket on real daphne processes: frames above daphne's default 1 MiB cap get
+the chat's own ``too_large`` error (the socket stays open; only frames above the cap
+``make run`` sets make daphne close the socket), and two daphne processes on
+one Redis serve one site: a session busy on one is busy on the other."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import pytest
+import redis
+import websockets
+
+from .chat_world import session_cookie, world  # noqa: F401
+from .fake_ollama import FakeOllama, Reply
+from .live_daphne import LiveDaphne
+
+pytestmark = pytest.mark.django_db
+REDIS_URL = os.environ.get("KLEA_TEST_WS_REDIS_URL", "redis://127.0.0.1:6379/7")
+TIMEOUT = 60
+
+
+def ws_url(server: LiveDaphne) -> str:
+    return server.url.replace("http://", "ws://") + "/ws/chat/"
+
+
+def open_socket(server: LiveDaphne, cookie: str):
+    return websockets.connect(ws_url(server), origin=server.url, additional_headers={"Cookie": f"sessionid={cookie}"},
+                              max_size=None, open_timeout=TIMEOUT)
+
+
+async def receive(socket) -> dict:
+    return json.loads(await asyncio.wait_for(socket.recv(), TIMEOUT))
+
+
+async def until(socket, kind: str) -> list[dict]:
+    frames = [await receive(socket)]
+    while frames[-1]["type"] != kind:
+        frames.append(await receive(socket))
+    return frames
+
+
+@pytest.mark.asyncio
+async def test_a_2_mib_frame_gets_too_large_and_the_socket_stays_open(world, tmp_path):
+    cookie = session_cookie(world.bob)
+    with LiveDaphne(tmp_path / "daphne.log") as server:
+        async with open_socket(server, cookie) as socket:
+            await socket.send(json.dumps({"type": "query", "session": None, "text": "x" * (2 * 1024 * 1024)}))
+            assert await receive(socket) == {"type": "error", "code": "too_large", "node": "", "fatal": False,
+                                             "message": "frame of 2097198 bytes; the limit is 65536 bytes"}
+            await socket.send(json.dumps({"type": "cancel"}))
+            assert (await receive(socket))["code"] == "idle"
+        # above daphne's cap (8 MiB, as make run sets it) daphne drops the connection
+        with pytest.raises(websockets.ConnectionClosed):
+            async with open_socket(server, cookie) as socket:
+                await socket.send("x" * (9 * 1024 * 1024))
+                await receive(socket)
+    assert "Traceback" not in (tmp_path / "daphne.log").read_text()
+
+
+@pytest.mark.asyncio
+async def test_two_daphne_processes_on_redis_share_the_session_locks(world, tmp_path):
+    client = redis.Redis.from_url(REDIS_URL)
+    client.ping()  # a missing Redis is an error, never a skip
+    client.flushdb()
+    cookie = session_cookie(world.bob)
+    with FakeOllama() as fake:
+        fake.script(Reply.json({"queries": ["cheap neuron model"], "filters": {}}),
+                    Reply.hang(pieces=["The Izhikevich model"]))
+        env = {"REDIS_URL": REDIS_URL, "KLEA_LLM_BACKEND": "ollama", "OLLAMA_HOST": fake.url}
+        with LiveDaphne(tmp_path / "a.log", **env) as first, LiveDaphne(tmp_path / "b.log", **env) as second:
+            async with open_socket(first, cookie) as a, open_socket(second, cookie) as b:
+                await a.send(json.dumps({"type": "query", "session": None, "text": "Which model is cheap?",
+                                         "domains": ["wsneuro"]}))
+                frames = await until(a, "token")
+                session = frames[0]["session"]
+                assert client.exists(f"klea:turn:{session}") == 1
+                await b.send(json.dumps({"type": "query", "session": session, "text": "And here?"}))
+                assert await receive(b) == {"type": "error", "code": "busy", "node": "", "fatal": False,
+                                            "message": "this session is answering another question"}
+                await a.send(json.dumps({"type": "cancel"}))
+                assert (await until(a, "done"))[-1]["status"] == "interrupted"
+                assert client.exists(f"klea:turn:{session}") == 0
+    client.flushdb()
+    for log in ("a.log", "b.log"):
+        assert "Traceback" not in (tmp_path / log).read_text()
