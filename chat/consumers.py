@@ -109,7 +109,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await handler(content)
 
     async def on_cancel(self, content):
-        if self.turn is None or self.turn.finished:
+        if not self.running or self.turn is None:
             return await self.send_json(error("idle", "no turn is running"))
         self.turn.cancel()  # the turn ends with error "interrupted" and done "interrupted"
 
