@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -44,8 +45,10 @@ def free_port() -> int:
 class LiveDaphne:
     """``with LiveDaphne(log_path, **env) as server: server.url`` (http://127.0.0.1:port)."""
 
-    def __init__(self, log: Path, **env: str):
+    def __init__(self, log: Path, ready_status: int = 200, **env: str):
+        """:param ready_status: the /health status that means "started" (503: no database)."""
         self.log = log
+        self.ready_status = ready_status
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {
@@ -69,11 +72,16 @@ class LiveDaphne:
             if self.process.poll() is not None:
                 raise RuntimeError(f"daphne exited ({self.process.returncode}): {self.log.read_text()[-2000:]}")
             try:
-                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        return self
+                with urllib.request.urlopen(f"{self.url}/health", timeout=5) as response:
+                    status = response.status
+            except urllib.error.HTTPError as exc:
+                status = exc.code
             except OSError:
                 time.sleep(0.2)
+                continue
+            if status == self.ready_status:
+                return self
+            raise RuntimeError(f"/health answered {status}, expected {self.ready_status}")
         self.__exit__()
         raise RuntimeError(f"daphne did not answer /health in {START_SECONDS} s: {self.log.read_text()[-2000:]}")
 

@@ -8,13 +8,18 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
+import urllib.error
+import urllib.request
 
 import pytest
 import redis
 import websockets
 
-from .chat_world import session_cookie, world  # noqa: F401
-from .fake_ollama import FakeOllama, Reply
+from chat.models import ChatMessage
+
+from .chat_world import in_thread, session_cookie, world  # noqa: F401
+from .fake_ollama import FakeOllama, Reply, closed_port_url
 from .live_daphne import LiveDaphne
 
 pytestmark = pytest.mark.django_db
@@ -86,3 +91,42 @@ async def test_two_daphne_processes_on_redis_share_the_session_locks(world, tmp_
     client.flushdb()
     for log in ("a.log", "b.log"):
         assert "Traceback" not in (tmp_path / log).read_text()
+
+
+def last_assistant(session_id: int):
+    return in_thread(lambda: ChatMessage.objects.filter(session_id=session_id, role="assistant")
+                     .values_list("status", "content").last())
+
+
+@pytest.mark.asyncio
+async def test_closing_the_browser_mid_answer_stores_it_as_interrupted_and_logs_nothing(world, tmp_path):
+    cookie = session_cookie(world.bob)
+    with FakeOllama() as fake:
+        fake.script(Reply.json({"queries": ["cheap neuron model"], "filters": {}}),
+                    Reply.hang(pieces=["The Izhikevich model"]))
+        log = tmp_path / "daphne.log"
+        with LiveDaphne(log, KLEA_LLM_BACKEND="ollama", OLLAMA_HOST=fake.url) as server:
+            async with open_socket(server, cookie) as socket:
+                await socket.send(json.dumps({"type": "query", "session": None, "text": "Which model is cheap?",
+                                              "domains": ["wsneuro"]}))
+                session = (await until(socket, "token"))[0]["session"]
+            # the socket is closed: the turn is cancelled and its partial answer stored
+            deadline = time.monotonic() + 10
+            while last_assistant(session) is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            assert last_assistant(session) == ("interrupted", "The Izhikevich model")
+            assert fake.disconnected.wait(5), "the model stream was not closed"
+    text = log.read_text()
+    assert "WSDISCONNECT /ws/chat/" in text
+    assert [line for line in text.splitlines() if not line.startswith("127.0.0.1:")] == []
+
+
+def test_health_is_503_when_the_database_is_down(tmp_path):
+    url = closed_port_url().replace("http://", "postgres://klea@") + "/klea"
+    with LiveDaphne(tmp_path / "daphne.log", ready_status=503, DATABASE_URL=url) as server:
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            urllib.request.urlopen(f"{server.url}/health", timeout=10)
+        body = json.loads(failed.value.read())
+    assert failed.value.code == 503
+    assert (body["status"], body["database"]["ok"]) == ("down", False)
+    assert "Connection refused" in body["database"]["error"] or "connection" in body["database"]["error"]
