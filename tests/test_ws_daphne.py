@@ -1,7 +1,8 @@
-"""The websocket on real daphne processes: frames above daphne's default 1 MiB cap get
-the chat's own ``too_large`` error (the socket stays open; only frames above the cap
-``make run`` sets make daphne close the socket), and two daphne processes on
-one Redis serve one site: a session busy on one is busy on the other."""
+"""Real daphne processes: frames above daphne's default 1 MiB cap get the chat's own
+``too_large`` error (the socket stays open; only frames above the cap ``make run`` sets
+make daphne drop the socket); two daphne processes on one Redis serve one site (a
+session busy on one is busy on the other); a browser closed mid-answer leaves an
+interrupted answer and a clean log; /health is 503 without a database."""
 
 from __future__ import annotations
 
