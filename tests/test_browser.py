@@ -19,6 +19,7 @@ from ingestion.indexing import ingest_directory
 from ingestion.models import IngestionJob, StagedFile
 
 from .chat_world import PASSWORD, in_thread, world  # noqa: F401
+from .fake_ollama import FakeOllama, Reply
 from .live_daphne import LiveDaphne
 
 pytestmark = pytest.mark.django_db
@@ -132,4 +133,67 @@ def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
             page.screenshot(path=str(ARTIFACTS / "chat-phone.png"), full_page=True)
         finally:
             browser.close()
+    assert "Traceback" not in (tmp_path / "daphne.log").read_text()
+
+
+def sign_in(page, server, user) -> None:
+    page.goto(f"{server.url}/accounts/login/?next=/")
+    page.get_by_label("User name").fill(user.username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_label("Password").press("Enter")
+    page.wait_for_url(f"{server.url}/")
+
+
+def test_stop_a_streaming_answer_then_rename_reopen_and_delete_the_conversation(world, tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `make test` (it installs Debian's chromium)", pytrace=False)
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    with FakeOllama() as fake:
+        # query generation, then an answer that streams two pieces and stalls
+        fake.script(Reply.json({"queries": ["cheap neuron model"], "filters": {}}),
+                    Reply.hang(pieces=["The Izhikevich model", " is cheap"]))
+        env = {"KLEA_LLM_BACKEND": "ollama", "OLLAMA_HOST": fake.url}
+        with LiveDaphne(tmp_path / "daphne.log", **env) as server, sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM)
+            try:
+                page = browser.new_page()
+                page.set_default_timeout(TIMEOUT_MS)
+                sign_in(page, server, world.alice)
+                expect(page.get_by_label("wssecret")).to_be_visible()  # alice is in the lab group
+                page.get_by_label("wsneuro").check()
+                page.get_by_label("Your question").fill("Which neuron model is cheap?")
+                page.get_by_label("Your question").press("Enter")
+
+                # the text streams in while the stage says "Answering…"
+                streaming = page.locator(".message.assistant.streaming .text")
+                expect(streaming).to_have_text("The Izhikevich model is cheap")
+                expect(page.locator("#stage-text")).to_have_text("Answering…")
+                expect(page.get_by_role("button", name="Send")).to_be_disabled()
+                page.get_by_role("button", name="Stop").click()
+                expect(page.locator(".message.assistant .error")).to_have_text("Stopped: the answer is incomplete.")
+                expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+                expect(page.get_by_role("button", name="Send")).to_be_enabled()
+                assert page.evaluate("document.activeElement.id") == "question"
+                assert fake.disconnected.wait(10), "the model stream was not closed"
+                page.screenshot(path=str(ARTIFACTS / "chat-stopped.png"), full_page=True)
+
+                # rename, reload, reopen: the stored partial answer is marked as stopped
+                page.once("dialog", lambda dialog: dialog.accept("Cheap models"))
+                page.get_by_role("button", name="Rename Which neuron model is cheap?").click()
+                expect(page.locator("#session-list .open")).to_have_text(["Cheap models"])
+                page.reload()
+                page.get_by_role("button", name="Cheap models", exact=True).click()
+                expect(page.locator(".message.user .text")).to_have_text("Which neuron model is cheap?")
+                expect(page.locator(".message.assistant .text")).to_have_text("The Izhikevich model is cheap")
+                expect(page.locator(".message.assistant .error")).to_have_text("Stopped: the answer is incomplete.")
+
+                # delete it
+                page.once("dialog", lambda dialog: dialog.accept())
+                page.get_by_role("button", name="Delete Cheap models").click()
+                expect(page.locator("#session-list li")).to_have_count(0)
+                expect(page.locator(".message")).to_have_count(0)
+            finally:
+                browser.close()
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()
