@@ -10,7 +10,15 @@ PORT ?= 8000
 # Redis for the tests (Celery worker, channel layer); started here when absent.
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: install run test demo stop-db clean-db help
+# daphne's own websocket message cap (bytes). It must stay above KLEA_WS_MAX_FRAME_BYTES
+# (64 KiB by default) so that a larger frame gets the chat's `too_large` error on an open
+# socket; only frames above this cap make daphne drop the connection.
+WS_PROTOCOL_MAX ?= 8388608
+DAPHNE_ARGS := --websocket-max-message-size $(WS_PROTOCOL_MAX) --websocket-max-frame-size $(WS_PROTOCOL_MAX)
+# The browser tests drive Debian's Chromium (installed here when missing; never downloaded by Playwright).
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: install run test demo stop-db clean-db help chromium
 
 help:
 	@echo "make run   - install, migrate, ingest docs/ as the demo domain, serve on http://$(HOST):$(PORT)"
@@ -30,12 +38,26 @@ demo: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo
 
+# With REDIS_URL set, a Celery worker runs beside daphne (stopped when daphne exits).
 run: demo
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	@echo "Serving on http://$(HOST):$(PORT)/  (admin: /admin/, create a user with: $(PY) manage.py createsuperuser)"
-	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) klea_site.asgi:application
+	@worker=""; \
+	if [ -n "$$REDIS_URL" ]; then \
+		$(VENV)/bin/celery -A klea_site worker --loglevel=INFO & worker=$$!; \
+		echo "Celery worker started (pid $$worker)"; \
+	fi; \
+	trap 'if [ -n "$$worker" ]; then kill $$worker 2>/dev/null; fi' EXIT INT TERM; \
+	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) $(DAPHNE_ARGS) klea_site.asgi:application
 
-test: install
+chromium:
+	@[ -x $(CHROMIUM) ] || { \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get install -y --no-install-recommends chromium || \
+		{ $$sudo apt-get update && $$sudo apt-get install -y --no-install-recommends chromium; }; \
+	}
+
+test: install chromium
 	@redis-cli -u $(TEST_REDIS_URL) ping >/dev/null 2>&1 || \
 		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null
 	KLEA_DOI_NETWORK=false TEST_REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest -c tests/pytest.ini --rootdir . $(PYTEST_ARGS)

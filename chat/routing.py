@@ -1,3 +1,9 @@
-"""Websocket routes (the chat consumer comes with the chat UI)."""
+"""Websocket routes: the chat consumer (protocol in docs/api.md)."""
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from .consumers import ChatConsumer
+
+websocket_urlpatterns: list = [
+    path("ws/chat/", ChatConsumer.as_asgi()),
+]

@@ -1,26 +1,14 @@
-from django.db import connection
-from django.http import HttpResponse, JsonResponse
-from django.utils.html import escape
+"""The chat page (``/``): the UI is chat/static/chat/chat.js over the websocket and the API."""
 
-from domains.models import Domain
+from django.contrib.auth.views import redirect_to_login
+from django.shortcuts import render
+from django.views.decorators.csrf import ensure_csrf_cookie
 
-
-def health(request):
-    """Database status as JSON; 503 when the database does not answer."""
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-            row = cursor.fetchone()
-        database = {"ok": True, "pgvector": row[0] if row else None}
-    except Exception as exc:  # any driver error means "down" here
-        return JsonResponse({"database": {"ok": False, "error": str(exc)}}, status=503)
-    return JsonResponse({"database": database})
+from domains.access import may_chat
 
 
+@ensure_csrf_cookie  # chat.js sends it back in X-CSRFToken
 def home(request):
-    names = escape(", ".join(Domain.objects.filter(active=True).values_list("name", flat=True)) or "none yet")
-    return HttpResponse(
-        "<!doctype html><title>Klea</title><h1>Klea RAG server</h1>"
-        f"<p>Domains: {names}. Ask with <code>manage.py ask \"...\"</code>; manage in "
-        '<a href="/admin/">the admin</a>.</p>'
-    )
+    if not may_chat(request.user):
+        return redirect_to_login(request.get_full_path())
+    return render(request, "chat/index.html", {"public": not request.user.is_authenticated})

@@ -116,6 +116,9 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+# API requests that fail the CSRF check get a JSON 403 (other pages Django's own page).
+CSRF_FAILURE_VIEW = "chat.api.csrf_failure"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -223,6 +226,15 @@ KLEA_MCP_TOOL_BUDGET = env.float("KLEA_MCP_TOOL_BUDGET", default=120.0)
 KLEA_MCP_MAX_CALLS = env.int("KLEA_MCP_MAX_CALLS", default=4)
 # Characters of one tool result kept in the reference material (the rest is cut).
 KLEA_MCP_RESULT_CHARS = env.int("KLEA_MCP_RESULT_CHARS", default=2_500)
+
+# --- Chat: websocket, UI, HTTP API (docs/api.md) -----------------------------------
+# Anonymous visitors may chat (only with domains that have no allowed groups).
+KLEA_CHAT_PUBLIC = env.bool("KLEA_CHAT_PUBLIC", default=False)
+# Largest websocket frame the chat accepts (bytes); larger ones get a `too_large` error.
+# daphne's own cap (--websocket-max-message-size, set by `make run`) must be above it.
+KLEA_WS_MAX_FRAME_BYTES = env.int("KLEA_WS_MAX_FRAME_BYTES", default=64 * 1024)
+# Seconds /health waits for Redis and for the model server, each.
+KLEA_HEALTH_TIMEOUT = env.float("KLEA_HEALTH_TIMEOUT", default=2.0)
 
 # --- Ingestion (docs/ingestion.md) ------------------------------------------------
 # Conversion runs in a child process: above this resident memory (MiB) it is killed and

@@ -1,0 +1,203 @@
+"""The JSON HTTP API (docs/api.md): questions, domains, sessions and their messages.
+
+Every endpoint needs a signed-in user (or KLEA_CHAT_PUBLIC): otherwise 401
+``{"error": {"code": "not_authenticated", "message"}}``. Requests are session-authenticated
+and CSRF-protected like any Django form: send the ``csrftoken`` cookie's value in an
+``X-CSRFToken`` header with POST, PATCH and DELETE (a failed check is a JSON 403,
+code ``csrf_failed``). Bodies are JSON objects; errors are ``{"error": {"code", "message"}}``.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import wraps
+
+from asgiref.sync import async_to_sync
+from django.http import HttpResponse, JsonResponse
+from django.views.csrf import csrf_failure as django_csrf_failure
+
+from domains.access import UnknownDomain, may_chat, pick_domains, queryable_domains
+
+from . import sessions
+from .consumers import BadRequest, parse_query
+from .models import ChatSession
+from .pipeline import TurnRequest, ask
+from .turn_lock import LockUnavailable, TurnLock
+
+
+def error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+
+
+def csrf_failure(request, reason=""):
+    """CSRF_FAILURE_VIEW: JSON for the API, Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return error(403, "csrf_failed", f"CSRF check failed ({reason}); send the csrftoken cookie in X-CSRFToken")
+    return django_csrf_failure(request, reason=reason)
+
+
+def api(*methods: str):
+    """Allow ``methods``; answer 401 when the user may not chat, 405 for other methods."""
+
+    def decorate(view):
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if request.method not in methods:
+                response = error(405, "method_not_allowed", f"use {' or '.join(methods)}")
+                response["Allow"] = ", ".join(methods)
+                return response
+            if not may_chat(request.user):
+                return error(401, "not_authenticated", "sign in (/accounts/login/) to use the API")
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def _body(request) -> dict:
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError as exc:
+        raise BadRequest("bad_json", f"not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise BadRequest("bad_request", "the body must be a JSON object")
+    return body
+
+
+def _anon(request) -> list[int]:
+    return sessions.anon_ids(request.session)
+
+
+@api("POST")
+def query(request):
+    """``POST /api/query`` ``{"text", "session"?, "domains"?, "filters"?}``: one full turn.
+
+    :returns: 200 ``{"session", "status", "answer", "route", "domains", "citations",
+        "references", "warnings", "errors", "message_id"}`` (``answer`` null when the turn
+        failed); 400 bad_json / bad_request / unknown_domain; 404 not_found; 409 busy;
+        503 unavailable (Redis, which holds the session locks, did not answer).
+    """
+    try:
+        body = _body(request)
+        fields = parse_query({**body, "session": body.get("session")})
+        allowed, pick = pick_domains(request.user, fields["domains"])
+    except BadRequest as exc:
+        return error(400, exc.code, exc.message)
+    except UnknownDomain as exc:
+        return error(400, exc.code, str(exc))
+    if fields["session"] is not None:
+        try:
+            session = sessions.get_owned(request.user, _anon(request), fields["session"])
+        except ChatSession.DoesNotExist:
+            return error(404, "not_found", f"no session {fields['session']}")
+    else:
+        session = sessions.create(request.user)
+        if not request.user.is_authenticated:
+            sessions.remember_anon(request.session, session.pk)
+    turn = TurnRequest(fields["text"], domains=allowed, session_id=session.pk, pick=pick, filters=fields["filters"])
+    try:
+        result = async_to_sync(_locked_ask)(turn)
+    except LockUnavailable as exc:
+        return error(503, "unavailable", str(exc))
+    if result is None:
+        return error(409, "busy", "this session is answering another question")
+    answer = result.answer
+    return JsonResponse({
+        "session": session.pk,
+        "status": result.done.status,
+        "answer": answer.text if answer else None,
+        "route": answer.route if answer else None,
+        "domains": answer.domains if answer else [],
+        "citations": answer.citations if answer else [],
+        "references": result.references,
+        "warnings": answer.warnings if answer else [],
+        "errors": [{"code": e.code, "message": e.message, "node": e.node, "fatal": e.fatal} for e in result.errors],
+        "message_id": answer.message_id if answer else None,
+    })
+
+
+async def _locked_ask(request: TurnRequest):
+    lock = TurnLock(request.session_id)
+    if not await lock.acquire():
+        return None
+    try:
+        return await ask(request)
+    finally:
+        await lock.release()
+
+
+@api("GET")
+def domains(request):
+    """``GET /api/domains``: ``{"domains": [{"name", "description", "filter_fields":
+    [{"name", "value_type", "description"}]}]}``, only those the user may query."""
+    rows = queryable_domains(request.user).prefetch_related("filter_fields")
+    return JsonResponse({"domains": [
+        {
+            "name": d.name,
+            "description": d.description,
+            "filter_fields": [
+                {"name": f.name, "value_type": f.value_type, "description": f.description}
+                for f in d.filter_fields.all()
+            ],
+        }
+        for d in rows
+    ]})
+
+
+@api("GET", "POST")
+def session_list(request):
+    """``GET /api/sessions``: ``{"sessions": [session]}`` newest first;
+    ``POST /api/sessions`` ``{"title"?}``: 201 with the new session
+    (session = ``{"id", "title", "created_at", "updated_at"}``)."""
+    if request.method == "GET":
+        rows = sessions.owned(request.user, _anon(request)).order_by("-updated_at", "-id")
+        return JsonResponse({"sessions": [sessions.session_payload(s) for s in rows]})
+    try:
+        title = _title(_body(request), required=False)
+    except BadRequest as exc:
+        return error(400, exc.code, exc.message)
+    session = sessions.create(request.user, title)
+    if not request.user.is_authenticated:
+        sessions.remember_anon(request.session, session.pk)
+    return JsonResponse(sessions.session_payload(session), status=201)
+
+
+def _title(body: dict, required: bool) -> str:
+    title = body.get("title", None if required else "")
+    if not isinstance(title, str):
+        raise BadRequest("bad_request", '"title" must be a string')
+    return " ".join(title.split())[: sessions.TITLE_MAX]
+
+
+@api("GET", "PATCH", "DELETE")
+def session_detail(request, session_id: int):
+    """``GET``: the session; ``PATCH`` ``{"title"}``: rename it; ``DELETE``: 204.
+    404 not_found for a session that is missing or not the user's."""
+    try:
+        session = sessions.get_owned(request.user, _anon(request), session_id)
+    except ChatSession.DoesNotExist:
+        return error(404, "not_found", f"no session {session_id}")
+    if request.method == "DELETE":
+        session.delete()
+        return HttpResponse(status=204)
+    if request.method == "PATCH":
+        try:
+            session.title = _title(_body(request), required=True)
+        except BadRequest as exc:
+            return error(400, exc.code, exc.message)
+        session.save(update_fields=["title", "updated_at"])
+    return JsonResponse(sessions.session_payload(session))
+
+
+@api("GET")
+def session_messages(request, session_id: int):
+    """``GET /api/sessions/<id>/messages``: ``{"session", "messages": [message]}`` oldest
+    first (message shape: :func:`chat.sessions.message_payload`); 404 not_found."""
+    try:
+        session = sessions.get_owned(request.user, _anon(request), session_id)
+    except ChatSession.DoesNotExist:
+        return error(404, "not_found", f"no session {session_id}")
+    messages = session.messages.order_by("id")
+    return JsonResponse({"session": sessions.session_payload(session),
+                         "messages": [sessions.message_payload(m) for m in messages]})

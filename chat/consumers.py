@@ -1,0 +1,189 @@
+"""The chat websocket (``/ws/chat/``): query and cancel frames in, pipeline events out.
+
+Protocol (docs/api.md): the client sends ``{"type": "query", "session": id | null,
+"text": str, "domains"?: [str], "filters"?: {...}}`` or ``{"type": "cancel"}``; the
+server sends ``{"type": "session", "session": id}`` when it created the session, then
+the turn's events (``stage``, ``token``, ``tool``, ``references``, ``answer``,
+``error``, ``done``) exactly as ``Event.as_dict()`` gives them. Protocol errors are
+``error`` events too (``fatal`` false, the socket stays open): ``bad_json``,
+``bad_request``, ``unknown_type``, ``too_large``, ``busy``, ``not_found``,
+``unknown_domain``, ``idle``, ``unavailable`` (Redis, which holds the session locks,
+did not answer). An anonymous socket without KLEA_CHAT_PUBLIC gets one
+``not_authenticated`` error and is closed with code 4401.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+from channels.db import aclose_old_connections, database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+from domains.access import UnknownDomain, may_chat, pick_domains
+
+from . import sessions
+from .models import ChatSession
+from .pipeline import Done, Error, Turn, TurnRequest
+from .turn_lock import LockUnavailable, TurnLock
+
+logger = logging.getLogger("klea.chat")
+CLOSE_NOT_AUTHENTICATED = 4401
+# Seconds a disconnect waits for the cancelled turn to store its partial answer.
+CANCEL_WAIT = 5.0
+
+
+class BadRequest(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def parse_query(content: dict) -> dict:
+    """Check a query frame's fields. :returns: ``{"text", "session", "domains", "filters"}``.
+    :raises BadRequest: ``bad_request`` naming the wrong field."""
+    text = content.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise BadRequest("bad_request", '"text" must be a non-empty string')
+    session = content.get("session")
+    if session is not None and (not isinstance(session, int) or isinstance(session, bool)):
+        raise BadRequest("bad_request", '"session" must be a session id (integer) or null')
+    domains = content.get("domains")
+    if domains is not None and (not isinstance(domains, list) or not all(isinstance(d, str) for d in domains)):
+        raise BadRequest("bad_request", '"domains" must be a list of domain names')
+    filters = content.get("filters")
+    if filters is not None and not isinstance(filters, dict):
+        raise BadRequest("bad_request", '"filters" must be an object (the filter DSL)')
+    return {"text": text.strip(), "session": session, "domains": domains, "filters": filters or None}
+
+
+def error(code: str, message: str) -> dict:
+    return Error(code=code, message=message).as_dict()
+
+
+# The chat consumer subscribes to no channel layer: a turn's events come from the Turn
+# running in this process, and the socket's frames from daphne. A subscription would hold
+# a blocking Redis read per open socket, and under load (an event loop busy with many
+# turns) redis-py times those reads out, which killed sockets with 1011 in bench/load.py.
+# An alias that names no configured layer makes Channels skip it.
+NO_CHANNEL_LAYER = "klea-chat-needs-no-layer"
+
+
+class ChatConsumer(AsyncJsonWebsocketConsumer):
+    """One browser tab's chat: at most one running turn, cancelled on ``cancel`` or disconnect."""
+
+    channel_layer_alias = NO_CHANNEL_LAYER
+    turn: Turn | None = None
+    forward_task: asyncio.Task | None = None
+    running = False  # a turn of this socket is running (until just before its "done" is sent)
+    closed = False
+
+    async def connect(self):
+        await self.accept()
+        if not may_chat(self.scope.get("user")):
+            await self.send_json({**error("not_authenticated", "sign in to chat"), "fatal": True})
+            await self.close(code=CLOSE_NOT_AUTHENTICATED)
+
+    async def receive(self, text_data=None, bytes_data=None):
+        limit = settings.KLEA_WS_MAX_FRAME_BYTES
+        size = len(text_data.encode()) if text_data is not None else len(bytes_data or b"")
+        if size > limit:
+            return await self.send_json(error("too_large", f"frame of {size} bytes; the limit is {limit} bytes"))
+        if text_data is None:
+            return await self.send_json(error("bad_json", "send JSON in text frames"))
+        try:
+            content = json.loads(text_data)
+        except ValueError as exc:
+            return await self.send_json(error("bad_json", f"not JSON: {exc}"))
+        await self.receive_json(content)
+
+    async def receive_json(self, content, **kwargs):
+        if not isinstance(content, dict) or not isinstance(content.get("type"), str):
+            return await self.send_json(error("bad_request", 'a frame is a JSON object with a "type"'))
+        handler = {"query": self.on_query, "cancel": self.on_cancel}.get(content["type"])
+        if handler is None:
+            return await self.send_json(error("unknown_type", f"unknown frame type {content['type']!r}"))
+        await handler(content)
+
+    async def on_cancel(self, content):
+        if not self.running or self.turn is None:
+            return await self.send_json(error("idle", "no turn is running"))
+        self.turn.cancel()  # the turn ends with error "interrupted" and done "interrupted"
+
+    async def on_query(self, content):
+        if self.running:
+            return await self.send_json(error("busy", "a turn is running; wait for done or cancel it"))
+        try:
+            query = parse_query(content)
+            await aclose_old_connections()
+            allowed, pick, session_id, created = await self.prepare(query)
+        except BadRequest as exc:
+            return await self.send_json(error(exc.code, exc.message))
+        lock = TurnLock(session_id)
+        try:
+            acquired = await lock.acquire()
+        except LockUnavailable as exc:
+            return await self.send_json(error("unavailable", str(exc)))
+        if not acquired:
+            return await self.send_json(error("busy", "this session is answering another question"))
+        if created:
+            await self.send_json({"type": "session", "session": session_id})
+        request = TurnRequest(query["text"], domains=allowed, session_id=session_id, pick=pick,
+                              filters=query["filters"])
+        self.turn = Turn(request).start()
+        self.running = True
+        self.forward_task = asyncio.create_task(self.forward(self.turn, lock))
+
+    async def forward(self, turn: Turn, lock: TurnLock) -> None:
+        try:
+            async for event in turn:  # drained to the end: the turn stores its answer
+                if isinstance(event, Done):
+                    # free the socket and the session before the client hears "done", so
+                    # that its next query (sent on "done") is never refused as busy
+                    await lock.release()
+                    self.running = False
+                if self.closed:  # never send after the client went away
+                    continue
+                try:
+                    await self.send_json(event.as_dict())
+                except Exception:  # the socket went away under us: stop the turn quietly
+                    logger.info("websocket closed while sending; cancelling the turn")
+                    self.closed = True
+                    turn.cancel()
+        finally:
+            self.running = False
+            await lock.release()
+
+    @database_sync_to_async
+    def prepare(self, query: dict):
+        """Domains, pick and session for a query. :raises BadRequest: unknown_domain, not_found."""
+        user = self.scope["user"]
+        try:
+            allowed, pick = pick_domains(user, query["domains"])
+        except UnknownDomain as exc:
+            raise BadRequest(exc.code, str(exc)) from None
+        django_session = self.scope.get("session")
+        if query["session"] is not None:
+            try:
+                session = sessions.get_owned(user, sessions.anon_ids(django_session), query["session"])
+            except ChatSession.DoesNotExist:
+                raise BadRequest("not_found", f"no session {query['session']}") from None
+            return allowed, pick, session.pk, False
+        session = sessions.create(user)
+        if not user.is_authenticated and django_session is not None:
+            sessions.remember_anon(django_session, session.pk)
+            django_session.save()
+        return allowed, pick, session.pk, True
+
+    async def disconnect(self, code):
+        self.closed = True
+        if self.turn is not None and not self.turn.finished:
+            self.turn.cancel()  # the partial answer is stored as "interrupted"
+        if self.forward_task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self.forward_task), CANCEL_WAIT)
+            except asyncio.TimeoutError:
+                logger.warning("turn of a closed websocket still running after %.0f s", CANCEL_WAIT)

@@ -1,0 +1,230 @@
+/* The chat page: sessions over the HTTP API, questions over the websocket /ws/chat/
+   (protocol in docs/api.md). No build step; rendering is in render.js. */
+"use strict";
+
+(() => {
+  const R = KleaRender;
+  const $ = (id) => document.getElementById(id);
+  const STAGES = {
+    guard: "Checking the question…", classify: "Classifying…", generate_queries: "Searching…",
+    retrieve: "Searching…", pick_tools: "Searching…", join_tools: "Searching…", answer: "Answering…",
+    evaluate: "Evaluating the answer…",
+  };
+  const state = { session: null, socket: null, current: null, attempt: 1, running: false, retry: 500 };
+
+  function csrf() {
+    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  async function api(path, options = {}) {
+    const headers = { "Content-Type": "application/json", "X-CSRFToken": csrf() };
+    const response = await fetch(path, { credentials: "same-origin", ...options, headers });
+    if (response.status === 401) { window.location.href = "/accounts/login/?next=/"; return null; }
+    if (response.status === 204) return {};
+    const body = await response.json();
+    if (!response.ok) throw new Error(body.error ? body.error.message : response.statusText);
+    return body;
+  }
+
+  /* --- sessions ------------------------------------------------------------------- */
+  async function loadSessions() {
+    const body = await api("/api/sessions");
+    if (!body) return;
+    const list = $("session-list");
+    list.replaceChildren();
+    for (const session of body.sessions) list.append(sessionItem(session));
+  }
+
+  function sessionItem(session) {
+    const item = R.el("li", { class: session.id === state.session ? "current" : "" });
+    const name = session.title || `Conversation ${session.id}`;
+    const open = R.el("button", { type: "button", class: "open", text: name });
+    if (session.id === state.session) open.setAttribute("aria-current", "true");
+    open.addEventListener("click", () => openSession(session.id));
+    const rename = R.el("button", { type: "button", class: "small", text: "Rename",
+      "aria-label": `Rename ${name}` });
+    rename.addEventListener("click", async () => {
+      const title = window.prompt("New title", session.title);
+      if (title === null) return;
+      await api(`/api/sessions/${session.id}`, { method: "PATCH", body: JSON.stringify({ title }) });
+      loadSessions();
+    });
+    const remove = R.el("button", { type: "button", class: "small danger", text: "Delete",
+      "aria-label": `Delete ${name}` });
+    remove.addEventListener("click", async () => {
+      if (!window.confirm("Delete this conversation?")) return;
+      await api(`/api/sessions/${session.id}`, { method: "DELETE" });
+      if (state.session === session.id) newSession();
+      loadSessions();
+    });
+    item.append(open, R.el("span", { class: "actions" }, rename, remove));
+    return item;
+  }
+
+  async function openSession(id) {
+    if (state.running) return;
+    const body = await api(`/api/sessions/${id}/messages`);
+    if (!body) return;
+    state.session = id;
+    const conversation = $("conversation");
+    conversation.replaceChildren();
+    for (const message of body.messages) conversation.append(R.fill(R.message(message.role), message));
+    loadSessions();
+    $("question").focus();
+  }
+
+  function newSession() {
+    if (state.running) return;
+    state.session = null;
+    $("conversation").replaceChildren();
+    loadSessions();
+    $("question").focus();
+  }
+
+  /* --- domains -------------------------------------------------------------------- */
+  async function loadDomains() {
+    const body = await api("/api/domains");
+    if (!body) return;
+    const box = $("domain-options");
+    box.replaceChildren();
+    if (!body.domains.length) box.append(R.el("p", { text: "No domain is available to you yet." }));
+    for (const domain of body.domains) {
+      const id = `domain-${domain.name.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+      const input = R.el("input", { type: "checkbox", id, value: domain.name });
+      const label = R.el("label", { for: id, title: domain.description, text: domain.name });
+      box.append(R.el("span", { class: "domain" }, input, label));
+    }
+  }
+
+  function pickedDomains() {
+    return [...document.querySelectorAll("#domain-options input:checked")].map((input) => input.value);
+  }
+
+  /* --- websocket ------------------------------------------------------------------ */
+  function connect() {
+    const scheme = window.location.protocol === "https:" ? "wss" : "ws";
+    const socket = new WebSocket(`${scheme}://${window.location.host}/ws/chat/`);
+    state.socket = socket;
+    socket.addEventListener("open", () => { state.retry = 500; $("connection").textContent = ""; });
+    socket.addEventListener("message", (message) => onEvent(JSON.parse(message.data)));
+    socket.addEventListener("close", (closing) => {
+      if (state.running) finish("The connection was lost; the answer is incomplete.");
+      if (closing.code === 4401) { window.location.href = "/accounts/login/?next=/"; return; }
+      $("connection").textContent = "Reconnecting…";
+      setTimeout(connect, state.retry);
+      state.retry = Math.min(state.retry * 2, 10000);
+    });
+  }
+
+  function ask(text) {
+    if (!state.socket || state.socket.readyState !== WebSocket.OPEN) {
+      $("connection").textContent = "Not connected yet; try again in a moment.";
+      return;
+    }
+    const frame = { type: "query", session: state.session, text };
+    const domains = pickedDomains();
+    if (domains.length) frame.domains = domains;
+    const conversation = $("conversation");
+    conversation.append(R.fill(R.message("user"), { content: text }));
+    state.current = R.message("assistant");
+    state.current.classList.add("streaming");
+    conversation.append(state.current);
+    state.attempt = 1;
+    setRunning(true);
+    state.socket.send(JSON.stringify(frame));
+    state.current.scrollIntoView({ block: "end" });
+  }
+
+  function setRunning(running) {
+    state.running = running;
+    $("send").disabled = running;
+    $("cancel").hidden = !running;
+    $("conversation").setAttribute("aria-busy", String(running));
+    if (!running) $("stage").hidden = true;
+  }
+
+  function showStage(text) {
+    $("stage").hidden = false;
+    $("stage-text").textContent = text;
+  }
+
+  function finish(errorText) {
+    if (state.current) {
+      state.current.classList.remove("streaming");
+      if (errorText) R.addError(state.current, errorText);
+    }
+    setRunning(false);
+    loadSessions();
+  }
+
+  function onEvent(event) {
+    const item = state.current;
+    switch (event.type) {
+      case "session":
+        state.session = event.session;
+        loadSessions();
+        break;
+      case "stage":
+        if (event.phase === "start" && STAGES[event.node]) showStage(STAGES[event.node]);
+        break;
+      case "token":
+        if (!item) break;
+        if (event.attempt !== state.attempt) {  // a new attempt replaces the text so far
+          item.querySelector(".text").textContent = "";
+          state.attempt = event.attempt;
+        }
+        item.querySelector(".text").append(event.text);
+        break;
+      case "tool":
+        if (item) item.querySelector(".tools").append(R.el("li", { class: "tool", text: R.toolLine(event) }));
+        break;
+      case "references":
+        if (item && event.references.length) {
+          item.querySelector(".refs-slot").replaceChildren(R.references(event.references));
+        }
+        break;
+      case "answer":
+        if (!item) break;
+        item.querySelector(".text").textContent = event.text;
+        if (event.warnings.length) item.querySelector(".warnings-slot").replaceChildren(R.warnings(event.warnings));
+        break;
+      case "error":
+        if (item && state.running) R.addError(item, event.code === "interrupted" ? "Stopped: the answer is incomplete."
+          : `${event.message} (${event.code})`);
+        else $("connection").textContent = `${event.message} (${event.code})`;
+        break;
+      case "done":
+        finish();
+        state.current = null;
+        $("question").focus();
+        break;
+      default:
+        break;
+    }
+  }
+
+  /* --- the form ------------------------------------------------------------------- */
+  function submit(formEvent) {
+    if (formEvent) formEvent.preventDefault();
+    const box = $("question");
+    const text = box.value.trim();
+    if (!text || state.running) return;
+    box.value = "";
+    ask(text);
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    $("ask").addEventListener("submit", submit);
+    $("question").addEventListener("keydown", (key) => {
+      if (key.key === "Enter" && !key.shiftKey && !key.isComposing) submit(key);
+    });
+    $("cancel").addEventListener("click", () => {
+      if (state.running && state.socket) state.socket.send(JSON.stringify({ type: "cancel" }));
+    });
+    $("new-session").addEventListener("click", newSession);
+    loadDomains();
+    loadSessions();
+    connect();
+  });
+})();

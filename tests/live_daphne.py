@@ -1,0 +1,95 @@
+"""A real daphne server in a subprocess on a free loopback port, on the test database.
+
+It is started like ``make run`` starts it (the same daphne websocket cap), with the
+extractive backend and the in-memory channel layer.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+# The Makefile's DAPHNE_ARGS (WS_PROTOCOL_MAX = 8 MiB).
+WS_PROTOCOL_MAX = 8 * 1024 * 1024
+DAPHNE_ARGS = ["--websocket-max-message-size", str(WS_PROTOCOL_MAX), "--websocket-max-frame-size",
+               str(WS_PROTOCOL_MAX)]
+START_SECONDS = 60
+
+
+def database_url() -> str:
+    """DATABASE_URL of the database this process uses (the test database in tests)."""
+    db = connection.settings_dict
+    host = db["HOST"] or db["OPTIONS"].get("host", "")
+    port = db["PORT"] or db["OPTIONS"].get("port", "5432")
+    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
+    if host.startswith("/"):
+        return f"postgres://{db['USER']}{password}@/{db['NAME']}?host={host}&port={port}"
+    return f"postgres://{db['USER']}{password}@{host}:{port}/{db['NAME']}"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LiveDaphne:
+    """``with LiveDaphne(log_path, **env) as server: server.url`` (http://127.0.0.1:port)."""
+
+    def __init__(self, log: Path, ready_status: int = 200, **env: str):
+        """:param ready_status: the /health status that means "started" (503: no database)."""
+        self.log = log
+        self.ready_status = ready_status
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "REDIS_URL": "",
+            "KLEA_LLM_BACKEND": "extractive",
+            "KLEA_RAG_GUARD_MODEL": "",
+            "KLEA_EMBEDDING_CACHE_DIR": str(settings.KLEA_EMBEDDING_CACHE_DIR),
+            **env,
+        }
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> LiveDaphne:
+        command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), *DAPHNE_ARGS,
+                   "klea_site.asgi:application"]
+        self.process = subprocess.Popen(command, cwd=settings.BASE_DIR, env=self.env, stdout=self.log.open("ab"),
+                                        stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daphne exited ({self.process.returncode}): {self.log.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=5) as response:
+                    status = response.status
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+            except OSError:
+                time.sleep(0.2)
+                continue
+            if status == self.ready_status:
+                return self
+            raise RuntimeError(f"/health answered {status}, expected {self.ready_status}")
+        self.__exit__()
+        raise RuntimeError(f"daphne did not answer /health in {START_SECONDS} s: {self.log.read_text()[-2000:]}")
+
+    def __exit__(self, *exc) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=15)
