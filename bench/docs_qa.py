@@ -4,7 +4,8 @@ Needs the ``neuroml`` and ``xarray`` domains ingested in the development databas
 docs/documentation-corpora.md). Asks tests/doc_questions.py through the full pipeline
 and prints, per domain, how many questions were routed right and cited the file that
 answers them, plus the classifier's score ranges (in-domain minimum, off-topic maximum)
-and the time to the first answer token.
+the time to the first answer token, and how often a question forced into the other
+domain gets "No source in <domain> answers this question." instead of unrelated text.
 
     python bench/docs_qa.py
 """
@@ -59,6 +60,16 @@ def main() -> None:
         refused += result.answer.route == "refused"
         off_scores.append(extractive.score_domains(embeddings.embed_query(question), allowed)[0].score)
     print(f"off-topic: refused {refused}/{len(OFF_TOPIC_QUESTIONS)}")
+    # Each question forced into the other domain (the user's domain pick): its sources do
+    # not answer it, and the answer should say so rather than quote them.
+    declined = 0
+    for other, questions in (("xarray", NEUROML_QUESTIONS), ("neuroml", XARRAY_QUESTIONS)):
+        for question, _ in questions:
+            request = TurnRequest(question, domains=allowed, pick=[other])
+            result = async_to_sync(ask)(request, backend=ExtractiveBackend())
+            declined += result.answer.text.startswith("No source in")
+    total = len(NEUROML_QUESTIONS) + len(XARRAY_QUESTIONS)
+    print(f"asked in the other domain: says no source answers {declined}/{total}")
     print(f"classifier: in-domain score min {min(in_scores):.3f}, off-topic max {max(off_scores):.3f} "
           f"(threshold {extractive.CLASSIFY_THRESHOLD})")
     print(f"time to first token: median {statistics.median(ttft):.0f} ms, max {max(ttft):.0f} ms")

@@ -11,7 +11,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat.backends import BackendError, ModelNotFound, NotSupported, Timeout, Unreachable, get_backend
-from chat.backends.extractive import ExtractiveBackend
+from chat.backends.extractive import ExtractiveBackend, looks_like_code
 from chat.backends.ollama import OllamaBackend
 from chat.backends.openai import OpenAIBackend
 
@@ -159,3 +159,17 @@ def test_extractive_backend_writes_no_text_but_embeds():
         call(_chat, USER, backend=ExtractiveBackend())
     vectors = call(_embed, ["a neuron", "an array"], backend=ExtractiveBackend())
     assert (len(vectors), len(vectors[0])) == (2, 384)
+
+
+@pytest.mark.parametrize("sentence, code", [
+    ("export DATABASE_URL=postgres://klea:secret@db.example.org:5432/klea", True),
+    ('astream = rag.astream("How are BM25 and vector results fused?")', True),
+    ("# ['How is the BM25 score of a chunk computed', 'how do I use an existing PostgreSQL']", True),
+    ("pip install pyNeuroML", True),
+    (">>> ds.sel(time='2020-01')", True),
+    ("The server needs pgvector >= 0.6 installed (CREATE EXTENSION vector is run by the first migration).", False),
+    ("Use xr.open_mfdataset() to open many netCDF files as one dataset.", False),
+    ("To install pyNeuroML, run pip install pyneuroml in a virtual environment.", False),
+])
+def test_extractive_answers_leave_out_lines_of_code(sentence, code):
+    assert looks_like_code(sentence) is code

@@ -147,6 +147,7 @@ class TurnState:
     # answer
     attempt: int = 0
     answer_text: str = ""
+    declined: bool = False  # the answer says that no source answers the question
     cited: list[Source | ToolSource] = field(default_factory=list)
     dropped_citations: int = 0
     evaluation: Evaluation | None = None

@@ -25,16 +25,23 @@ def no_source_text(domains: list[str]) -> str:
 
 
 async def _extractive_pieces(state: TurnState, cleaner: AnswerCleaner):
-    """The composed sentences as text pieces, verbatim: source 1's best sentence as soon
-    as it is known, then the others; a run of sentences from one source is cited once."""
+    """The composed sentences as text pieces (:meth:`Composer.pieces`); when no sentence
+    of the sources is similar enough to the question, the no-source text instead."""
     vector = await query_vector(state)
+    spoke = False
     async for piece in extractive.Composer(vector, state.material.sources, state.question).pieces(cleaner.cite):
+        spoke = True
         yield piece
+    if not spoke:
+        state.declined = True
+        yield no_source_text(state.domain_names)
 
 
 async def answer(state: TurnState) -> Step:
     sources = state.material.sources if state.material else []
+    state.declined = False
     if not sources:
+        state.declined = True
         await say(state, no_source_text(state.domain_names))
         return Step("next", "no sources")
     rewrite = state.evaluation is not None and state.evaluation.decision == "rewrite_answer"

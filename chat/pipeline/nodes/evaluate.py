@@ -3,7 +3,8 @@
 
 Deterministic checks: ``no_sources``, ``no_valid_citation``, ``answer_empty``. With no
 sources or an empty answer the model is not asked. The extractive backend has the
-checks only (``scores`` is None). Best-effort and fallback answers get a warning.
+checks only (``scores`` is None). Best-effort and fallback answers get a warning, except
+an answer saying that no source answers the question.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ async def evaluate(state: TurnState) -> Step:
         state.k = min(_k_max(state), _k_now(state) + max(d.k_inc for d in state.routed))
     elif record.decision == "rewrite_answer":
         state.rewrites += 1
-    elif record.decision == "best_effort":
+    elif record.decision == "best_effort" and not state.declined:
         state.warn(PARTIAL_WARNING)
     elif record.decision == "fallback":
         state.warn(FALLBACK_WARNING)
