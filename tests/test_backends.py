@@ -167,6 +167,8 @@ def test_extractive_backend_writes_no_text_but_embeds():
     ("# ['How is the BM25 score of a chunk computed', 'how do I use an existing PostgreSQL']", True),
     ("pip install pyNeuroML", True),
     (">>> ds.sel(time='2020-01')", True),
+    ("return answer, pieces, astream.citations", True),
+    ("If you want to use the netCDF4 backend to read a file, name the engine.", False),
     ("The server needs pgvector >= 0.6 installed (CREATE EXTENSION vector is run by the first migration).", False),
     ("Use xr.open_mfdataset() to open many netCDF files as one dataset.", False),
     ("To install pyNeuroML, run pip install pyneuroml in a virtual environment.", False),

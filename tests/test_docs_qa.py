@@ -20,9 +20,9 @@ pytestmark = [pytest.mark.django_db, pytest.mark.corpora]
 # earlier ts_rank keyword list: the Izhikevich file is now retrieved second but the
 # extractive answer cites other chunks); the floor below guards against regressions.
 MIN_CITED = {"neuroml": 11, "xarray": 12}
-# Each question forced into the other domain: 23 of 27 answers say that no source
-# answers (bench/docs_qa.py; the other 4 find a sentence with cosine >= 0.42 there).
-MIN_DECLINED_ELSEWHERE = 23
+# Each question forced into the other domain: 15 of 27 answers say that no source
+# answers (bench/docs_qa.py; the others find a sentence with cosine >= 0.35 there).
+MIN_DECLINED_ELSEWHERE = 15
 
 
 @pytest.fixture(autouse=True)
