@@ -9,7 +9,6 @@ code ``csrf_failed``). Bodies are JSON objects; errors are ``{"error": {"code", 
 
 from __future__ import annotations
 
-import json
 from functools import wraps
 
 from asgiref.sync import async_to_sync
@@ -19,11 +18,11 @@ from django.views.csrf import csrf_failure as django_csrf_failure
 from domains.access import UnknownDomain, may_chat, pick_domains, queryable_domains
 
 from . import sessions
-from .consumers import BadRequest, parse_query
 from .models import ChatSession
 from .pipeline import TurnRequest, ask
 from .turn_lock import LockUnavailable, TurnLock
 
+from .parsing import BadRequest, decode_json, parse_query, parse_title
 
 def error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}}, status=status)
@@ -56,10 +55,7 @@ def api(*methods: str):
 
 
 def _body(request) -> dict:
-    try:
-        body = json.loads(request.body or b"{}")
-    except ValueError as exc:
-        raise BadRequest("bad_json", f"not JSON: {exc}") from None
+    body = decode_json(request.body or b"{}")
     if not isinstance(body, dict):
         raise BadRequest("bad_request", "the body must be a JSON object")
     return body
@@ -164,10 +160,7 @@ def session_list(request):
 
 
 def _title(body: dict, required: bool) -> str:
-    title = body.get("title", None if required else "")
-    if not isinstance(title, str):
-        raise BadRequest("bad_request", '"title" must be a string')
-    return " ".join(title.split())[: sessions.TITLE_MAX]
+    return parse_title(body, required, sessions.TITLE_MAX)
 
 
 @api("GET", "PATCH", "DELETE")

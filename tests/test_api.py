@@ -221,3 +221,22 @@ def test_health(setup, settings):
     assert (response.status_code, response.json()["status"], response.json()["model_server"]["ok"]) == (
         200, "degraded", False)
     assert response.json()["model_server"]["url"] == url
+
+
+def bad(status: int, code: str, message: str) -> tuple:
+    return status, {"error": {"code": code, "message": message}}
+
+
+def test_deeply_nested_json_is_bad_json(setup):
+    bob = client_for(setup["bob"])
+    nested = "[" * 30000 + "]" * 30000
+    bodies = [nested, '{"text": "hi", "filters": {"year": ' + nested + "}}", '{"title": ' + nested + "}"]
+    for path, body in [("/api/query", bodies[0]), ("/api/query", bodies[1]), ("/api/sessions", bodies[2])]:
+        response = bob.post(path, body, content_type="application/json")
+        assert (response.status_code, response.json()) == bad(400, "bad_json", "not JSON: nested too deeply")
+    deep = {"year": 2000}
+    for _ in range(30):
+        deep = {"$and": [deep]}
+    response = post(bob, "/api/query", {"text": "hi", "filters": deep})
+    assert (response.status_code, response.json()) == bad(400, "bad_request", '"filters" nests more than 20 levels')
+    assert ChatMessage.objects.count() == 0

@@ -154,3 +154,12 @@ def test_domain_without_the_field_is_unfiltered(store):
     store.save()
     result = retrieve("neuron model", [bare], k=10, filters={"year": 2021})
     assert sorted(c.chunk_id for c in result.results) == sorted(ids)
+
+
+def test_and_nests_eight_levels_at_most():
+    deep = {"year": 2000}
+    for _ in range(8):
+        deep = {"$and": [deep]}
+    assert compile_filter(deep, SPECS, prefix="p").sql == "(c.year = ANY(%(p0)s))"
+    with pytest.raises(ValueError, match=r"^filter '\$and' nests more than 8 levels$"):
+        compile_filter({"$and": [deep]}, SPECS)

@@ -218,3 +218,19 @@ async def test_the_default_limit_is_64_kib(world):
     assert await ws.receive_json_from(timeout=TIMEOUT) == bad(
         "too_large", "frame of 80046 bytes; the limit is 65536 bytes")
     await ws.disconnect()
+
+
+@pytest.mark.asyncio
+async def test_deeply_nested_json_is_bad_json_and_the_socket_stays_open(world):
+    ws = await connect(world.bob)
+    cases = [
+        ("[" * 30000 + "]" * 30000, bad("bad_json", "not JSON: nested too deeply")),
+        ('{"type": "query", "text": "hi", "filters": {"year": ' + "[" * 30000 + "]" * 30000 + "}}",
+         bad("bad_json", "not JSON: nested too deeply")),
+    ]
+    for frame, expected in cases:
+        await ws.send_to(text_data=frame)
+        assert await ws.receive_json_from(timeout=TIMEOUT) == expected, frame[:60]
+    await ws.send_json_to({"type": "cancel"})  # still open and usable
+    assert await ws.receive_json_from(timeout=TIMEOUT) == bad("idle", "no turn is running")
+    await ws.disconnect()
