@@ -19,10 +19,10 @@ from domains.access import UnknownDomain, may_chat, pick_domains, queryable_doma
 
 from . import sessions
 from .models import ChatSession
+from .parsing import BadRequest, decode_json, parse_query, parse_title
 from .pipeline import TurnRequest, ask
 from .turn_lock import LockUnavailable, TurnLock
 
-from .parsing import BadRequest, decode_json, parse_query, parse_title
 
 def error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}}, status=status)

@@ -240,3 +240,37 @@ def test_deeply_nested_json_is_bad_json(setup):
     response = post(bob, "/api/query", {"text": "hi", "filters": deep})
     assert (response.status_code, response.json()) == bad(400, "bad_request", '"filters" nests more than 20 levels')
     assert ChatMessage.objects.count() == 0
+
+
+def test_nul_and_lone_surrogates_are_refused_naming_the_field(setup):
+    bob = client_for(setup["bob"])
+    cases = [
+        ("/api/query", '{"text": "hello\\u0000world"}', '"text"'),
+        ("/api/query", '{"text": "hi \\ud800 there"}', '"text"'),
+        ("/api/query", '{"text": "hi", "filters": {"authors": "Sin\\u0000ha"}}', '"filters"'),
+        ("/api/query", '{"text": "hi", "filters": {"$and": [{"authors": ["\\udfff"]}]}}', '"filters"'),
+        ("/api/query", '{"text": "hi", "domains": ["arr\\u0000ays"]}', '"domains"'),
+        ("/api/sessions", '{"title": "a\\u0000b"}', '"title"'),
+    ]
+    for path, body, field in cases:
+        response = bob.post(path, body, content_type="application/json")
+        assert (response.status_code, response.json()) == bad(
+            400, "bad_request", f"{field} contains a NUL character or a lone surrogate"), body
+    session = ChatSession.objects.create(owner=setup["bob"])
+    renamed = bob.patch(f"/api/sessions/{session.pk}", '{"title": "x\\ud83d"}', content_type="application/json")
+    assert (renamed.status_code, renamed.json()) == bad(
+        400, "bad_request", '"title" contains a NUL character or a lone surrogate')
+    emoji = post(bob, "/api/sessions", {"title": "neurons \U0001f9e0"})  # a surrogate pair in JSON is fine
+    assert (emoji.status_code, emoji.json()["title"]) == (201, "neurons \U0001f9e0")
+    assert ChatMessage.objects.count() == 0
+
+
+def test_a_failed_store_is_reported_without_driver_details(setup):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE domains_bm25posting RENAME TO broken_postings")
+    body = post(client_for(setup["alice"]), "/api/query", {"text": HH, "domains": ["neuro"]}).json()
+    failed = "neuro-store:bm25 (domain neuro): ProgrammingError"
+    assert (body["status"], body["errors"]) == ("complete", [
+        {"code": "retrieval_failed", "message": failed, "node": "retrieve", "fatal": False}])

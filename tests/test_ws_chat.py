@@ -221,12 +221,17 @@ async def test_the_default_limit_is_64_kib(world):
 
 
 @pytest.mark.asyncio
-async def test_deeply_nested_json_is_bad_json_and_the_socket_stays_open(world):
+async def test_deep_json_nul_and_lone_surrogates_get_typed_errors(world):
     ws = await connect(world.bob)
+    surrogate = bad("bad_request", '"text" contains a NUL character or a lone surrogate')
     cases = [
         ("[" * 30000 + "]" * 30000, bad("bad_json", "not JSON: nested too deeply")),
         ('{"type": "query", "text": "hi", "filters": {"year": ' + "[" * 30000 + "]" * 30000 + "}}",
          bad("bad_json", "not JSON: nested too deeply")),
+        ('{"type": "query", "text": "hello\\u0000world"}', surrogate),
+        ('{"type": "query", "text": "hi \\ud800 there"}', surrogate),
+        ('{"type": "query", "text": "hi", "filters": {"authors": "Sinha\\u0000"}}',
+         bad("bad_request", '"filters" contains a NUL character or a lone surrogate')),
     ]
     for frame, expected in cases:
         await ws.send_to(text_data=frame)

@@ -19,7 +19,7 @@ from django.db import DatabaseError, connection, transaction
 
 from domains import embeddings
 from domains.models import Domain, Store
-from domains.text import normalize_text
+from domains.text import normalize_text, strip_unsafe
 
 from .bm25 import bm25_search, query_lexemes
 from .filters import compile_filter, field_specs
@@ -42,7 +42,7 @@ def _queries(query: str | Sequence[str]) -> list[str]:
     raw = [query] if isinstance(query, str) else list(query)
     out: list[str] = []
     for text in raw:
-        text = normalize_text(str(text))
+        text = normalize_text(strip_unsafe(str(text)))
         if text and text not in out:
             out.append(text)
     return out
@@ -201,6 +201,7 @@ def retrieve(
         logger.exception("retrieval failed")
         result.retrieval_failed = True
         result.error = f"database: {exc}".strip()
+        result.failures.append(f"database: {type(exc).__name__}")
         return result
     result.results = apply_budget(per_domain, settings.KLEA_MAX_REFS_SIZE if max_chars is None else max_chars)
     return result
@@ -224,6 +225,7 @@ def _search_domain(search: _Search, domain: Domain, where, result: RetrievalResu
                 result.retrieval_failed = True
                 message = f"{store.name}:{mode} (domain {domain.name}): {exc}".strip()
                 result.error = f"{result.error}; {message}" if result.error else message
+                result.failures.append(f"{store.name}:{mode} (domain {domain.name}): {type(exc).__name__}")
     fused = fuse(lists, fusion or domain.fusion, domain.fusion_alpha)
     years = _years([cid for cid, _, _ in fused])
     chunks = [

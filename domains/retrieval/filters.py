@@ -13,8 +13,8 @@ Only the fields a domain declares (FilterField) are used for that domain; any ot
 field is dropped there and logged. A chunk that lacks a field never matches a clause
 on it. Values are typed by the field: ``int`` accepts integers (or their decimal
 strings), ``float`` finite numbers, ``string`` strings (numbers are compared as their
-text), ``list`` strings. A malformed value raises ``ValueError`` naming the field, as
-does ``$and`` nested over 8 levels.
+text), ``list`` strings. A malformed value raises ``ValueError`` naming the field, as do
+strings with a NUL character or a lone surrogate and ``$and`` nested over 8 levels.
 
 ``year`` (int) is read from the indexed ``chunk.year`` column; other fields from
 ``chunk.metadata`` via SQL/JSON paths (lax mode: a list value matches when one of its
@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -40,6 +41,7 @@ OPERATORS = {"$eq", "$in", "$contains", *RANGE_OPS}
 YEAR_COLUMN = "year"
 # "$and" nests this deep at most (a deeper filter raises ValueError).
 MAX_AND_DEPTH = 8
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,8 @@ def _typed(spec: FieldSpec, value):
         return str(value)
     if not isinstance(value, str):
         raise ValueError(f"filter on {spec.name!r}: expected a string, got {value!r}")
+    if _UNSAFE.search(value):
+        raise ValueError(f"filter on {spec.name!r}: a NUL character or a lone surrogate in {value!r}")
     return value
 
 

@@ -3,7 +3,8 @@
 k starts at each domain's default_k; ``retrieve_more_info`` raises it (by k_inc, up to
 k_max) for this turn only. A malformed filter is reported (``bad_filter``) and the search
 runs without filters; a store that could not be searched is reported
-(``retrieval_failed``) and the other stores' hits are used. Neither ends the turn.
+(``retrieval_failed``: store, mode and error class only; the detail is in the server
+log) and the other stores' hits are used. Neither ends the turn.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ async def retrieve(state: TurnState) -> Step:
         state.filters = {}
         result = await search(None)
     if result.retrieval_failed:
-        await state.emit(Error(code="retrieval_failed", message=result.error, node="retrieve"))
+        await state.emit(Error(code="retrieval_failed", message="; ".join(result.failures), node="retrieve"))
         state.warn(FAILED_WARNING)
     state.retrieval = result
     state.material = serialize_reference_material(result.results)
