@@ -239,3 +239,20 @@ async def test_deep_json_nul_and_lone_surrogates_get_typed_errors(world):
     await ws.send_json_to({"type": "cancel"})  # still open and usable
     assert await ws.receive_json_from(timeout=TIMEOUT) == bad("idle", "no turn is running")
     await ws.disconnect()
+
+
+@pytest.mark.asyncio
+async def test_a_turn_cancelled_at_once_keeps_the_question(world, fake):
+    ws = await connect(world.bob)
+    await ws.send_json_to({"type": "query", "session": None, "text": IZH, "domains": ["wsneuro"]})
+    await ws.send_json_to({"type": "cancel"})
+    frames = await until(ws, "done")
+    session_id = frames[0]["session"]
+    assert [(f["type"], f.get("code"), f.get("status")) for f in frames if f["type"] in ("error", "done")] == [
+        ("error", "interrupted", None), ("done", None, "interrupted")]
+    assert await stored(session_id) == [("user", "complete", IZH), ("assistant", "interrupted", "")]
+    # closing the socket right after the first event keeps the question too
+    await ws.send_json_to({"type": "query", "session": session_id, "text": "And the cost?", "domains": ["wsneuro"]})
+    assert (await ws.receive_json_from(timeout=TIMEOUT))["type"] == "stage"
+    await ws.disconnect(timeout=10)
+    assert (await stored(session_id))[2:] == [("user", "complete", "And the cost?"), ("assistant", "interrupted", "")]

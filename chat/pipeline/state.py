@@ -125,6 +125,7 @@ class TurnState:
     summary: str = ""
     history: list[dict] = field(default_factory=list)
     user_message_id: int | None = None
+    question_task: asyncio.Future | None = None  # storing the question (shielded from cancel)
     assistant_message_id: int | None = None
     # guard
     guard_failed: bool = False
