@@ -117,6 +117,17 @@ def test_nul_control_characters_and_lone_surrogates_in_queries_are_removed(setup
         assert [c.chunk_id for c in result.results] == [c.chunk_id for c in clean.results]
 
 
+def test_k_and_store_names_are_checked(setup):
+    domain, _ = setup
+    for k in (0, -1, True, 2.5, "3"):
+        with pytest.raises(ValueError, match=r"^k must be a positive integer$"):
+            retrieve("neurons", [domain], k=k)
+    assert len(retrieve("neurons", [domain], k=1).results) == 1
+    assert len(retrieve("neurons", [domain], k=None).results) == 3  # the domain's default_k
+    with pytest.raises(ValueError, match=r"^unknown store\(s\) \['nope', 'zz'\]: not stores of the domains searched$"):
+        retrieve("neurons", [domain], stores=["main", "zz", "nope"])
+
+
 def test_failures_name_store_and_error_class_only(setup):
     domain, _ = setup
     with connection.cursor() as cursor:

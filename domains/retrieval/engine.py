@@ -174,8 +174,10 @@ def retrieve(
         ``error`` when a store could not be searched (the other stores' hits are
         still returned).
     :raises ValueError: a malformed filter (naming the field), an unknown mode or
-        fusion method.
+        fusion method, ``k`` not a positive integer, an unknown store name.
     """
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError("k must be a positive integer")
     unknown = set(modes or ()) - set(MODES)
     if unknown:
         raise ValueError(f"unknown retrieval mode(s) {sorted(unknown)}; allowed: {', '.join(MODES)}")
@@ -188,6 +190,12 @@ def retrieve(
     if query_vectors is not None and len(query_vectors) != len(queries):
         raise ValueError(f"{len(query_vectors)} query vectors for {len(queries)} distinct non-empty queries")
     active = [d for d in domains if d.active]
+    if stores is not None:
+        stores = [stores] if isinstance(stores, str) else list(stores)
+        known = {s.name for d in active for s in d.stores.all()}
+        missing = sorted(set(stores) - known)
+        if missing:
+            raise ValueError(f"unknown store(s) {missing}: not stores of the domains searched")
     try:
         compiled = {d.pk: compile_filter(filters, field_specs(d), prefix=f"f{d.pk}_") for d in active}
         search = _Search(queries, tuple(modes or MODES), None if query_vectors is None else np.asarray(query_vectors))
@@ -209,7 +217,7 @@ def retrieve(
 
 def _search_domain(search: _Search, domain: Domain, where, result: RetrievalResult, *, k, depth, stores, fusion):
     """One domain: its lists (failures noted in ``result``), fused, recency, top k."""
-    domain_k = k or domain.default_k
+    domain_k = k if k is not None else domain.default_k
     list_depth = depth or max(LIST_DEPTH, domain_k)
     lists: list[tuple[str, list]] = []
     store_rows = domain.stores.all()
