@@ -1,8 +1,8 @@
 """The JSON HTTP API (docs/api.md): questions, domains, sessions and their messages.
 
 Every endpoint needs a signed-in user (or KLEA_CHAT_PUBLIC): otherwise 401
-``{"error": {"code": "not_authenticated", "message"}}``. Requests are session-authenticated
-and CSRF-protected like any Django form: send the ``csrftoken`` cookie's value in an
+``{"error": {"code": "not_authenticated", "message"}}``, checked before CSRF. Requests are
+session-authenticated and CSRF-protected like any Django form: send the ``csrftoken`` cookie's value in an
 ``X-CSRFToken`` header with POST, PATCH and DELETE (a failed check is a JSON 403,
 code ``csrf_failed``). Bodies are JSON objects; errors are ``{"error": {"code", "message"}}``.
 """
@@ -13,6 +13,7 @@ from functools import wraps
 
 from asgiref.sync import async_to_sync
 from django.http import HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.csrf import csrf_failure as django_csrf_failure
 
 from domains.access import UnknownDomain, may_chat, pick_domains, queryable_domains
@@ -36,9 +37,13 @@ def csrf_failure(request, reason=""):
 
 
 def api(*methods: str):
-    """Allow ``methods``; answer 401 when the user may not chat, 405 for other methods."""
+    """Allow ``methods``; answer 405 for other methods, then 401 when the user may not
+    chat, then the CSRF check (Django's middleware, run after authentication)."""
 
     def decorate(view):
+        protected = csrf_protect(view)
+
+        @csrf_exempt  # checked below, once the user is known to be signed in
         @wraps(view)
         def wrapper(request, *args, **kwargs):
             if request.method not in methods:
@@ -47,7 +52,7 @@ def api(*methods: str):
                 return response
             if not may_chat(request.user):
                 return error(401, "not_authenticated", "sign in (/accounts/login/) to use the API")
-            return view(request, *args, **kwargs)
+            return protected(request, *args, **kwargs)
 
         return wrapper
 

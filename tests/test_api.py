@@ -265,6 +265,18 @@ def test_nul_and_lone_surrogates_are_refused_naming_the_field(setup):
     assert ChatMessage.objects.count() == 0
 
 
+def test_authentication_comes_before_csrf(setup):
+    anonymous = Client(enforce_csrf_checks=True)
+    for path in ("/api/query", "/api/sessions"):
+        response = post(anonymous, path, {"text": HH})
+        assert (response.status_code, response.json()) == (401, NOT_SIGNED_IN), path
+    signed_in = client_for(setup["bob"], enforce_csrf_checks=True)
+    refused = post(signed_in, "/api/query", {"text": HH})
+    assert (refused.status_code, refused.json()) == bad(
+        403, "csrf_failed", "CSRF check failed (CSRF cookie not set.); send the csrftoken cookie in X-CSRFToken")
+    assert ChatMessage.objects.count() == 0
+
+
 def test_a_failed_store_is_reported_without_driver_details(setup):
     from django.db import connection
 
