@@ -12,6 +12,8 @@ from __future__ import annotations
 from functools import wraps
 
 from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.csrf import csrf_failure as django_csrf_failure
@@ -38,7 +40,8 @@ def csrf_failure(request, reason=""):
 
 def api(*methods: str):
     """Allow ``methods``; answer 405 for other methods, then 401 when the user may not
-    chat, then the CSRF check (Django's middleware, run after authentication)."""
+    chat, then the CSRF check (Django's middleware, run after authentication), then
+    400 ``too_large`` for a body over DATA_UPLOAD_MAX_MEMORY_SIZE."""
 
     def decorate(view):
         protected = csrf_protect(view)
@@ -52,11 +55,21 @@ def api(*methods: str):
                 return response
             if not may_chat(request.user):
                 return error(401, "not_authenticated", "sign in (/accounts/login/) to use the API")
-            return protected(request, *args, **kwargs)
+            try:
+                return protected(request, *args, **kwargs)
+            except RequestDataTooBig:
+                limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+                return error(400, "too_large", f"the request body is larger than {limit} bytes")
 
         return wrapper
 
     return decorate
+
+
+@csrf_exempt
+def not_found(request, path: str = ""):
+    """Any other ``/api/...`` path: JSON 404."""
+    return error(404, "not_found", f"no API endpoint {request.path}")
 
 
 def _body(request) -> dict:

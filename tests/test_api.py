@@ -277,6 +277,25 @@ def test_authentication_comes_before_csrf(setup):
     assert ChatMessage.objects.count() == 0
 
 
+def test_json_errors_everywhere_under_api(setup, settings):
+    bob = client_for(setup["bob"])
+    for path in ("/api/sessions/abc/messages", "/api/sessions/-1/messages", "/api/jobs/abc", "/api/nope"):
+        response = bob.get(path)
+        assert (response.status_code, response.json()) == bad(404, "not_found", f"no API endpoint {path}"), path
+    assert Client().post("/api/nope").json() == {"error": {"code": "not_found", "message": "no API endpoint /api/nope"}}
+    response = bob.get("/api/jobs/999999")
+    assert (response.status_code, response.json()) == bad(404, "not_found", "no job 999999")
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = post(bob, "/api/query", {"text": "x" * 2000})
+    assert (response.status_code, response.json()) == bad(
+        400, "too_large", "the request body is larger than 1000 bytes")
+    for method in ("post", "put", "delete"):
+        response = getattr(Client(enforce_csrf_checks=True), method)("/health")
+        assert (response.status_code, response["Allow"], response.json()) == (
+            405, "GET, HEAD", {"error": {"code": "method_not_allowed", "message": "use GET or HEAD"}}), method
+    assert Client().head("/health").status_code == 200
+
+
 def test_a_failed_store_is_reported_without_driver_details(setup):
     from django.db import connection
 
