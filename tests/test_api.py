@@ -305,3 +305,13 @@ def test_a_failed_store_is_reported_without_driver_details(setup):
     failed = "neuro-store:bm25 (domain neuro): ProgrammingError"
     assert (body["status"], body["errors"]) == ("complete", [
         {"code": "retrieval_failed", "message": failed, "node": "retrieve", "fatal": False}])
+
+
+def test_undeclared_filter_fields_are_reported(setup):
+    alice = client_for(setup["alice"])
+    response = post(alice, "/api/query", {"text": HH, "domains": ["neuro"],
+                                          "filters": {"bogus": 1, "$and": [{"year": {"$gte": 1900}}]}})
+    body = response.json()
+    assert (body["status"], body["errors"]) == ("complete", [
+        {"code": "filter_dropped", "message": "filter field 'bogus' is not declared by domain(s) neuro; ignored",
+         "node": "retrieve", "fatal": False}])

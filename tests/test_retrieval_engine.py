@@ -128,6 +128,13 @@ def test_k_and_store_names_are_checked(setup):
         retrieve("neurons", [domain], stores=["main", "zz", "nope"])
 
 
+def test_undeclared_filter_fields_are_reported(setup):
+    domain, _ = setup
+    result = retrieve("neurons", [domain], filters={"bogus": 1, "$and": [{"other": "x"}]})
+    assert (result.dropped_filters, result.retrieval_failed, len(result.results)) == (
+        {"bogus": ["science"], "other": ["science"]}, False, 3)
+
+
 def test_failures_name_store_and_error_class_only(setup):
     domain, _ = setup
     with connection.cursor() as cursor:

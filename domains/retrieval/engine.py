@@ -198,6 +198,9 @@ def retrieve(
             raise ValueError(f"unknown store(s) {missing}: not stores of the domains searched")
     try:
         compiled = {d.pk: compile_filter(filters, field_specs(d), prefix=f"f{d.pk}_") for d in active}
+        for domain in active:
+            for name in compiled[domain.pk].dropped:
+                result.dropped_filters.setdefault(name, []).append(domain.name)
         search = _Search(queries, tuple(modes or MODES), None if query_vectors is None else np.asarray(query_vectors))
         for lexemes in search.lexemes:
             result.keywords += [lex for lex in lexemes if lex not in result.keywords]
