@@ -1,26 +1,28 @@
 """The JSON HTTP API (docs/api.md): questions, domains, sessions and their messages.
 
 Every endpoint needs a signed-in user (or KLEA_CHAT_PUBLIC): otherwise 401
-``{"error": {"code": "not_authenticated", "message"}}``. Requests are session-authenticated
-and CSRF-protected like any Django form: send the ``csrftoken`` cookie's value in an
+``{"error": {"code": "not_authenticated", "message"}}``, checked before CSRF. Requests are
+session-authenticated and CSRF-protected like any Django form: send the ``csrftoken`` cookie's value in an
 ``X-CSRFToken`` header with POST, PATCH and DELETE (a failed check is a JSON 403,
 code ``csrf_failed``). Bodies are JSON objects; errors are ``{"error": {"code", "message"}}``.
 """
 
 from __future__ import annotations
 
-import json
 from functools import wraps
 
 from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.csrf import csrf_failure as django_csrf_failure
 
 from domains.access import UnknownDomain, may_chat, pick_domains, queryable_domains
 
 from . import sessions
-from .consumers import BadRequest, parse_query
 from .models import ChatSession
+from .parsing import BadRequest, decode_json, parse_query, parse_title
 from .pipeline import TurnRequest, ask
 from .turn_lock import LockUnavailable, TurnLock
 
@@ -37,9 +39,14 @@ def csrf_failure(request, reason=""):
 
 
 def api(*methods: str):
-    """Allow ``methods``; answer 401 when the user may not chat, 405 for other methods."""
+    """Allow ``methods``; answer 405 for other methods, then 401 when the user may not
+    chat, then the CSRF check (Django's middleware, run after authentication), then
+    400 ``too_large`` for a body over DATA_UPLOAD_MAX_MEMORY_SIZE."""
 
     def decorate(view):
+        protected = csrf_protect(view)
+
+        @csrf_exempt  # checked below, once the user is known to be signed in
         @wraps(view)
         def wrapper(request, *args, **kwargs):
             if request.method not in methods:
@@ -48,18 +55,25 @@ def api(*methods: str):
                 return response
             if not may_chat(request.user):
                 return error(401, "not_authenticated", "sign in (/accounts/login/) to use the API")
-            return view(request, *args, **kwargs)
+            try:
+                return protected(request, *args, **kwargs)
+            except RequestDataTooBig:
+                limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+                return error(400, "too_large", f"the request body is larger than {limit} bytes")
 
         return wrapper
 
     return decorate
 
 
+@csrf_exempt
+def not_found(request, path: str = ""):
+    """Any other ``/api/...`` path: JSON 404."""
+    return error(404, "not_found", f"no API endpoint {request.path}")
+
+
 def _body(request) -> dict:
-    try:
-        body = json.loads(request.body or b"{}")
-    except ValueError as exc:
-        raise BadRequest("bad_json", f"not JSON: {exc}") from None
+    body = decode_json(request.body or b"{}")
     if not isinstance(body, dict):
         raise BadRequest("bad_request", "the body must be a JSON object")
     return body
@@ -164,10 +178,7 @@ def session_list(request):
 
 
 def _title(body: dict, required: bool) -> str:
-    title = body.get("title", None if required else "")
-    if not isinstance(title, str):
-        raise BadRequest("bad_request", '"title" must be a string')
-    return " ".join(title.split())[: sessions.TITLE_MAX]
+    return parse_title(body, required, sessions.TITLE_MAX)
 
 
 @api("GET", "PATCH", "DELETE")

@@ -5,7 +5,8 @@ Protocol (docs/api.md): the client sends ``{"type": "query", "session": id | nul
 server sends ``{"type": "session", "session": id}`` when it created the session, then
 the turn's events (``stage``, ``token``, ``tool``, ``references``, ``answer``,
 ``error``, ``done``) exactly as ``Event.as_dict()`` gives them. Protocol errors are
-``error`` events too (``fatal`` false, the socket stays open): ``bad_json``,
+``error`` events too (``fatal`` false, the socket stays open; fields are checked by
+chat/parsing.py): ``bad_json``,
 ``bad_request``, ``unknown_type``, ``too_large``, ``busy``, ``not_found``,
 ``unknown_domain``, ``idle``, ``unavailable`` (Redis, which holds the session locks,
 did not answer). An anonymous socket without KLEA_CHAT_PUBLIC gets one
@@ -15,7 +16,6 @@ did not answer). An anonymous socket without KLEA_CHAT_PUBLIC gets one
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 
 from channels.db import aclose_old_connections, database_sync_to_async
@@ -26,6 +26,7 @@ from domains.access import UnknownDomain, may_chat, pick_domains
 
 from . import sessions
 from .models import ChatSession
+from .parsing import BadRequest, decode_json, parse_query
 from .pipeline import Done, Error, Turn, TurnRequest
 from .turn_lock import LockUnavailable, TurnLock
 
@@ -33,31 +34,6 @@ logger = logging.getLogger("klea.chat")
 CLOSE_NOT_AUTHENTICATED = 4401
 # Seconds a disconnect waits for the cancelled turn to store its partial answer.
 CANCEL_WAIT = 5.0
-
-
-class BadRequest(Exception):
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def parse_query(content: dict) -> dict:
-    """Check a query frame's fields. :returns: ``{"text", "session", "domains", "filters"}``.
-    :raises BadRequest: ``bad_request`` naming the wrong field."""
-    text = content.get("text")
-    if not isinstance(text, str) or not text.strip():
-        raise BadRequest("bad_request", '"text" must be a non-empty string')
-    session = content.get("session")
-    if session is not None and (not isinstance(session, int) or isinstance(session, bool)):
-        raise BadRequest("bad_request", '"session" must be a session id (integer) or null')
-    domains = content.get("domains")
-    if domains is not None and (not isinstance(domains, list) or not all(isinstance(d, str) for d in domains)):
-        raise BadRequest("bad_request", '"domains" must be a list of domain names')
-    filters = content.get("filters")
-    if filters is not None and not isinstance(filters, dict):
-        raise BadRequest("bad_request", '"filters" must be an object (the filter DSL)')
-    return {"text": text.strip(), "session": session, "domains": domains, "filters": filters or None}
 
 
 def error(code: str, message: str) -> dict:
@@ -95,9 +71,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if text_data is None:
             return await self.send_json(error("bad_json", "send JSON in text frames"))
         try:
-            content = json.loads(text_data)
-        except ValueError as exc:
-            return await self.send_json(error("bad_json", f"not JSON: {exc}"))
+            content = decode_json(text_data)
+        except BadRequest as exc:
+            return await self.send_json(error(exc.code, exc.message))
         await self.receive_json(content)
 
     async def receive_json(self, content, **kwargs):

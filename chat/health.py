@@ -11,7 +11,7 @@ import httpx
 from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.csrf import csrf_exempt
 
 
 def check_database() -> dict:
@@ -64,9 +64,14 @@ def check_model_server() -> dict:
     return {"backend": backend, "ok": True, "url": url}
 
 
-@require_GET
+@csrf_exempt  # read-only: a POST gets 405, not a CSRF page
 def health(request):
-    """:returns: ``{"status": "ok" | "degraded" | "down", "database", "redis", "model_server"}``."""
+    """:returns: ``{"status": "ok" | "degraded" | "down", "database", "redis", "model_server"}``;
+    405 JSON for methods other than GET and HEAD."""
+    if request.method not in ("GET", "HEAD"):
+        response = JsonResponse({"error": {"code": "method_not_allowed", "message": "use GET or HEAD"}}, status=405)
+        response["Allow"] = "GET, HEAD"
+        return response
     database = check_database()
     if not database["ok"]:
         return JsonResponse({"status": "down", "database": database}, status=503)

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from . import api, health, views
 
@@ -10,4 +10,5 @@ urlpatterns = [
     path("api/sessions", api.session_list, name="api-sessions"),
     path("api/sessions/<int:session_id>", api.session_detail, name="api-session"),
     path("api/sessions/<int:session_id>/messages", api.session_messages, name="api-session-messages"),
+    re_path(r"^api/", api.not_found, name="api-not-found"),  # after ingestion's api/ (klea_site/urls.py)
 ]

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
+from domains.text import strip_unsafe
+
 # Names under which the packaged model is known; anything else is a local folder or a
 # sentence-transformers model name already present in the Hugging Face cache.
 PACKAGED_MODEL_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
@@ -131,7 +133,7 @@ def embed_queries(texts: Sequence[str]) -> np.ndarray:
     :returns: float32 array of shape (len(texts), 384), rows L2-normalised.
     :raises EmbeddingError: when a row comes out all zero.
     """
-    vectors = embed_texts_torch(texts)
+    vectors = embed_texts_torch([strip_unsafe(t) for t in texts])  # no lone surrogate reaches the tokenizer
     check_vectors(vectors)
     return vectors
 

@@ -10,6 +10,14 @@ HEADING_SEPARATOR = " > "
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"), None)
 _SPACES = re.compile(r"\s+")
+# Control characters other than white space, and lone surrogates: PostgreSQL refuses
+# NUL, UTF-8 (and so the tokenizer) refuses lone surrogates.
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+
+
+def strip_unsafe(text: str) -> str:
+    """``text`` with NUL and other control characters and lone surrogates made spaces."""
+    return _UNSAFE.sub(" ", text)
 
 
 def normalize_text(text: str) -> str:

@@ -1,6 +1,6 @@
 """``GET /api/jobs/<id>``: an ingestion job's progress as JSON (staff or its creator)."""
 
-from django.http import Http404, JsonResponse
+from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from .models import IngestionJob
@@ -32,5 +32,5 @@ def job_detail(request, job_id: int):
     user = request.user
     allowed = job is not None and user.is_authenticated and (user.is_staff or job.created_by_id == user.pk)
     if not allowed:
-        raise Http404("no such job")
+        return JsonResponse({"error": {"code": "not_found", "message": f"no job {job_id}"}}, status=404)
     return JsonResponse(job_payload(job))

@@ -221,3 +221,98 @@ def test_health(setup, settings):
     assert (response.status_code, response.json()["status"], response.json()["model_server"]["ok"]) == (
         200, "degraded", False)
     assert response.json()["model_server"]["url"] == url
+
+
+def bad(status: int, code: str, message: str) -> tuple:
+    return status, {"error": {"code": code, "message": message}}
+
+
+def test_deeply_nested_json_is_bad_json(setup):
+    bob = client_for(setup["bob"])
+    nested = "[" * 30000 + "]" * 30000
+    bodies = [nested, '{"text": "hi", "filters": {"year": ' + nested + "}}", '{"title": ' + nested + "}"]
+    for path, body in [("/api/query", bodies[0]), ("/api/query", bodies[1]), ("/api/sessions", bodies[2])]:
+        response = bob.post(path, body, content_type="application/json")
+        assert (response.status_code, response.json()) == bad(400, "bad_json", "not JSON: nested too deeply")
+    deep = {"year": 2000}
+    for _ in range(30):
+        deep = {"$and": [deep]}
+    response = post(bob, "/api/query", {"text": "hi", "filters": deep})
+    assert (response.status_code, response.json()) == bad(400, "bad_request", '"filters" nests more than 20 levels')
+    assert ChatMessage.objects.count() == 0
+
+
+def test_nul_and_lone_surrogates_are_refused_naming_the_field(setup):
+    bob = client_for(setup["bob"])
+    cases = [
+        ("/api/query", '{"text": "hello\\u0000world"}', '"text"'),
+        ("/api/query", '{"text": "hi \\ud800 there"}', '"text"'),
+        ("/api/query", '{"text": "hi", "filters": {"authors": "Sin\\u0000ha"}}', '"filters"'),
+        ("/api/query", '{"text": "hi", "filters": {"$and": [{"authors": ["\\udfff"]}]}}', '"filters"'),
+        ("/api/query", '{"text": "hi", "domains": ["arr\\u0000ays"]}', '"domains"'),
+        ("/api/sessions", '{"title": "a\\u0000b"}', '"title"'),
+    ]
+    for path, body, field in cases:
+        response = bob.post(path, body, content_type="application/json")
+        assert (response.status_code, response.json()) == bad(
+            400, "bad_request", f"{field} contains a NUL character or a lone surrogate"), body
+    session = ChatSession.objects.create(owner=setup["bob"])
+    renamed = bob.patch(f"/api/sessions/{session.pk}", '{"title": "x\\ud83d"}', content_type="application/json")
+    assert (renamed.status_code, renamed.json()) == bad(
+        400, "bad_request", '"title" contains a NUL character or a lone surrogate')
+    emoji = post(bob, "/api/sessions", {"title": "neurons \U0001f9e0"})  # a surrogate pair in JSON is fine
+    assert (emoji.status_code, emoji.json()["title"]) == (201, "neurons \U0001f9e0")
+    assert ChatMessage.objects.count() == 0
+
+
+def test_authentication_comes_before_csrf(setup):
+    anonymous = Client(enforce_csrf_checks=True)
+    for path in ("/api/query", "/api/sessions"):
+        response = post(anonymous, path, {"text": HH})
+        assert (response.status_code, response.json()) == (401, NOT_SIGNED_IN), path
+    signed_in = client_for(setup["bob"], enforce_csrf_checks=True)
+    refused = post(signed_in, "/api/query", {"text": HH})
+    assert (refused.status_code, refused.json()) == bad(
+        403, "csrf_failed", "CSRF check failed (CSRF cookie not set.); send the csrftoken cookie in X-CSRFToken")
+    assert ChatMessage.objects.count() == 0
+
+
+def test_json_errors_everywhere_under_api(setup, settings):
+    bob = client_for(setup["bob"])
+    for path in ("/api/sessions/abc/messages", "/api/sessions/-1/messages", "/api/jobs/abc", "/api/nope"):
+        response = bob.get(path)
+        assert (response.status_code, response.json()) == bad(404, "not_found", f"no API endpoint {path}"), path
+    anonymous = Client().post("/api/nope")
+    assert (anonymous.status_code, anonymous.json()) == bad(404, "not_found", "no API endpoint /api/nope")
+    response = bob.get("/api/jobs/999999")
+    assert (response.status_code, response.json()) == bad(404, "not_found", "no job 999999")
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = post(bob, "/api/query", {"text": "x" * 2000})
+    assert (response.status_code, response.json()) == bad(
+        400, "too_large", "the request body is larger than 1000 bytes")
+    for method in ("post", "put", "delete"):
+        response = getattr(Client(enforce_csrf_checks=True), method)("/health")
+        assert (response.status_code, response["Allow"], response.json()) == (
+            405, "GET, HEAD", {"error": {"code": "method_not_allowed", "message": "use GET or HEAD"}}), method
+    assert Client().head("/health").status_code == 200
+
+
+def test_a_failed_store_is_reported_without_driver_details(setup):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE domains_bm25posting RENAME TO broken_postings")
+    body = post(client_for(setup["alice"]), "/api/query", {"text": HH, "domains": ["neuro"]}).json()
+    failed = "neuro-store:bm25 (domain neuro): ProgrammingError"
+    assert (body["status"], body["errors"]) == ("complete", [
+        {"code": "retrieval_failed", "message": failed, "node": "retrieve", "fatal": False}])
+
+
+def test_undeclared_filter_fields_are_reported(setup):
+    alice = client_for(setup["alice"])
+    response = post(alice, "/api/query", {"text": HH, "domains": ["neuro"],
+                                          "filters": {"bogus": 1, "$and": [{"year": {"$gte": 1900}}]}})
+    body = response.json()
+    assert (body["status"], body["errors"]) == ("complete", [
+        {"code": "filter_dropped", "message": "filter field 'bogus' is not declared by domain(s) neuro; ignored",
+         "node": "retrieve", "fatal": False}])

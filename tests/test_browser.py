@@ -114,6 +114,15 @@ def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
             first.locator("details.chunk summary").first.click()
             expect(chunk_text).to_be_visible()
             expect(chunk_text).to_have_text(references[0]["chunks"][0]["text"])
+            # an [n] marker in the answer is a button that opens reference n
+            first.locator("details.chunk summary").first.click()
+            expect(chunk_text).to_be_hidden()
+            cite = page.locator(".message.assistant .text button.cite").first
+            expect(cite).to_have_text("[1]")
+            expect(cite).to_have_attribute("aria-label", "Reference 1")
+            cite.click()
+            expect(chunk_text).to_be_visible()
+            expect(first).to_be_focused()
             page.screenshot(path=str(ARTIFACTS / "chat-desktop.png"), full_page=True)
 
             # the new conversation is listed under its question
@@ -183,7 +192,9 @@ def test_stop_a_streaming_answer_then_rename_reopen_and_delete_the_conversation(
                 page.once("dialog", lambda dialog: dialog.accept("Cheap models"))
                 page.get_by_role("button", name="Rename Which neuron model is cheap?").click()
                 expect(page.locator("#session-list .open")).to_have_text(["Cheap models"])
-                page.reload()
+                page.reload()  # the most recent conversation opens by itself
+                expect(page.locator(".message.user .text")).to_have_text("Which neuron model is cheap?")
+                expect(page.locator("#empty-hint")).to_be_hidden()
                 page.get_by_role("button", name="Cheap models", exact=True).click()
                 expect(page.locator(".message.user .text")).to_have_text("Which neuron model is cheap?")
                 expect(page.locator(".message.assistant .text")).to_have_text("The Izhikevich model is cheap")
@@ -194,6 +205,9 @@ def test_stop_a_streaming_answer_then_rename_reopen_and_delete_the_conversation(
                 page.get_by_role("button", name="Delete Cheap models").click()
                 expect(page.locator("#session-list li")).to_have_count(0)
                 expect(page.locator(".message")).to_have_count(0)
+                names = page.evaluate("fetch('/api/domains').then((r) => r.json())")["domains"]
+                expect(page.locator("#empty-hint")).to_have_text(
+                    "Ask a question about: " + ", ".join(d["name"] for d in names))
             finally:
                 browser.close()
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()

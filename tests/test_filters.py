@@ -154,3 +154,16 @@ def test_domain_without_the_field_is_unfiltered(store):
     store.save()
     result = retrieve("neuron model", [bare], k=10, filters={"year": 2021})
     assert sorted(c.chunk_id for c in result.results) == sorted(ids)
+
+
+def test_deep_and_and_unsafe_strings_are_value_errors():
+    deep = {"year": 2000}
+    for _ in range(8):
+        deep = {"$and": [deep]}
+    assert compile_filter(deep, SPECS, prefix="p").sql == "(c.year = ANY(%(p0)s))"
+    with pytest.raises(ValueError, match=r"^filter '\$and' nests more than 8 levels$"):
+        compile_filter({"$and": [deep]}, SPECS)
+    for value in ("Nat\x00ure", "Nat\ud800ure", ["GABA", "\udfff"]):
+        field = "keywords" if isinstance(value, list) else "journal"
+        with pytest.raises(ValueError, match=rf"^filter on '{field}': a NUL character or a lone surrogate in "):
+            compile_filter({field: value}, SPECS)

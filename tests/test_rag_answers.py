@@ -152,3 +152,16 @@ def test_model_errors_are_typed_exceptions_never_answer_text(fake, settings):
         RAG(ListKnowledge(items(1)), llm="qwen3").query("q")
     with pytest.raises(TypeError, match="llm must be None, a model name or an LLMBackend, got int"):
         RAG(ListKnowledge(items(1)), llm=3).query("q")
+
+
+def test_nul_and_lone_surrogates_in_the_question_are_removed(knowledge):
+    from chat.rag import RetrievalStrategy
+
+    clean = RAG(knowledge, config=RAGConfig(top_k=1)).query(QUESTION)
+    for strategy in ("basic", "fusion", "hybrid"):
+        rag = RAG(knowledge, config=RAGConfig(top_k=1, retrieval_strategy=RetrievalStrategy(strategy)))
+        for question in (QUESTION.replace(" ", "\x00", 1), QUESTION.replace(" ", " \ud800", 1)):
+            result = rag.query(question)
+            assert (result.answer, result.metadata["retrieval_failed"]) == (clean.answer, False), (strategy, question)
+            hits = knowledge.search(question, top_k=1, strategy=strategy)
+            assert ([h.filename for h in hits], hits.retrieval_failed) == (["mongolia.md"], False)

@@ -106,3 +106,41 @@ def test_budget_cut(setup):
     domain, _ = setup
     result = retrieve("neurons", [domain], k=3, max_chars=len(TEXTS["copy.md"][0]) + 200)
     assert len(result.results) == 1
+
+
+def test_nul_control_characters_and_lone_surrogates_in_queries_are_removed(setup):
+    domain, ids = setup
+    clean = retrieve("neurons fire", [domain], k=5)
+    for query in ("neurons\x00fire", "neurons \ud800fire", ["neurons\x07 fire\udfff"]):
+        result = retrieve(query, [domain], k=5)
+        assert (result.retrieval_failed, result.keywords) == (False, ["neuron", "fire"]), query
+        assert [c.chunk_id for c in result.results] == [c.chunk_id for c in clean.results]
+
+
+def test_k_and_store_names_are_checked(setup):
+    domain, _ = setup
+    for k in (0, -1, True, 2.5, "3"):
+        with pytest.raises(ValueError, match=r"^k must be a positive integer$"):
+            retrieve("neurons", [domain], k=k)
+    assert len(retrieve("neurons", [domain], k=1).results) == 1
+    assert len(retrieve("neurons", [domain], k=None).results) == 3  # the domain's default_k
+    with pytest.raises(ValueError, match=r"^unknown store\(s\) \['nope', 'zz'\]: not stores of the domains searched$"):
+        retrieve("neurons", [domain], stores=["main", "zz", "nope"])
+
+
+def test_undeclared_filter_fields_are_reported(setup):
+    domain, _ = setup
+    result = retrieve("neurons", [domain], filters={"bogus": 1, "$and": [{"other": "x"}]})
+    assert (result.dropped_filters, result.retrieval_failed, len(result.results)) == (
+        {"bogus": ["science"], "other": ["science"]}, False, 3)
+
+
+def test_failures_name_store_and_error_class_only(setup):
+    domain, _ = setup
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE domains_bm25posting RENAME TO broken_postings")
+    result = retrieve("neurons firing", [domain])
+    assert result.failures == ["extra:bm25 (domain science): ProgrammingError",
+                               "main:bm25 (domain science): ProgrammingError"]
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE broken_postings RENAME TO domains_bm25posting")

@@ -218,3 +218,41 @@ async def test_the_default_limit_is_64_kib(world):
     assert await ws.receive_json_from(timeout=TIMEOUT) == bad(
         "too_large", "frame of 80046 bytes; the limit is 65536 bytes")
     await ws.disconnect()
+
+
+@pytest.mark.asyncio
+async def test_deep_json_nul_and_lone_surrogates_get_typed_errors(world):
+    ws = await connect(world.bob)
+    surrogate = bad("bad_request", '"text" contains a NUL character or a lone surrogate')
+    cases = [
+        ("[" * 30000 + "]" * 30000, bad("bad_json", "not JSON: nested too deeply")),
+        ('{"type": "query", "text": "hi", "filters": {"year": ' + "[" * 30000 + "]" * 30000 + "}}",
+         bad("bad_json", "not JSON: nested too deeply")),
+        ('{"type": "query", "text": "hello\\u0000world"}', surrogate),
+        ('{"type": "query", "text": "hi \\ud800 there"}', surrogate),
+        ('{"type": "query", "text": "hi", "filters": {"authors": "Sinha\\u0000"}}',
+         bad("bad_request", '"filters" contains a NUL character or a lone surrogate')),
+    ]
+    for frame, expected in cases:
+        await ws.send_to(text_data=frame)
+        assert await ws.receive_json_from(timeout=TIMEOUT) == expected, frame[:60]
+    await ws.send_json_to({"type": "cancel"})  # still open and usable
+    assert await ws.receive_json_from(timeout=TIMEOUT) == bad("idle", "no turn is running")
+    await ws.disconnect()
+
+
+@pytest.mark.asyncio
+async def test_a_turn_cancelled_at_once_keeps_the_question(world, fake):
+    ws = await connect(world.bob)
+    await ws.send_json_to({"type": "query", "session": None, "text": IZH, "domains": ["wsneuro"]})
+    await ws.send_json_to({"type": "cancel"})
+    frames = await until(ws, "done")
+    session_id = frames[0]["session"]
+    assert [(f["type"], f.get("code"), f.get("status")) for f in frames if f["type"] in ("error", "done")] == [
+        ("error", "interrupted", None), ("done", None, "interrupted")]
+    assert await stored(session_id) == [("user", "complete", IZH), ("assistant", "interrupted", "")]
+    # closing the socket right after the first event keeps the question too
+    await ws.send_json_to({"type": "query", "session": session_id, "text": "And the cost?", "domains": ["wsneuro"]})
+    assert (await ws.receive_json_from(timeout=TIMEOUT))["type"] == "stage"
+    await ws.disconnect(timeout=10)
+    assert (await stored(session_id))[2:] == [("user", "complete", "And the cost?"), ("assistant", "interrupted", "")]

@@ -125,6 +125,7 @@ class TurnState:
     summary: str = ""
     history: list[dict] = field(default_factory=list)
     user_message_id: int | None = None
+    question_task: asyncio.Future | None = None  # storing the question (shielded from cancel)
     assistant_message_id: int | None = None
     # guard
     guard_failed: bool = False
@@ -140,6 +141,7 @@ class TurnState:
     previous_queries: list[str] = field(default_factory=list)
     k: int | None = None
     retrieval: RetrievalResult | None = None
+    dropped_filters: list[str] = field(default_factory=list)  # reported as filter_dropped
     material: ReferenceMaterial | Material | None = None  # documents, then tool results
     # MCP tools (picked and called in the background; chat/pipeline/nodes/tools.py)
     tool_task: asyncio.Task | None = None

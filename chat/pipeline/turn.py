@@ -61,6 +61,7 @@ class Turn:
         self.state = TurnState(request, backend or get_backend(), self.config, self._emit)
         self._task: asyncio.Task | None = None
         self._cancelled = False
+        self._running = False
 
     async def _emit(self, event: Event) -> None:
         if isinstance(event, Token) and self.state.ttft_ms is None:
@@ -77,7 +78,8 @@ class Turn:
         """Stop the turn (idempotent; a finished turn is left alone)."""
         if self._task is not None and not self._task.done() and not self._cancelled:
             self._cancelled = True
-            self._task.cancel()
+            if self._running:  # a task cancelled before its first step would skip _main entirely
+                self._task.cancel()
 
     @property
     def finished(self) -> bool:
@@ -101,7 +103,10 @@ class Turn:
 
     async def _main(self) -> None:
         state = self.state
+        self._running = True
         try:
+            if self._cancelled:
+                raise asyncio.CancelledError
             state.allowed = await sync_to_async(load_domains)(self.request.domains)
             await build_graph(self.config).run(state)
         except asyncio.CancelledError:

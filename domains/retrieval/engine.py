@@ -19,7 +19,7 @@ from django.db import DatabaseError, connection, transaction
 
 from domains import embeddings
 from domains.models import Domain, Store
-from domains.text import normalize_text
+from domains.text import normalize_text, strip_unsafe
 
 from .bm25 import bm25_search, query_lexemes
 from .filters import compile_filter, field_specs
@@ -42,7 +42,7 @@ def _queries(query: str | Sequence[str]) -> list[str]:
     raw = [query] if isinstance(query, str) else list(query)
     out: list[str] = []
     for text in raw:
-        text = normalize_text(str(text))
+        text = normalize_text(strip_unsafe(str(text)))
         if text and text not in out:
             out.append(text)
     return out
@@ -174,8 +174,10 @@ def retrieve(
         ``error`` when a store could not be searched (the other stores' hits are
         still returned).
     :raises ValueError: a malformed filter (naming the field), an unknown mode or
-        fusion method.
+        fusion method, ``k`` not a positive integer, an unknown store name.
     """
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError("k must be a positive integer")
     unknown = set(modes or ()) - set(MODES)
     if unknown:
         raise ValueError(f"unknown retrieval mode(s) {sorted(unknown)}; allowed: {', '.join(MODES)}")
@@ -188,8 +190,17 @@ def retrieve(
     if query_vectors is not None and len(query_vectors) != len(queries):
         raise ValueError(f"{len(query_vectors)} query vectors for {len(queries)} distinct non-empty queries")
     active = [d for d in domains if d.active]
+    if stores is not None:
+        stores = [stores] if isinstance(stores, str) else list(stores)
+        known = {s.name for d in active for s in d.stores.all()}
+        missing = sorted(set(stores) - known)
+        if missing:
+            raise ValueError(f"unknown store(s) {missing}: not stores of the domains searched")
     try:
         compiled = {d.pk: compile_filter(filters, field_specs(d), prefix=f"f{d.pk}_") for d in active}
+        for domain in active:
+            for name in compiled[domain.pk].dropped:
+                result.dropped_filters.setdefault(name, []).append(domain.name)
         search = _Search(queries, tuple(modes or MODES), None if query_vectors is None else np.asarray(query_vectors))
         for lexemes in search.lexemes:
             result.keywords += [lex for lex in lexemes if lex not in result.keywords]
@@ -201,6 +212,7 @@ def retrieve(
         logger.exception("retrieval failed")
         result.retrieval_failed = True
         result.error = f"database: {exc}".strip()
+        result.failures.append(f"database: {type(exc).__name__}")
         return result
     result.results = apply_budget(per_domain, settings.KLEA_MAX_REFS_SIZE if max_chars is None else max_chars)
     return result
@@ -208,7 +220,7 @@ def retrieve(
 
 def _search_domain(search: _Search, domain: Domain, where, result: RetrievalResult, *, k, depth, stores, fusion):
     """One domain: its lists (failures noted in ``result``), fused, recency, top k."""
-    domain_k = k or domain.default_k
+    domain_k = k if k is not None else domain.default_k
     list_depth = depth or max(LIST_DEPTH, domain_k)
     lists: list[tuple[str, list]] = []
     store_rows = domain.stores.all()
@@ -224,6 +236,7 @@ def _search_domain(search: _Search, domain: Domain, where, result: RetrievalResu
                 result.retrieval_failed = True
                 message = f"{store.name}:{mode} (domain {domain.name}): {exc}".strip()
                 result.error = f"{result.error}; {message}" if result.error else message
+                result.failures.append(f"{store.name}:{mode} (domain {domain.name}): {type(exc).__name__}")
     fused = fuse(lists, fusion or domain.fusion, domain.fusion_alpha)
     years = _years([cid for cid, _, _ in fused])
     chunks = [

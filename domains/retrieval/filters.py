@@ -13,7 +13,8 @@ Only the fields a domain declares (FilterField) are used for that domain; any ot
 field is dropped there and logged. A chunk that lacks a field never matches a clause
 on it. Values are typed by the field: ``int`` accepts integers (or their decimal
 strings), ``float`` finite numbers, ``string`` strings (numbers are compared as their
-text), ``list`` strings. A malformed value raises ``ValueError`` naming the field.
+text), ``list`` strings. A malformed value raises ``ValueError`` naming the field, as do
+strings with a NUL character or a lone surrogate and ``$and`` nested over 8 levels.
 
 ``year`` (int) is read from the indexed ``chunk.year`` column; other fields from
 ``chunk.metadata`` via SQL/JSON paths (lax mode: a list value matches when one of its
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -37,6 +39,9 @@ logger = logging.getLogger("klea.retrieval")
 RANGE_OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 OPERATORS = {"$eq", "$in", "$contains", *RANGE_OPS}
 YEAR_COLUMN = "year"
+# "$and" nests this deep at most (a deeper filter raises ValueError).
+MAX_AND_DEPTH = 8
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,9 @@ class _Compiler:
         self.params[name] = value
         return f"%({name})s"
 
-    def compile(self, filters: Mapping) -> list[str]:
+    def compile(self, filters: Mapping, depth: int = 0) -> list[str]:
+        if depth > MAX_AND_DEPTH:
+            raise ValueError(f"filter '$and' nests more than {MAX_AND_DEPTH} levels")
         if not isinstance(filters, Mapping):
             raise ValueError(f"filter must be an object of field -> condition, got {type(filters).__name__}")
         clauses: list[str] = []
@@ -88,7 +95,7 @@ class _Compiler:
                 if not isinstance(condition, list) or not all(isinstance(c, Mapping) for c in condition):
                     raise ValueError("filter '$and': expected a list of filter objects")
                 for sub in condition:
-                    clauses += self.compile(sub)
+                    clauses += self.compile(sub, depth + 1)
             elif key.startswith("$"):
                 raise ValueError(f"filter operator {key!r} is not supported at the top level (only '$and')")
             elif key not in self.specs:
@@ -186,6 +193,8 @@ def _typed(spec: FieldSpec, value):
         return str(value)
     if not isinstance(value, str):
         raise ValueError(f"filter on {spec.name!r}: expected a string, got {value!r}")
+    if _UNSAFE.search(value):
+        raise ValueError(f"filter on {spec.name!r}: a NUL character or a lone surrogate in {value!r}")
     return value
 
 

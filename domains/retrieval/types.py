@@ -36,9 +36,14 @@ class RetrievedChunk:
 @dataclass
 class RetrievalResult:
     """``retrieval_failed`` is True when a store could not be searched (``error`` says
-    why); an empty ``results`` with ``retrieval_failed`` False is a genuine empty match."""
+    why, with the driver's message; ``failures``: one short "store:mode (domain d):
+    ErrorClass" per failure, safe to show to users); an empty ``results`` with
+    ``retrieval_failed`` False is a genuine empty match. ``dropped_filters``: filter
+    field -> the domains that do not declare it (ignored there)."""
 
     results: list[RetrievedChunk] = field(default_factory=list)
     retrieval_failed: bool = False
     error: str = ""
     keywords: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    dropped_filters: dict[str, list[str]] = field(default_factory=dict)

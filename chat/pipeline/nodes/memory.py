@@ -6,6 +6,8 @@ The search queries are never stored: only the question and the answer enter hist
 
 from __future__ import annotations
 
+import asyncio
+
 from asgiref.sync import sync_to_async
 
 from chat import memory as store
@@ -26,7 +28,7 @@ async def load_memory(state: TurnState) -> Step:
     if session_id is None:
         return Step("next", "no session")
     state.summary, state.history = await sync_to_async(store.load_history)(session_id, state.config.history_chars)
-    state.user_message_id = await sync_to_async(store.add_message)(session_id, ChatMessage.Role.USER, state.question)
+    await store_question(state)
     chars = sum(len(m["content"]) for m in state.history)
     return Step("next", f"{len(state.history)} messages ({chars} chars), summary {len(state.summary)} chars")
 
@@ -45,9 +47,20 @@ def assistant_fields(state: TurnState) -> dict:
     }
 
 
+async def store_question(state: TurnState) -> None:
+    """Store the question once, shielded: a turn cancelled at any point keeps it in history."""
+    if state.request.session_id is None or state.user_message_id is not None:
+        return
+    if state.question_task is None:
+        state.question_task = asyncio.ensure_future(sync_to_async(store.add_message)(
+            state.request.session_id, ChatMessage.Role.USER, state.question))
+    state.user_message_id = await asyncio.shield(state.question_task)
+
+
 async def save_assistant(state: TurnState) -> None:
     if state.request.session_id is None or state.assistant_message_id is not None:
         return
+    await store_question(state)  # the question always comes before the answer
     state.assistant_message_id = await sync_to_async(store.add_message)(
         state.request.session_id, ChatMessage.Role.ASSISTANT, state.answer_text, **assistant_fields(state)
     )

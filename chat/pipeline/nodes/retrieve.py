@@ -3,7 +3,9 @@
 k starts at each domain's default_k; ``retrieve_more_info`` raises it (by k_inc, up to
 k_max) for this turn only. A malformed filter is reported (``bad_filter``) and the search
 runs without filters; a store that could not be searched is reported
-(``retrieval_failed``) and the other stores' hits are used. Neither ends the turn.
+(``retrieval_failed``: store, mode and error class only; the detail is in the server
+log) and the other stores' hits are used. A field of the user's filters that a routed
+domain does not declare is reported once (``filter_dropped``). None ends the turn.
 """
 
 from __future__ import annotations
@@ -37,11 +39,33 @@ async def retrieve(state: TurnState) -> Step:
         state.filters = {}
         result = await search(None)
     if result.retrieval_failed:
-        await state.emit(Error(code="retrieval_failed", message=result.error, node="retrieve"))
+        await state.emit(Error(code="retrieval_failed", message="; ".join(result.failures), node="retrieve"))
         state.warn(FAILED_WARNING)
+    chosen = _field_names(state.request.filters)
+    for name, domains in result.dropped_filters.items():
+        if name in chosen and name not in state.dropped_filters:
+            state.dropped_filters.append(name)
+            message = f"filter field {name!r} is not declared by domain(s) {', '.join(domains)}; ignored"
+            await state.emit(Error(code="filter_dropped", message=message, node="retrieve"))
     state.retrieval = result
     state.material = serialize_reference_material(result.results)
     k = state.k if state.k is not None else "default"
     detail = f"{len(result.results)} chunks, {len(state.material.sources)} sources (k={k}"
     detail += f", filters on {', '.join(sorted(state.filters))})" if state.filters else ")"
     return Step("next", detail)
+
+
+def _field_names(filters: dict | None) -> set[str]:
+    """The field names of a filter DSL object, inside ``$and`` too."""
+    names: set[str] = set()
+    stack = [filters or {}]
+    while stack:
+        current = stack.pop()
+        if not isinstance(current, dict):
+            continue
+        for key, value in current.items():
+            if key == "$and" and isinstance(value, list):
+                stack += value
+            elif isinstance(key, str) and not key.startswith("$"):
+                names.add(key)
+    return names

@@ -10,7 +10,8 @@
     retrieve: "Searching…", pick_tools: "Searching…", join_tools: "Searching…", answer: "Answering…",
     evaluate: "Evaluating the answer…",
   };
-  const state = { session: null, socket: null, current: null, attempt: 1, running: false, retry: 500 };
+  const state = { session: null, socket: null, current: null, attempt: 1, running: false, retry: 500,
+    domains: [], opened: false };
 
   function csrf() {
     const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -34,6 +35,17 @@
     const list = $("session-list");
     list.replaceChildren();
     for (const session of body.sessions) list.append(sessionItem(session));
+    if (!state.opened) {  // on page load: the most recent conversation
+      state.opened = true;
+      if (body.sessions.length && state.session === null && !state.running) openSession(body.sessions[0].id);
+    }
+  }
+
+  /* A hint in an empty conversation: what may be asked about. */
+  function showHint() {
+    const empty = !$("conversation").childElementCount;
+    $("empty-hint").hidden = !empty || !state.domains.length;
+    $("empty-hint").textContent = `Ask a question about: ${state.domains.join(", ")}`;
   }
 
   function sessionItem(session) {
@@ -70,6 +82,7 @@
     const conversation = $("conversation");
     conversation.replaceChildren();
     for (const message of body.messages) conversation.append(R.fill(R.message(message.role), message));
+    showHint();
     loadSessions();
     $("question").focus();
   }
@@ -78,6 +91,7 @@
     if (state.running) return;
     state.session = null;
     $("conversation").replaceChildren();
+    showHint();
     loadSessions();
     $("question").focus();
   }
@@ -89,6 +103,8 @@
     const box = $("domain-options");
     box.replaceChildren();
     if (!body.domains.length) box.append(R.el("p", { text: "No domain is available to you yet." }));
+    state.domains = body.domains.map((domain) => domain.name);
+    showHint();
     for (const domain of body.domains) {
       const id = `domain-${domain.name.replace(/[^A-Za-z0-9_-]/g, "_")}`;
       const input = R.el("input", { type: "checkbox", id, value: domain.name });
@@ -130,6 +146,7 @@
     state.current = R.message("assistant");
     state.current.classList.add("streaming");
     conversation.append(state.current);
+    showHint();
     state.attempt = 1;
     setRunning(true);
     state.socket.send(JSON.stringify(frame));
@@ -186,7 +203,7 @@
         break;
       case "answer":
         if (!item) break;
-        item.querySelector(".text").textContent = event.text;
+        R.answerText(item, event.text);  // [n] markers become buttons that open reference n
         if (event.warnings.length) item.querySelector(".warnings-slot").replaceChildren(R.warnings(event.warnings));
         break;
       case "error":

@@ -98,21 +98,47 @@ const KleaRender = (() => {
   }
 
   function fill(item, data) {
-    item.querySelector(".text").textContent = data.content || "";
+    if (data.references && data.references.length) {
+      item.querySelector(".refs-slot").replaceChildren(references(data.references));
+    }
+    answerText(item, data.content || "");
     if (data.warnings && data.warnings.length) {
       item.querySelector(".warnings-slot").replaceChildren(warnings(data.warnings));
     }
     if (data.status === "interrupted") addError(item, "Stopped: the answer is incomplete.");
     if (data.status === "failed" && data.error) addError(item, data.error);
-    if (data.references && data.references.length) {
-      item.querySelector(".refs-slot").replaceChildren(references(data.references));
-    }
     return item;
+  }
+
+  /* Open reference n of a message: its cited text shown, scrolled into view, focused. */
+  function openReference(ref) {
+    for (const details of ref.querySelectorAll("details.chunk")) details.open = true;
+    ref.scrollIntoView({ block: "center" });
+    ref.setAttribute("tabindex", "-1");
+    ref.focus();
+  }
+
+  /* The text of a message; each [n] with a reference n in the message becomes a button. */
+  function answerText(item, text) {
+    const box = item.querySelector(".text");
+    box.replaceChildren();
+    let last = 0;
+    for (const match of text.matchAll(/\[(\d+)\]/g)) {
+      const ref = item.querySelector(`.reference[data-number="${match[1]}"]`);
+      if (!ref) continue;
+      box.append(text.slice(last, match.index));
+      const cite = el("button", { type: "button", class: "cite", text: match[0],
+        "aria-label": `Reference ${match[1]}` });
+      cite.addEventListener("click", () => openReference(ref));
+      box.append(cite);
+      last = match.index + match[0].length;
+    }
+    box.append(text.slice(last));
   }
 
   function addError(item, text) {
     item.querySelector(".errors").append(el("p", { class: "error", role: "alert", text }));
   }
 
-  return { el, message, fill, references, warnings, toolLine, addError };
+  return { el, message, fill, answerText, references, warnings, toolLine, addError };
 })();

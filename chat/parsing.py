@@ -1,0 +1,94 @@
+"""Client input for the websocket and the HTTP API: JSON decoding and query fields.
+
+One set of rules for both (docs/api.md): JSON that is not JSON or nests too deeply is
+``bad_json``; text, titles and filter strings with a NUL character or a lone surrogate
+(``"\\ud800"``) are refused with ``bad_request`` naming the field (never stripped).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+# Filter DSL objects nest this deep at most (the compiler allows 8 levels of $and).
+MAX_FILTER_DEPTH = 20
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
+
+
+class BadRequest(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def decode_json(raw: str | bytes):
+    """Parse client JSON. :raises BadRequest: ``bad_json`` (also for nesting too deep)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise BadRequest("bad_json", "not JSON: nested too deeply") from None
+    except ValueError as exc:
+        raise BadRequest("bad_json", f"not JSON: {exc}") from None
+
+
+def unsafe(text: str) -> bool:
+    """True when ``text`` holds a NUL character or a lone surrogate."""
+    return _UNSAFE.search(text) is not None
+
+
+def check_text(name: str, text: str) -> str:
+    """:raises BadRequest: ``bad_request`` naming the field ``name``."""
+    if unsafe(text):
+        raise BadRequest("bad_request", f'"{name}" contains a NUL character or a lone surrogate')
+    return text
+
+
+def check_filters(filters: dict) -> dict:
+    """Walk the filter object (without recursion): no unsafe string, bounded depth."""
+    stack = [(filters, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_FILTER_DEPTH:
+            raise BadRequest("bad_request", f'"filters" nests more than {MAX_FILTER_DEPTH} levels')
+        if isinstance(value, dict):
+            for key, item in value.items():
+                check_text("filters", key)
+                stack.append((item, depth + 1))
+        elif isinstance(value, list):
+            stack += [(item, depth + 1) for item in value]
+        elif isinstance(value, str):
+            check_text("filters", value)
+    return filters
+
+
+def parse_query(content: dict) -> dict:
+    """Check a query's fields. :returns: ``{"text", "session", "domains", "filters"}``.
+    :raises BadRequest: ``bad_request`` naming the wrong field."""
+    text = content.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise BadRequest("bad_request", '"text" must be a non-empty string')
+    check_text("text", text)
+    session = content.get("session")
+    if session is not None and (not isinstance(session, int) or isinstance(session, bool)):
+        raise BadRequest("bad_request", '"session" must be a session id (integer) or null')
+    domains = content.get("domains")
+    if domains is not None and (not isinstance(domains, list) or not all(isinstance(d, str) for d in domains)):
+        raise BadRequest("bad_request", '"domains" must be a list of domain names')
+    for name in domains or ():
+        check_text("domains", name)
+    filters = content.get("filters")
+    if filters is not None and not isinstance(filters, dict):
+        raise BadRequest("bad_request", '"filters" must be an object (the filter DSL)')
+    if filters:
+        check_filters(filters)
+    return {"text": text.strip(), "session": session, "domains": domains, "filters": filters or None}
+
+
+def parse_title(body: dict, required: bool, max_chars: int) -> str:
+    """A session title from a JSON body. :raises BadRequest: not a string, unsafe text."""
+    title = body.get("title", None if required else "")
+    if not isinstance(title, str):
+        raise BadRequest("bad_request", '"title" must be a string')
+    check_text("title", title)
+    return " ".join(title.split())[:max_chars]
