@@ -111,6 +111,14 @@ def list_unsupported(directory: Path) -> list[Path]:
     )
 
 
+def unreadable(file_name: str, exc: OSError) -> FileOutcome:
+    """The outcome of a file that vanished or could not be read mid-run: it alone fails."""
+    if isinstance(exc, FileNotFoundError):
+        return FileOutcome(file_name, "failed", error=f"{file_name}: vanished during the run", reason="missing")
+    detail = exc.strerror or str(exc)
+    return FileOutcome(file_name, "failed", error=f"{file_name}: cannot be read ({detail})", reason="unreadable")
+
+
 def relative_name(path: Path, directory: Path) -> str:
     return path.relative_to(directory).as_posix()
 

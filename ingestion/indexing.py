@@ -8,6 +8,7 @@ creates the job and one Celery task per file, which close it themselves.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,14 +36,26 @@ def _job(kind: str, directory: Path, arguments: dict, store=None, user=None) -> 
 
 
 def _guarded(job: IngestionJob, run: Callable[[], StepReport]) -> StepReport:
+    """Run a step; its job is closed whatever happens (never left ``running``)."""
     try:
         report = run()
-    except IngestError as exc:
-        jobs.fail(job.pk, str(exc))
+    except BaseException as exc:
+        with contextlib.suppress(Exception):  # a dead database must not hide the real error
+            jobs.fail(job.pk, run_error(exc))
         raise
     report.job_id = job.pk
     jobs.finish(job.pk, report)
     return report
+
+
+def run_error(exc: BaseException) -> str:
+    """One line for a job that a run-level error or an unexpected exception ended."""
+    if isinstance(exc, IngestError):
+        return str(exc)
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    detail = (str(exc).splitlines() or [""])[0][:200]
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
 def run_chunk(
@@ -116,7 +129,9 @@ def ingest_directory(
             on_start=None, on_file=on_file, job_id=job.pk,
         )
         stored.notes = chunked.notes + stored.notes
-        stored.outcomes += [o for o in chunked.outcomes if o.status == "unsupported"]
+        # Files the store step did not see: unsupported ones, and any gone since chunking.
+        seen = {o.file_name for o in stored.outcomes}
+        stored.outcomes += [o for o in chunked.outcomes if o.file_name not in seen and o.status != "pruned"]
         return stored
 
     return _guarded(job, run)

@@ -22,7 +22,9 @@ from domains.models import Chunk, Document, Domain, Store
 from domains.text import indexed_text
 
 from . import jobs
-from .files import FileOutcome, IngestError, StepReport, relative_name, require_files, resolve_directory, sha256
+from .files import (
+    FileOutcome, IngestError, StepReport, relative_name, require_files, resolve_directory, sha256, unreadable,
+)
 from .metadata import year_of
 from .metadata_map import chunk_metadata, document_entries, person_fields, replace_entries
 from .models import StagedFile
@@ -90,8 +92,12 @@ def _record_problem(store: Store, staged: StagedFile, path: Path) -> FileOutcome
 
 def plan(store: Store, staged: StagedFile | None, path: Path, file_name: str, force: bool) -> FileOutcome | _Pending:
     """What storing this file needs: an outcome already (unchanged, problem, not
-    chunked) or a pending write."""
-    if staged is None or staged.content_hash != sha256(path):
+    chunked, vanished) or a pending write."""
+    try:
+        content_hash = sha256(path)
+    except OSError as exc:
+        return unreadable(file_name, exc)
+    if staged is None or staged.content_hash != content_hash:
         message = NOT_CHUNKED.format(name=file_name)
         return FileOutcome(file_name, "failed", error=message, reason="not_chunked")
     if staged.status != StagedFile.Status.CHUNKED:

@@ -120,7 +120,7 @@ class Knowledge:
             else:
                 try:
                     outcome = run_file("build", str(folder), name, store.pk, options)
-                except Exception as exc:
+                except BaseException as exc:  # the job must never stay running
                     jobs.fail(job.pk, f"{name}: {type(exc).__name__}: {exc}")
                     raise
             report.outcomes.append(outcome)
