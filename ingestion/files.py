@@ -64,9 +64,22 @@ class StepReport:
         return [o for o in self.outcomes if o.status in FAILURES]
 
 
+def checked_path(raw, what: str = "path") -> str | Path:
+    """``raw`` when it can name a file or folder.
+
+    :raises TypeError: not a str or Path.
+    :raises IngestError: an empty or blank string (``Path("")`` would be the current directory).
+    """
+    if not isinstance(raw, (str, Path)):
+        raise TypeError(f"a {what} must be a str or pathlib.Path, got {type(raw).__name__} ({raw!r})")
+    if isinstance(raw, str) and not raw.strip():
+        raise IngestError(f"empty {what} ({raw!r}); name it explicitly ('.' for the current directory)")
+    return raw
+
+
 def resolve_directory(directory: Path | str) -> Path:
-    """The folder as an absolute path. :raises IngestError: it is not a directory."""
-    path = Path(directory).expanduser()
+    """The folder as an absolute path. :raises IngestError: empty, or not a directory."""
+    path = Path(checked_path(directory, "folder")).expanduser()
     if not path.is_dir():
         raise IngestError(f"{directory}: no such directory")
     return path.resolve()

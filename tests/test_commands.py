@@ -121,3 +121,29 @@ def test_pre_check_organise_copies_into_ocr_and_no_ocr(tmp_path):
         "no-ocr/paper.pdf", "ocr/scan.pdf", "paper.pdf", "scan.pdf"
     ]
     assert run("pre-check", str(root))[-1] == "2 PDFs: 1 need OCR, 1 do not"  # organised copies are not re-read
+
+
+EMPTY = "Error: argument {arg}: empty path; name it explicitly ('.' for the current directory)"
+
+
+@pytest.mark.parametrize(
+    "args, arg",
+    [
+        (["pre-check", ""], "DIR"),
+        (["chunk", " "], "DIR"),
+        (["map-lint", ""], "DIR"),
+        (["store", "", "--collection", "c", "--domain", "cli"], "DIR"),
+        (["build", "", "--collection", "c", "--domain", "cli"], "DIR"),
+        (["map-export", "--dir", ""], "--dir"),
+        (["map-import", "--dir", "", "map.json"], "--dir"),
+        (["map-import", "--collection", "c", ""], "FILE"),
+        (["map-export", "--collection", "c", "-o", ""], "-o/--output"),
+    ],
+)
+def test_an_empty_path_is_refused_not_taken_for_the_current_directory(domain, monkeypatch, tmp_path, args, arg):
+    (tmp_path / "notes.md").write_text("# Notes\n\nWould be ingested from the cwd.\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CommandError) as info:
+        run(*args)
+    assert str(info.value) == EMPTY.format(arg=arg)
+    assert not Document.objects.exists() and not IngestionJob.objects.exists()

@@ -166,3 +166,23 @@ def test_equal_text_from_two_files_is_kept_twice(tmp_path):
     assert sorted(c.source for c in pack.citations) == ["france.md", "paris.md"]
     assert pack.citations[0].text == pack.citations[1].text
     assert pack.context.count("Paris is the capital of France") == 2
+
+
+@pytest.mark.parametrize(
+    "paths, error, message",
+    [
+        ("", IngestError, "empty path (''); name it explicitly ('.' for the current directory)"),
+        (["  "], IngestError, "empty path ('  '); name it explicitly ('.' for the current directory)"),
+        ([], IngestError, "no paths given"),
+        (None, TypeError, "paths must be a str or pathlib.Path, or a list of them; got NoneType"),
+        (5, TypeError, "paths must be a str or pathlib.Path, or a list of them; got int"),
+        ([5], TypeError, "a path must be a str or pathlib.Path, got int (5)"),
+    ],
+)
+def test_add_refuses_empty_and_mistyped_paths(tmp_path, monkeypatch, paths, error, message):
+    write_docs(tmp_path, ["paris.md"])
+    monkeypatch.chdir(tmp_path)  # an empty path must not ingest the current directory
+    with pytest.raises(error) as info:
+        Knowledge(store="kb-empty", create=True).add(paths)
+    assert str(info.value) == message
+    assert not Store.objects.filter(name="kb-empty").exists() and not Document.objects.exists()

@@ -86,7 +86,8 @@ class Knowledge:
         :returns: :class:`ingestion.files.StepReport` with one outcome per file (stored,
             unchanged, failed, needs_ocr, skipped, unsupported) and ``job_id`` (an
             IngestionJob, shown in the admin).
-        :raises IngestError: a missing path, a folder without supported files, a missing
+        :raises TypeError: ``paths`` (or one of them) not a str or Path.
+        :raises IngestError: no paths, an empty path, a missing path, a folder without supported files, a missing
             store or domain without ``create``, a store of another domain.
         :raises ValueError: a Knowledge without a store; bad ``ocr`` or ``max_tokens``.
         """
@@ -94,14 +95,21 @@ class Knowledge:
         from ingestion.chunk_step import chunk_options
         from ingestion.chunking import DEFAULT_MAX_TOKENS
         from ingestion.convert import SUPPORTED_EXTENSIONS
-        from ingestion.files import FileOutcome, IngestError, StepReport, relative_name, require_files
+        from ingestion.files import FileOutcome, IngestError, StepReport, checked_path, relative_name, require_files
         from ingestion.tasks import run_file
 
         options = {**chunk_options(max_tokens or DEFAULT_MAX_TOKENS, ocr), "force": force}
-        items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+        if isinstance(paths, (str, Path)):
+            items = [paths]
+        elif isinstance(paths, Iterable) and not isinstance(paths, (bytes, dict)):
+            items = list(paths)
+        else:
+            raise TypeError(f"paths must be a str or pathlib.Path, or a list of them; got {type(paths).__name__}")
+        if not items:
+            raise IngestError("no paths given")
         work: list[tuple[Path, str]] = []  # (folder, file name relative to it)
         for raw in items:
-            path = Path(raw).expanduser().resolve()
+            path = Path(checked_path(raw)).expanduser().resolve()
             if path.is_dir():
                 work += [(path, relative_name(p, path)) for p in require_files(path)]
             elif path.is_file():

@@ -6,6 +6,7 @@ a fatal map-lint finding (after the whole report) and for bad input naming it.
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -40,7 +41,7 @@ class Command(BaseCommand):
         steps = parser.add_subparsers(dest="step", required=True, metavar="STEP")
         sub = {name: steps.add_parser(name, help=text, description=text) for name, text in STEPS.items()}
         for name in ("pre-check", "chunk", "map-lint", "store", "build"):
-            sub[name].add_argument("directory", metavar="DIR", type=Path)
+            sub[name].add_argument("directory", metavar="DIR", type=_path)
         sub["pre-check"].add_argument("--organise", action="store_true", help="Copy PDFs into DIR/ocr and DIR/no-ocr.")
         for name in ("chunk", "build"):
             sub[name].add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="Chunk size budget (tokens).")
@@ -60,10 +61,11 @@ class Command(BaseCommand):
         sub["store-lint"].add_argument("--samples", type=int, default=3, help="Sample windows of 3 chunks (0: none).")
         for name in ("map-export", "map-import"):
             target = sub[name].add_mutually_exclusive_group(required=True)
-            target.add_argument("--dir", dest="directory", type=Path, help="A chunked folder (its staged map).")
+            target.add_argument("--dir", dest="directory", type=_path, help="A chunked folder (its staged map).")
             target.add_argument("--collection", help="A store (its documents' map rows).")
-        sub["map-export"].add_argument("-o", "--output", default="-", help="File to write; '-' = standard output.")
-        sub["map-import"].add_argument("file", metavar="FILE", type=Path, help="A metadata-map JSON file.")
+        sub["map-export"].add_argument("-o", "--output", default="-", type=_text,
+                                       help="File to write; '-' = standard output.")
+        sub["map-import"].add_argument("file", metavar="FILE", type=_path, help="A metadata-map JSON file.")
 
     def handle(self, *args, step, **options):
         try:
@@ -203,6 +205,17 @@ class Command(BaseCommand):
             f"queued {job.total} file(s) as job {job.pk} ({job.kind}); status: {job.status}, {job.done}/{job.total} done. "
             f"Follow it at /api/jobs/{job.pk} or in the admin (Ingestion jobs)."
         )
+
+
+def _text(value: str) -> str:
+    # Path("") is the current directory: an empty argument must not ingest the cwd.
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty path; name it explicitly ('.' for the current directory)")
+    return value
+
+
+def _path(value: str) -> Path:
+    return Path(_text(value))
 
 
 def _json(data) -> str:
