@@ -18,7 +18,7 @@ from pathlib import Path
 from django.db import transaction
 
 from domains import embeddings
-from domains.models import Chunk, Document, Domain, Store
+from domains.models import RESERVED_DOMAIN_NAMES, STORE_NAME, Chunk, Document, Domain, Store
 from domains.text import indexed_text
 
 from . import jobs
@@ -35,14 +35,40 @@ EMBED_GROUP = 256  # chunks embedded per call across files (length-sorted inside
 NOT_CHUNKED = "{name}: not chunked, or changed since `stores chunk`; run `manage.py stores chunk` first"
 
 
+NAME_LENGTH = 100
+STORE_RULE = "letters, digits, '_', '.', '-', starting with a letter or digit, at most 100 characters"
+DOMAIN_RULE = "not empty, no leading or trailing spaces, no control characters (newlines, tabs), at most 100 characters"
+
+
+def check_names(store_name, domain_name) -> None:
+    """Refuse names the models would refuse, before anything is created.
+
+    :raises IngestError: one line with the rule the name breaks.
+    """
+    # fullmatch: the model's RegexValidator uses $, which lets a trailing newline through
+    if not isinstance(store_name, str) or len(store_name) > NAME_LENGTH or not STORE_NAME.fullmatch(store_name):
+        raise IngestError(f"invalid store name {store_name!r}: {STORE_RULE}")
+    if (
+        not isinstance(domain_name, str)
+        or not domain_name.strip()
+        or domain_name != domain_name.strip()
+        or len(domain_name) > NAME_LENGTH
+        or not domain_name.isprintable()
+    ):
+        raise IngestError(f"invalid domain name {domain_name!r}: {DOMAIN_RULE}")
+    if domain_name.lower() in RESERVED_DOMAIN_NAMES:
+        raise IngestError(f"invalid domain name {domain_name!r}: reserved (the classifier's 'no domain' answer)")
+
+
 def resolve_store(store_name: str, domain_name: str, *, bm25_only: bool = False, create: bool = True) -> Store:
     """The store ``store_name`` of domain ``domain_name`` (created when absent).
 
     :param bm25_only: a new store gets mode ``bm25`` (no embeddings); an existing store
         must already have it.
     :raises IngestError: unknown domain, store of another domain, missing store
-        (``create=False``), or a mode that contradicts ``bm25_only``.
+        (``create=False``), a mode that contradicts ``bm25_only``, an invalid name.
     """
+    check_names(store_name, domain_name)
     domain = Domain.objects.filter(name=domain_name).first()
     if domain is None:
         raise IngestError(

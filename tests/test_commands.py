@@ -147,3 +147,23 @@ def test_an_empty_path_is_refused_not_taken_for_the_current_directory(domain, mo
         run(*args)
     assert str(info.value) == EMPTY.format(arg=arg)
     assert not Document.objects.exists() and not IngestionJob.objects.exists()
+
+
+STORE_RULE = "letters, digits, '_', '.', '-', starting with a letter or digit, at most 100 characters"
+
+
+@pytest.mark.parametrize(
+    "step, collection, domain_name, message",
+    [
+        ("build", "", "cli", f"invalid store name '': {STORE_RULE}"),
+        ("build", "docs\n", "cli", f"invalid store name 'docs\\n': {STORE_RULE}"),
+        ("store", "my docs", "cli", f"invalid store name 'my docs': {STORE_RULE}"),
+        ("build", "docs", "cli\nx", "invalid domain name 'cli\\nx': not empty, no leading or trailing spaces, "
+                                    "no control characters (newlines, tabs), at most 100 characters"),
+    ],
+)
+def test_bad_store_and_domain_names_are_one_line_errors(domain, folder, step, collection, domain_name, message):
+    with pytest.raises(CommandError) as info:
+        run(step, str(folder), "--collection", collection, "--domain", domain_name)
+    assert str(info.value) == message
+    assert not IngestionJob.objects.exists()

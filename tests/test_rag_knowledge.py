@@ -186,3 +186,17 @@ def test_add_refuses_empty_and_mistyped_paths(tmp_path, monkeypatch, paths, erro
         Knowledge(store="kb-empty", create=True).add(paths)
     assert str(info.value) == message
     assert not Store.objects.filter(name="kb-empty").exists() and not Document.objects.exists()
+
+
+def test_a_bad_store_name_creates_nothing(tmp_path):
+    folder = write_docs(tmp_path, ["paris.md"])
+    with pytest.raises(IngestError) as info:
+        Knowledge(store="bad name!", create=True).add(folder)
+    assert str(info.value) == (
+        "invalid store name 'bad name!': letters, digits, '_', '.', '-', starting with a letter or digit, "
+        "at most 100 characters"
+    )
+    with pytest.raises(IngestError) as info:
+        Knowledge(store="kb", domain="undefined", create=True).add(folder)
+    assert str(info.value) == "invalid domain name 'undefined': reserved (the classifier's 'no domain' answer)"
+    assert not Domain.objects.exists() and not Store.objects.exists()

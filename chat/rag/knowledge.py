@@ -63,17 +63,20 @@ class Knowledge:
     # -- adding ----------------------------------------------------------------------
 
     def _target_store(self) -> Store:
-        from ingestion.store_step import resolve_store
+        from ingestion.store_step import check_names, resolve_store
 
         if self.store is None:
             raise ValueError(f"Knowledge(domain={self.domain!r}) has no store to add to; name one with store=...")
         existing = Store.objects.select_related("domain").filter(name=self.store).first()
         domain_name = self.domain or (existing.domain.name if existing else self.store)
-        if existing is None and self.create and not Domain.objects.filter(name=domain_name).exists():
-            domain = Domain(name=domain_name, description=self.description or f"Documents of the store {self.store}.")
-            domain.full_clean()
-            domain.save()
-        return resolve_store(self.store, domain_name, create=self.create)
+        check_names(self.store, domain_name)  # before creating anything
+        with transaction.atomic():  # never a new domain without its store
+            if existing is None and self.create and not Domain.objects.filter(name=domain_name).exists():
+                description = self.description or f"Documents of the store {self.store}."
+                domain = Domain(name=domain_name, description=description)
+                domain.full_clean()
+                domain.save()
+            return resolve_store(self.store, domain_name, create=self.create)
 
     def add(self, paths: str | Path | Iterable[str | Path], *, max_tokens: int | None = None, ocr: str = "auto",
             force: bool = False):

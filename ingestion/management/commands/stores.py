@@ -20,6 +20,7 @@ from ingestion.map_lint import MapError, map_lint
 from ingestion.metadata_map import TEMPLATE_NAME
 from ingestion.precheck import precheck_directory
 from ingestion.reporting import Progress, summary_lines
+from ingestion.store_step import check_names
 from ingestion.store_lint import store_lint
 
 STEPS = {
@@ -108,6 +109,7 @@ class Command(BaseCommand):
             raise CommandError("a source file has no metadata map entry (see above); run `stores chunk` on it")
 
     def handle_store(self, directory, collection, domain, bm25_store, force, run_async, no_progress, **_):
+        check_names(collection, domain)
         if run_async:
             return self._queued(enqueue("store", directory, store_name=collection, domain_name=domain,
                                         bm25_only=bm25_store, force=force))
@@ -127,6 +129,7 @@ class Command(BaseCommand):
 
     def handle_build(self, directory, collection, domain, max_tokens, ocr, bm25_store, force, run_async,
                      no_progress, **_):
+        check_names(collection, domain)
         if run_async:
             return self._queued(enqueue("build", directory, store_name=collection, domain_name=domain,
                                         max_tokens=max_tokens, ocr=ocr, bm25_only=bm25_store, force=force))
