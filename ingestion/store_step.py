@@ -37,7 +37,9 @@ NOT_CHUNKED = "{name}: not chunked, or changed since `stores chunk`; run `manage
 
 NAME_LENGTH = 100
 STORE_RULE = "letters, digits, '_', '.', '-', starting with a letter or digit, at most 100 characters"
-DOMAIN_RULE = "not empty, no leading or trailing spaces, no control characters (newlines, tabs), at most 100 characters"
+DOMAIN_RULE = (
+    "not empty, no leading or trailing spaces, no control characters (newlines, tabs), at most 100 characters"
+)
 
 
 def check_names(store_name, domain_name) -> None:
