@@ -167,3 +167,12 @@ def test_bad_store_and_domain_names_are_one_line_errors(domain, folder, step, co
         run(step, str(folder), "--collection", collection, "--domain", domain_name)
     assert str(info.value) == message
     assert not IngestionJob.objects.exists()
+
+
+def test_pre_check_of_a_folder_without_pdfs_is_a_note_not_an_error(folder):
+    (folder / "slides.key").write_bytes(b"keynote")
+    assert run("pre-check", str(folder)) == ["no PDF files to check; 2 other supported file(s) (no OCR needed)"]
+    assert run("pre-check", str(folder), "--organise") == [
+        "no PDF files to check; 2 other supported file(s) (no OCR needed)"
+    ]
+    assert not (folder / "ocr").exists() and not (folder / "no-ocr").exists()

@@ -13,7 +13,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from ingestion.chunking import DEFAULT_MAX_TOKENS
-from ingestion.files import IngestError, StepReport, writable
+from ingestion.files import IngestError, StepReport, list_source_files, resolve_directory, writable
 from ingestion.indexing import enqueue, ingest_directory, run_chunk, run_store
 from ingestion.map_io import export_map, import_map
 from ingestion.map_lint import MapError, map_lint
@@ -78,6 +78,12 @@ class Command(BaseCommand):
 
     def handle_pre_check(self, directory, organise, **_):
         rows = precheck_directory(directory, organise=organise)
+        if not rows:
+            # Not an error: pre-check is the first step for any folder, and text files never need OCR.
+            files = list_source_files(resolve_directory(directory))
+            others = sum(p.suffix.lower() != ".pdf" for p in files)
+            self.stdout.write(f"no PDF files to check; {others} other supported file(s) (no OCR needed)")
+            return
         self.stdout.write(f"{'verdict':<7} {'pages':>5} {'image':>5} {'chars':>8}  file")
         for row in rows:
             note = f"  ({row.note})" if row.note else ""
