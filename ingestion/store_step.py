@@ -103,19 +103,22 @@ def _locked_document(store: Store, file_name: str) -> Document:
 
 
 def _record_problem(store: Store, staged: StagedFile, path: Path) -> FileOutcome:
-    """A staged file that failed, needs OCR or has no text: its Document says so, with
-    no chunks (an older version's chunks are removed)."""
-    status = {
-        StagedFile.Status.NEEDS_OCR: Document.Status.NEEDS_OCR,
-        StagedFile.Status.SKIPPED: Document.Status.STORED,
-    }.get(staged.status, Document.Status.FAILED)
+    """A staged file that failed or needs OCR: its Document says so, with no chunks (an
+    older version's chunks are removed). A file with no text (skipped) has no Document:
+    an empty "stored" one would read as a success, and the chunk step's StagedFile
+    already keeps the hash that makes re-runs incremental."""
+    outcome = FileOutcome(staged.file_name, str(staged.status), error=staged.error, reason=staged.reason)
+    if staged.status == StagedFile.Status.SKIPPED:
+        Document.objects.filter(store=store, file_name=staged.file_name).delete()
+        return outcome
+    status = Document.Status.NEEDS_OCR if staged.status == StagedFile.Status.NEEDS_OCR else Document.Status.FAILED
     with transaction.atomic():
         document = _locked_document(store, staged.file_name)
         document.chunks.all().delete()
         document.status, document.error = status, staged.error
         document.content_hash, document.source_path = staged.content_hash, str(path)
         document.save()
-    return FileOutcome(staged.file_name, str(staged.status), error=staged.error, reason=staged.reason)
+    return outcome
 
 
 def plan(store: Store, staged: StagedFile | None, path: Path, file_name: str, force: bool) -> FileOutcome | _Pending:

@@ -177,3 +177,24 @@ def test_an_unexpected_exception_still_closes_the_job(domain, tmp_path):
         ingest_directory(tmp_path, "boom-store", "ingest-test", on_chunked=on_chunked)
     job = IngestionJob.objects.get(kind="build", store__name="boom-store")
     assert (job.status, job.messages, job.finished_at is not None) == ("failed", ["RuntimeError: callback broke"], True)
+
+
+def test_a_file_with_no_text_is_skipped_and_leaves_no_document(domain, tmp_path):
+    (tmp_path / "good.md").write_text("# Good\n\nReal text.\n", encoding="utf-8")
+    (tmp_path / "only.md").write_text("# Only\n\nIt had text once.\n", encoding="utf-8")
+    ingest_directory(tmp_path, "skip-store", "ingest-test")
+    assert Chunk.objects.filter(document__file_name="only.md").count() == 1
+    (tmp_path / "only.md").write_text("```{toctree}\na\n```\n", encoding="utf-8")  # now markup only
+    report = ingest_directory(tmp_path, "skip-store", "ingest-test")
+    assert [(o.file_name, o.status, o.reason, o.error) for o in report.outcomes] == [
+        ("good.md", "unchanged", "", ""),
+        ("only.md", "skipped", "no_text", "only.md: no text left after conversion (only markup)"),
+    ]
+    assert list(Document.objects.filter(store__name="skip-store").values_list("file_name", "status")) == [
+        ("good.md", "stored")
+    ]
+    assert not Chunk.objects.filter(document__file_name="only.md").exists()
+    job = IngestionJob.objects.get(pk=report.job_id)
+    assert (job.status, job.outcomes) == ("succeeded", {"good.md": "unchanged", "only.md": "skipped"})
+    again = ingest_directory(tmp_path, "skip-store", "ingest-test")
+    assert [(o.file_name, o.status) for o in again.outcomes] == [("good.md", "unchanged"), ("only.md", "skipped")]
