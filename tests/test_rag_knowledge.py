@@ -200,3 +200,15 @@ def test_a_bad_store_name_creates_nothing(tmp_path):
         Knowledge(store="kb", domain="undefined", create=True).add(folder)
     assert str(info.value) == "invalid domain name 'undefined': reserved (the classifier's 'no domain' answer)"
     assert not Domain.objects.exists() and not Store.objects.exists()
+
+
+def test_a_queued_file_that_is_gone_fails_alone(tmp_path):
+    from ingestion.tasks import run_file
+
+    folder = write_docs(tmp_path / "docs", ["paris.md"])
+    Knowledge(store="kb-gone", create=True).add(folder)
+    store = Store.objects.get(name="kb-gone")
+    outcome = run_file("build", str(folder), "sourdough.md", store.pk, {})
+    assert (outcome.status, outcome.reason, outcome.error) == (
+        "failed", "missing", "sourdough.md: vanished during the run"
+    )
