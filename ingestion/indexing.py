@@ -35,17 +35,26 @@ def _job(kind: str, directory: Path, arguments: dict, store=None, user=None) -> 
     return jobs.start_job(kind, total, {"directory": str(directory), **arguments}, store=store, user=user)
 
 
-def _guarded(job: IngestionJob, run: Callable[[], StepReport]) -> StepReport:
-    """Run a step; its job is closed whatever happens (never left ``running``)."""
+def _closed_on_error(job: IngestionJob, run: Callable[[], StepReport | None]) -> StepReport | None:
+    """``run()``; on any exception the job is marked failed (never left ``running``)."""
     try:
-        report = run()
+        return run()
     except BaseException as exc:
         with contextlib.suppress(Exception):  # a dead database must not hide the real error
             jobs.fail(job.pk, run_error(exc))
         raise
-    report.job_id = job.pk
-    jobs.finish(job.pk, report)
-    return report
+
+
+def _guarded(job: IngestionJob, run: Callable[[], StepReport]) -> StepReport:
+    """Run a step and close its job from the report, or as failed on any exception."""
+
+    def step() -> StepReport:
+        report = run()
+        report.job_id = job.pk
+        jobs.finish(job.pk, report)
+        return report
+
+    return _closed_on_error(job, step)
 
 
 def run_error(exc: BaseException) -> str:
@@ -160,14 +169,18 @@ def enqueue(
     arguments = {"directory": str(directory), "max_tokens": max_tokens, "ocr": ocr, "bm25_only": bm25_only,
                  "force": force, "async": True}
     job = jobs.start_job(step, len(names), arguments, store=store, user=user)
-    if file_names is None:
-        pruned = set(prune_staged(directory, set(names))) if step != "store" else set()
-        if store is not None:
-            pruned |= set(prune_documents(store, directory, set(names)))
-        if pruned:
-            note = f"{len(pruned)} pruned: {', '.join(sorted(pruned)[:20])}"
-            IngestionJob.objects.filter(pk=job.pk).update(messages=[note])
-    options = {"max_tokens": max_tokens, "ocr": ocr, "force": force}
-    enqueue_tasks(job, step, directory, names, store.pk if store else None, options)
+
+    def queue() -> None:
+        if file_names is None:
+            pruned = set(prune_staged(directory, set(names))) if step != "store" else set()
+            if store is not None:
+                pruned |= set(prune_documents(store, directory, set(names)))
+            if pruned:
+                note = f"{len(pruned)} pruned: {', '.join(sorted(pruned)[:20])}"
+                IngestionJob.objects.filter(pk=job.pk).update(messages=[note])
+        options = {"max_tokens": max_tokens, "ocr": ocr, "force": force}
+        enqueue_tasks(job, step, directory, names, store.pk if store else None, options)
+
+    _closed_on_error(job, queue)  # the tasks close the job; an error while queueing closes it here
     job.refresh_from_db()
     return job
