@@ -53,6 +53,10 @@ def check_file(path: Path, directory: Path) -> PrecheckRow:
         check = inspect_pdf(path)
     except ConversionError as exc:
         return PrecheckRow(name, True, 0, 0, 0, note=f"unreadable ({exc.reason})")
+    except FileNotFoundError:
+        return PrecheckRow(name, True, 0, 0, 0, note="unreadable (vanished during the run)")
+    except OSError as exc:
+        return PrecheckRow(name, True, 0, 0, 0, note=f"unreadable ({exc.strerror or exc})")
     return PrecheckRow(name, check.needs_ocr, check.pages, check.image_pages, check.characters)
 
 

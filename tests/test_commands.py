@@ -176,3 +176,14 @@ def test_pre_check_of_a_folder_without_pdfs_is_a_note_not_an_error(folder):
         "no PDF files to check; 2 other supported file(s) (no OCR needed)"
     ]
     assert not (folder / "ocr").exists() and not (folder / "no-ocr").exists()
+
+
+def test_pre_check_reports_a_pdf_that_vanishes_mid_run_and_checks_the_rest(tmp_path):
+    from ingestion.precheck import precheck_directory
+
+    pdf_factory.paper(tmp_path / "a.pdf")
+    pdf_factory.paper(tmp_path / "b.pdf")
+    rows = precheck_directory(tmp_path, on_file=lambda row: (tmp_path / "b.pdf").unlink(missing_ok=True))
+    assert [(r.file_name, r.verdict, r.pages, r.note) for r in rows] == [
+        ("a.pdf", "no-OCR", 2, ""), ("b.pdf", "OCR", 0, "unreadable (vanished during the run)")
+    ]
