@@ -13,6 +13,7 @@ float32 rows, L2-normalised.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
@@ -157,6 +158,10 @@ def check_vectors(vectors: np.ndarray) -> None:
         raise EmbeddingError("embedding is all zeros (cosine distance would be NaN)")
 
 
+_SEGMENT_CHARS = 1 << 16
+_SPACE = re.compile(r"\s")
+
+
 @lru_cache(maxsize=2)
 def _tokenizer(path: str):
     from tokenizers import Tokenizer
@@ -171,5 +176,16 @@ def count_tokens(text: str) -> int:
     """Number of word-piece tokens of the embedding model's tokenizer (no special tokens).
 
     Uses the model folder's ``tokenizer.json`` directly: no model load, no truncation.
+    A long text is encoded in pieces cut at whitespace (exact: the BERT pre-tokenizer
+    splits there anyway), so memory stays bounded however long the text.
     """
-    return len(_tokenizer(model_path()).encode(text, add_special_tokens=False).ids)
+    tokenizer = _tokenizer(model_path())
+    if len(text) <= _SEGMENT_CHARS:
+        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+    total, start = 0, 0
+    while start < len(text):
+        match = _SPACE.search(text, start + _SEGMENT_CHARS)
+        end = match.start() if match else len(text)
+        total += len(tokenizer.encode(text[start:end], add_special_tokens=False).ids)
+        start = end
+    return total

@@ -24,7 +24,9 @@ from . import jobs
 from .chunking import DEFAULT_MAX_TOKENS, chunk_document
 from .convert import OCR_MODES, ConversionError
 from .convert.worker import ConversionWorker
-from .files import FileOutcome, StepReport, list_unsupported, relative_name, require_files, resolve_directory, sha256
+from .files import (
+    FileOutcome, StepReport, list_unsupported, relative_name, require_files, resolve_directory, sha256, unreadable,
+)
 from .metadata import default_metadata
 from .metadata_map import DEFAULT, template_for
 from .models import StagedFile
@@ -75,10 +77,14 @@ def _merged_map(fresh: dict[str, dict], old: StagedFile | None, same_content: bo
 
 def chunk_file(
     directory: Path, path: Path, options: dict, *, force: bool = False, worker: ConversionWorker | None = None
-) -> tuple[StagedFile, FileOutcome]:
-    """Stage one file (idempotent). :returns: its StagedFile and the outcome of this call."""
+) -> tuple[StagedFile | None, FileOutcome]:
+    """Stage one file (idempotent). :returns: its StagedFile (None when the file
+    vanished or cannot be read: nothing is staged) and the outcome of this call."""
     file_name = relative_name(path, directory)
-    content_hash = sha256(path)
+    try:
+        content_hash = sha256(path)
+    except OSError as exc:
+        return None, unreadable(file_name, exc)
     old = StagedFile.objects.filter(directory=str(directory), file_name=file_name).first()
     if (
         old is not None
@@ -153,7 +159,7 @@ def chunk_directory(
     paths_logged: set[str] = set()
     for path in files:
         staged, outcome = chunk_file(directory, path, options, force=force, worker=worker)
-        converter = staged.converter
+        converter = staged.converter if staged is not None else ""
         if outcome.status == "chunked" and converter.startswith("pdf") and converter not in paths_logged:
             paths_logged.add(converter)
             logger.info("PDF conversion: %s", staged.converter)

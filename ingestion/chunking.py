@@ -38,14 +38,42 @@ def _pieces(block: Block) -> list[str]:
 
 
 def _word_windows(text: str, budget: int, count: Callable[[str], int]) -> Iterable[str]:
-    words, current = text.split(), []
-    for word in words:
-        if current and count(" ".join(current + [word])) > budget:
-            yield " ".join(current)
-            current = []
-        current.append(word)
-    if current:
-        yield " ".join(current)
+    """Greedy windows of whole words within ``budget`` (a lone overlong word alone).
+
+    Each window's length is searched from the previous one's (gallop, then bisect), so
+    a tokenization never spans much more than two windows: linear in the text, where
+    growing a window word by word re-tokenized it once per word (quadratic).
+    """
+    words = text.split()
+    start, guess = 0, 64
+    while start < len(words):
+        rest = len(words) - start
+
+        def fits(n: int) -> bool:
+            return count(" ".join(words[start : start + n])) <= budget
+
+        low, high, step = 0, min(guess, rest), 1  # low fits (or is 0), high is the probe
+        if fits(high):
+            low, high = high, None
+            while low < rest:
+                probe = min(rest, low + step)
+                if not fits(probe):
+                    high = probe
+                    break
+                low, step = probe, step * 2
+        else:
+            while high - step >= 1:
+                if fits(high - step):
+                    low = high - step
+                    break
+                high, step = high - step, step * 2
+        while high is not None and high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if fits(middle) else (low, middle)
+        size = max(1, low)
+        yield " ".join(words[start : start + size])
+        start += size
+        guess = size
 
 
 def _fit(block: Block, budget: int, count: Callable[[str], int]) -> list[tuple[str, int]]:

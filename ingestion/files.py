@@ -64,9 +64,22 @@ class StepReport:
         return [o for o in self.outcomes if o.status in FAILURES]
 
 
+def checked_path(raw, what: str = "path") -> str | Path:
+    """``raw`` when it can name a file or folder.
+
+    :raises TypeError: not a str or Path.
+    :raises IngestError: an empty or blank string (``Path("")`` would be the current directory).
+    """
+    if not isinstance(raw, (str, Path)):
+        raise TypeError(f"a {what} must be a str or pathlib.Path, got {type(raw).__name__} ({raw!r})")
+    if isinstance(raw, str) and not raw.strip():
+        raise IngestError(f"empty {what} ({raw!r}); name it explicitly ('.' for the current directory)")
+    return raw
+
+
 def resolve_directory(directory: Path | str) -> Path:
-    """The folder as an absolute path. :raises IngestError: it is not a directory."""
-    path = Path(directory).expanduser()
+    """The folder as an absolute path. :raises IngestError: empty, or not a directory."""
+    path = Path(checked_path(directory, "folder")).expanduser()
     if not path.is_dir():
         raise IngestError(f"{directory}: no such directory")
     return path.resolve()
@@ -109,6 +122,14 @@ def list_unsupported(directory: Path) -> list[Path]:
         for p in directory.rglob("*")
         if _visible(p, directory) and p.suffix.lower() not in SUPPORTED_EXTENSIONS and p.name not in OWN_FILES
     )
+
+
+def unreadable(file_name: str, exc: OSError) -> FileOutcome:
+    """The outcome of a file that vanished or could not be read mid-run: it alone fails."""
+    if isinstance(exc, FileNotFoundError):
+        return FileOutcome(file_name, "failed", error=f"{file_name}: vanished during the run", reason="missing")
+    detail = exc.strerror or str(exc)
+    return FileOutcome(file_name, "failed", error=f"{file_name}: cannot be read ({detail})", reason="unreadable")
 
 
 def relative_name(path: Path, directory: Path) -> str:

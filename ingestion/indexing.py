@@ -8,6 +8,7 @@ creates the job and one Celery task per file, which close it themselves.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,15 +35,36 @@ def _job(kind: str, directory: Path, arguments: dict, store=None, user=None) -> 
     return jobs.start_job(kind, total, {"directory": str(directory), **arguments}, store=store, user=user)
 
 
-def _guarded(job: IngestionJob, run: Callable[[], StepReport]) -> StepReport:
+def _closed_on_error(job: IngestionJob, run: Callable[[], StepReport | None]) -> StepReport | None:
+    """``run()``; on any exception the job is marked failed (never left ``running``)."""
     try:
-        report = run()
-    except IngestError as exc:
-        jobs.fail(job.pk, str(exc))
+        return run()
+    except BaseException as exc:
+        with contextlib.suppress(Exception):  # a dead database must not hide the real error
+            jobs.fail(job.pk, run_error(exc))
         raise
-    report.job_id = job.pk
-    jobs.finish(job.pk, report)
-    return report
+
+
+def _guarded(job: IngestionJob, run: Callable[[], StepReport]) -> StepReport:
+    """Run a step and close its job from the report, or as failed on any exception."""
+
+    def step() -> StepReport:
+        report = run()
+        report.job_id = job.pk
+        jobs.finish(job.pk, report)
+        return report
+
+    return _closed_on_error(job, step)
+
+
+def run_error(exc: BaseException) -> str:
+    """One line for a job that a run-level error or an unexpected exception ended."""
+    if isinstance(exc, IngestError):
+        return str(exc)
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    detail = (str(exc).splitlines() or [""])[0][:200]
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
 def run_chunk(
@@ -116,7 +138,9 @@ def ingest_directory(
             on_start=None, on_file=on_file, job_id=job.pk,
         )
         stored.notes = chunked.notes + stored.notes
-        stored.outcomes += [o for o in chunked.outcomes if o.status == "unsupported"]
+        # Files the store step did not see: unsupported ones, and any gone since chunking.
+        seen = {o.file_name for o in stored.outcomes}
+        stored.outcomes += [o for o in chunked.outcomes if o.file_name not in seen and o.status != "pruned"]
         return stored
 
     return _guarded(job, run)
@@ -145,14 +169,18 @@ def enqueue(
     arguments = {"directory": str(directory), "max_tokens": max_tokens, "ocr": ocr, "bm25_only": bm25_only,
                  "force": force, "async": True}
     job = jobs.start_job(step, len(names), arguments, store=store, user=user)
-    if file_names is None:
-        pruned = set(prune_staged(directory, set(names))) if step != "store" else set()
-        if store is not None:
-            pruned |= set(prune_documents(store, directory, set(names)))
-        if pruned:
-            note = f"{len(pruned)} pruned: {', '.join(sorted(pruned)[:20])}"
-            IngestionJob.objects.filter(pk=job.pk).update(messages=[note])
-    options = {"max_tokens": max_tokens, "ocr": ocr, "force": force}
-    enqueue_tasks(job, step, directory, names, store.pk if store else None, options)
+
+    def queue() -> None:
+        if file_names is None:
+            pruned = set(prune_staged(directory, set(names))) if step != "store" else set()
+            if store is not None:
+                pruned |= set(prune_documents(store, directory, set(names)))
+            if pruned:
+                note = f"{len(pruned)} pruned: {', '.join(sorted(pruned)[:20])}"
+                IngestionJob.objects.filter(pk=job.pk).update(messages=[note])
+        options = {"max_tokens": max_tokens, "ocr": ocr, "force": force}
+        enqueue_tasks(job, step, directory, names, store.pk if store else None, options)
+
+    _closed_on_error(job, queue)  # the tasks close the job; an error while queueing closes it here
     job.refresh_from_db()
     return job

@@ -53,6 +53,10 @@ def check_file(path: Path, directory: Path) -> PrecheckRow:
         check = inspect_pdf(path)
     except ConversionError as exc:
         return PrecheckRow(name, True, 0, 0, 0, note=f"unreadable ({exc.reason})")
+    except FileNotFoundError:
+        return PrecheckRow(name, True, 0, 0, 0, note="unreadable (vanished during the run)")
+    except OSError as exc:
+        return PrecheckRow(name, True, 0, 0, 0, note=f"unreadable ({exc.strerror or exc})")
     return PrecheckRow(name, check.needs_ocr, check.pages, check.image_pages, check.characters)
 
 
@@ -60,20 +64,19 @@ def precheck_directory(directory: Path | str, organise: bool = False, on_file=No
     """Check every PDF of ``directory``.
 
     :param organise: copy each PDF into ``DIR/ocr`` or ``DIR/no-ocr``.
-    :returns: one PrecheckRow per PDF, sorted by name.
-    :raises IngestError: not a directory; no PDF in it; ``organise`` on a read-only folder.
+    :returns: one PrecheckRow per PDF, sorted by name (none for a folder without PDFs:
+        nothing needs OCR there).
+    :raises IngestError: not a directory; ``organise`` on a read-only folder.
     """
     directory = resolve_directory(directory)
     pdfs = list_pdfs(directory)
-    if not pdfs:
-        raise IngestError(f"{directory}: no PDF files")
     rows = []
     for path in pdfs:
         row = check_file(path, directory)
         rows.append(row)
         if on_file:
             on_file(row)
-    if organise and not writable(directory):
+    if organise and pdfs and not writable(directory):
         raise IngestError(f"{directory}: read-only folder; --organise copies into DIR/ocr and DIR/no-ocr")
     if organise:
         for path, row in zip(pdfs, rows):

@@ -18,11 +18,13 @@ from pathlib import Path
 from django.db import transaction
 
 from domains import embeddings
-from domains.models import Chunk, Document, Domain, Store
+from domains.models import RESERVED_DOMAIN_NAMES, STORE_NAME, Chunk, Document, Domain, Store
 from domains.text import indexed_text
 
 from . import jobs
-from .files import FileOutcome, IngestError, StepReport, relative_name, require_files, resolve_directory, sha256
+from .files import (
+    FileOutcome, IngestError, StepReport, relative_name, require_files, resolve_directory, sha256, unreadable,
+)
 from .metadata import year_of
 from .metadata_map import chunk_metadata, document_entries, person_fields, replace_entries
 from .models import StagedFile
@@ -33,14 +35,42 @@ EMBED_GROUP = 256  # chunks embedded per call across files (length-sorted inside
 NOT_CHUNKED = "{name}: not chunked, or changed since `stores chunk`; run `manage.py stores chunk` first"
 
 
+NAME_LENGTH = 100
+STORE_RULE = "letters, digits, '_', '.', '-', starting with a letter or digit, at most 100 characters"
+DOMAIN_RULE = (
+    "not empty, no leading or trailing spaces, no control characters (newlines, tabs), at most 100 characters"
+)
+
+
+def check_names(store_name, domain_name) -> None:
+    """Refuse names the models would refuse, before anything is created.
+
+    :raises IngestError: one line with the rule the name breaks.
+    """
+    # fullmatch: the model's RegexValidator uses $, which lets a trailing newline through
+    if not isinstance(store_name, str) or len(store_name) > NAME_LENGTH or not STORE_NAME.fullmatch(store_name):
+        raise IngestError(f"invalid store name {store_name!r}: {STORE_RULE}")
+    if (
+        not isinstance(domain_name, str)
+        or not domain_name.strip()
+        or domain_name != domain_name.strip()
+        or len(domain_name) > NAME_LENGTH
+        or not domain_name.isprintable()
+    ):
+        raise IngestError(f"invalid domain name {domain_name!r}: {DOMAIN_RULE}")
+    if domain_name.lower() in RESERVED_DOMAIN_NAMES:
+        raise IngestError(f"invalid domain name {domain_name!r}: reserved (the classifier's 'no domain' answer)")
+
+
 def resolve_store(store_name: str, domain_name: str, *, bm25_only: bool = False, create: bool = True) -> Store:
     """The store ``store_name`` of domain ``domain_name`` (created when absent).
 
     :param bm25_only: a new store gets mode ``bm25`` (no embeddings); an existing store
         must already have it.
     :raises IngestError: unknown domain, store of another domain, missing store
-        (``create=False``), or a mode that contradicts ``bm25_only``.
+        (``create=False``), a mode that contradicts ``bm25_only``, an invalid name.
     """
+    check_names(store_name, domain_name)
     domain = Domain.objects.filter(name=domain_name).first()
     if domain is None:
         raise IngestError(
@@ -73,25 +103,32 @@ def _locked_document(store: Store, file_name: str) -> Document:
 
 
 def _record_problem(store: Store, staged: StagedFile, path: Path) -> FileOutcome:
-    """A staged file that failed, needs OCR or has no text: its Document says so, with
-    no chunks (an older version's chunks are removed)."""
-    status = {
-        StagedFile.Status.NEEDS_OCR: Document.Status.NEEDS_OCR,
-        StagedFile.Status.SKIPPED: Document.Status.STORED,
-    }.get(staged.status, Document.Status.FAILED)
+    """A staged file that failed or needs OCR: its Document says so, with no chunks (an
+    older version's chunks are removed). A file with no text (skipped) has no Document:
+    an empty "stored" one would read as a success, and the chunk step's StagedFile
+    already keeps the hash that makes re-runs incremental."""
+    outcome = FileOutcome(staged.file_name, str(staged.status), error=staged.error, reason=staged.reason)
+    if staged.status == StagedFile.Status.SKIPPED:
+        Document.objects.filter(store=store, file_name=staged.file_name).delete()
+        return outcome
+    status = Document.Status.NEEDS_OCR if staged.status == StagedFile.Status.NEEDS_OCR else Document.Status.FAILED
     with transaction.atomic():
         document = _locked_document(store, staged.file_name)
         document.chunks.all().delete()
         document.status, document.error = status, staged.error
         document.content_hash, document.source_path = staged.content_hash, str(path)
         document.save()
-    return FileOutcome(staged.file_name, str(staged.status), error=staged.error, reason=staged.reason)
+    return outcome
 
 
 def plan(store: Store, staged: StagedFile | None, path: Path, file_name: str, force: bool) -> FileOutcome | _Pending:
     """What storing this file needs: an outcome already (unchanged, problem, not
-    chunked) or a pending write."""
-    if staged is None or staged.content_hash != sha256(path):
+    chunked, vanished) or a pending write."""
+    try:
+        content_hash = sha256(path)
+    except OSError as exc:
+        return unreadable(file_name, exc)
+    if staged is None or staged.content_hash != content_hash:
         message = NOT_CHUNKED.format(name=file_name)
         return FileOutcome(file_name, "failed", error=message, reason="not_chunked")
     if staged.status != StagedFile.Status.CHUNKED:

@@ -20,7 +20,7 @@ from domains.models import Store
 
 from . import jobs
 from .chunk_step import chunk_file, chunk_options
-from .files import FileOutcome
+from .files import FileOutcome, unreadable
 from .models import IngestionJob
 from .store_step import store_file
 
@@ -36,7 +36,7 @@ def run_file(step: str, directory: str, file_name: str, store_id: int | None, op
     folder = Path(directory)
     path = folder / file_name
     if not path.is_file():
-        return FileOutcome(file_name, "failed", error=f"{file_name}: the file is gone", reason="missing")
+        return unreadable(file_name, FileNotFoundError(str(path)))  # queued, then gone
     outcome = None
     if step in ("chunk", "build"):
         chunking = chunk_options(options.get("max_tokens", 450), options.get("ocr", "auto"))

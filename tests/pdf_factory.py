@@ -116,3 +116,9 @@ def broken_xref(path: Path, source: Path) -> Path:
     table = table[:start] + b"startxref\n12345\n%%EOF\n"
     path.write_bytes(data[:xref] + table)
     return path
+
+
+def no_pages(path: Path) -> Path:
+    """A valid PDF whose page tree is empty (``/Count 0``)."""
+    canvas.Canvas(str(path)).save()  # nothing drawn: no page is emitted
+    return path

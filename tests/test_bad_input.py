@@ -140,3 +140,13 @@ def test_a_file_over_the_memory_limit_is_retried_in_a_fresh_process_then_fails_a
         assert worker.pid is None and worker.processes == 1
         worker.convert(small)
         assert worker.processes == 2 and first is not None
+
+
+def test_a_zero_page_pdf_is_empty_not_broken(domain, tmp_path):
+    pdf_factory.no_pages(tmp_path / "no_pages.pdf")
+    (tmp_path / "good.md").write_text("# Good\n\nA healthy file about dendrites.\n", encoding="utf-8")
+    report = ingest_directory(tmp_path, "bad-store", "bad-input", ocr="off")
+    assert [(o.file_name, o.status, o.reason, o.error) for o in report.outcomes] == [
+        ("no_pages.pdf", "failed", "empty", "no_pages.pdf: the PDF has no pages (0 pages)"),
+        ("good.md", "stored", "", ""),
+    ]

@@ -47,3 +47,20 @@ def test_token_budget_holds_for_long_prose_code_and_words():
 def test_max_tokens_below_32_is_refused():
     with pytest.raises(ValueError, match="max_tokens must be at least 32, got 10"):
         chunk_blocks([Block((), "text")], count_tokens, max_tokens=10)
+
+
+def test_two_megabyte_line_without_sentence_ends_chunks_in_the_normal_path(db, tmp_path):
+    from ingestion.indexing import run_chunk
+    from ingestion.models import StagedFile
+
+    vocab = "the neuron membrane potential rises when sodium channels open and calcium flows into a dendrite".split()
+    words = [vocab[(i * 7) % len(vocab)] for i in range(300_000)]
+    text = " ".join(words)
+    assert 1_900_000 < len(text) < 2_100_000 and "\n" not in text
+    (tmp_path / "one-line.txt").write_text(text, encoding="utf-8")
+    report = run_chunk(tmp_path, ocr="off")
+    assert [(o.file_name, o.status) for o in report.outcomes] == [("one-line.txt", "chunked")]
+    chunks = StagedFile.objects.get(file_name="one-line.txt").chunks
+    assert len(chunks) == report.chunks == 800
+    assert max(count_tokens(c["text"]) for c in chunks) == 450
+    assert " ".join(c["text"] for c in chunks) == text  # split at word boundaries only

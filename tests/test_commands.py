@@ -121,3 +121,69 @@ def test_pre_check_organise_copies_into_ocr_and_no_ocr(tmp_path):
         "no-ocr/paper.pdf", "ocr/scan.pdf", "paper.pdf", "scan.pdf"
     ]
     assert run("pre-check", str(root))[-1] == "2 PDFs: 1 need OCR, 1 do not"  # organised copies are not re-read
+
+
+EMPTY = "Error: argument {arg}: empty path; name it explicitly ('.' for the current directory)"
+
+
+@pytest.mark.parametrize(
+    "args, arg",
+    [
+        (["pre-check", ""], "DIR"),
+        (["chunk", " "], "DIR"),
+        (["map-lint", ""], "DIR"),
+        (["store", "", "--collection", "c", "--domain", "cli"], "DIR"),
+        (["build", "", "--collection", "c", "--domain", "cli"], "DIR"),
+        (["map-export", "--dir", ""], "--dir"),
+        (["map-import", "--dir", "", "map.json"], "--dir"),
+        (["map-import", "--collection", "c", ""], "FILE"),
+        (["map-export", "--collection", "c", "-o", ""], "-o/--output"),
+    ],
+)
+def test_an_empty_path_is_refused_not_taken_for_the_current_directory(domain, monkeypatch, tmp_path, args, arg):
+    (tmp_path / "notes.md").write_text("# Notes\n\nWould be ingested from the cwd.\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CommandError) as info:
+        run(*args)
+    assert str(info.value) == EMPTY.format(arg=arg)
+    assert not Document.objects.exists() and not IngestionJob.objects.exists()
+
+
+STORE_RULE = "letters, digits, '_', '.', '-', starting with a letter or digit, at most 100 characters"
+
+
+@pytest.mark.parametrize(
+    "step, collection, domain_name, message",
+    [
+        ("build", "", "cli", f"invalid store name '': {STORE_RULE}"),
+        ("build", "docs\n", "cli", f"invalid store name 'docs\\n': {STORE_RULE}"),
+        ("store", "my docs", "cli", f"invalid store name 'my docs': {STORE_RULE}"),
+        ("build", "docs", "cli\nx", "invalid domain name 'cli\\nx': not empty, no leading or trailing spaces, "
+                                    "no control characters (newlines, tabs), at most 100 characters"),
+    ],
+)
+def test_bad_store_and_domain_names_are_one_line_errors(domain, folder, step, collection, domain_name, message):
+    with pytest.raises(CommandError) as info:
+        run(step, str(folder), "--collection", collection, "--domain", domain_name)
+    assert str(info.value) == message
+    assert not IngestionJob.objects.exists()
+
+
+def test_pre_check_of_a_folder_without_pdfs_is_a_note_not_an_error(folder):
+    (folder / "slides.key").write_bytes(b"keynote")
+    assert run("pre-check", str(folder)) == ["no PDF files to check; 2 other supported file(s) (no OCR needed)"]
+    assert run("pre-check", str(folder), "--organise") == [
+        "no PDF files to check; 2 other supported file(s) (no OCR needed)"
+    ]
+    assert not (folder / "ocr").exists() and not (folder / "no-ocr").exists()
+
+
+def test_pre_check_reports_a_pdf_that_vanishes_mid_run_and_checks_the_rest(tmp_path):
+    from ingestion.precheck import precheck_directory
+
+    pdf_factory.paper(tmp_path / "a.pdf")
+    pdf_factory.paper(tmp_path / "b.pdf")
+    rows = precheck_directory(tmp_path, on_file=lambda row: (tmp_path / "b.pdf").unlink(missing_ok=True))
+    assert [(r.file_name, r.verdict, r.pages, r.note) for r in rows] == [
+        ("a.pdf", "no-OCR", 2, ""), ("b.pdf", "OCR", 0, "unreadable (vanished during the run)")
+    ]

@@ -162,7 +162,26 @@ def test_html_headings_and_chrome():
 def test_plain_text_paragraphs():
     doc = convert_plain("Title line\n\nFirst paragraph\ncontinues.\n\n\nSecond.")
     assert doc.title == "Title line"
-    assert [b.text for b in doc.blocks] == ["Title line", "First paragraph\ncontinues.", "Second."]
+    assert [b.text for b in doc.blocks] == ["Title line", "First paragraph continues.", "Second."]
+
+
+def test_plain_text_hard_wrapped_lines_join_but_lists_and_indented_lines_stay(db, tmp_path):
+    from ingestion.indexing import run_chunk
+    from ingestion.models import StagedFile
+
+    (tmp_path / "walks.txt").write_text(
+        "Night walks\n\nUse a\nred flashlight, because it keeps\nyour night vision.\r\n\n"
+        "Pack:\n- water\n- a map that\nfolds\n* a whistle\n1. check the forecast\n2. tell someone\n\n"
+        "Commands:\n    torch --red\n    torch --off\nthen go.\n",
+        encoding="utf-8",
+    )
+    run_chunk(tmp_path)
+    staged = StagedFile.objects.get(file_name="walks.txt")
+    assert [c["text"] for c in staged.chunks] == [
+        "Night walks\n\nUse a red flashlight, because it keeps your night vision.\n\n"
+        "Pack:\n- water\n- a map that folds\n* a whistle\n1. check the forecast\n2. tell someone\n\n"
+        "Commands:\n    torch --red\n    torch --off\nthen go."
+    ]
 
 
 @pytest.mark.parametrize(

@@ -134,3 +134,67 @@ def test_command_prints_summary_and_exits_nonzero_on_failures(domain, tmp_path):
                      "--no-progress", stdout=StringIO(), stderr=StringIO())
     with pytest.raises(CommandError, match="domain 'nope' does not exist"):
         call_command("stores", "build", str(root), "--collection", "x", "--domain", "nope", "--no-progress")
+
+
+def test_a_file_that_vanishes_mid_run_fails_alone_and_the_job_is_closed(domain, tmp_path):
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (tmp_path / name).write_text(f"File {name} about axons.", encoding="utf-8")
+
+    def on_chunked(outcome):
+        if outcome.file_name == "a.txt":
+            (tmp_path / "b.txt").unlink()  # listed already, not yet chunked
+
+    report = ingest_directory(tmp_path, "vanish-store", "ingest-test", on_chunked=on_chunked)
+    assert [(o.file_name, o.status, o.reason, o.error) for o in report.outcomes] == [
+        ("a.txt", "stored", "", ""),
+        ("c.txt", "stored", "", ""),
+        ("b.txt", "failed", "missing", "b.txt: vanished during the run"),
+    ]
+    assert sorted(Document.objects.filter(store__name="vanish-store").values_list("file_name", flat=True)) == [
+        "a.txt", "c.txt"
+    ]
+    job = IngestionJob.objects.get(pk=report.job_id)
+    assert (job.status, job.done, job.errors) == ("partial", 3, {"b.txt": "b.txt: vanished during the run"})
+
+    # Listed by the store step, gone before it is stored.
+    from ingestion.indexing import run_store
+
+    report = run_store(tmp_path, "vanish-store", "ingest-test", on_start=lambda total: (tmp_path / "c.txt").unlink())
+    assert [(o.file_name, o.status, o.error) for o in report.outcomes] == [
+        ("a.txt", "unchanged", ""),
+        ("c.txt", "failed", "c.txt: vanished during the run"),
+    ]
+    assert IngestionJob.objects.get(pk=report.job_id).status == "partial"
+
+
+def test_an_unexpected_exception_still_closes_the_job(domain, tmp_path):
+    (tmp_path / "a.txt").write_text("Some text.", encoding="utf-8")
+
+    def on_chunked(outcome):
+        raise RuntimeError("callback broke\nsecond line")
+
+    with pytest.raises(RuntimeError):
+        ingest_directory(tmp_path, "boom-store", "ingest-test", on_chunked=on_chunked)
+    job = IngestionJob.objects.get(kind="build", store__name="boom-store")
+    assert (job.status, job.messages, job.finished_at is not None) == ("failed", ["RuntimeError: callback broke"], True)
+
+
+def test_a_file_with_no_text_is_skipped_and_leaves_no_document(domain, tmp_path):
+    (tmp_path / "good.md").write_text("# Good\n\nReal text.\n", encoding="utf-8")
+    (tmp_path / "only.md").write_text("# Only\n\nIt had text once.\n", encoding="utf-8")
+    ingest_directory(tmp_path, "skip-store", "ingest-test")
+    assert Chunk.objects.filter(document__file_name="only.md").count() == 1
+    (tmp_path / "only.md").write_text("```{toctree}\na\n```\n", encoding="utf-8")  # now markup only
+    report = ingest_directory(tmp_path, "skip-store", "ingest-test")
+    assert [(o.file_name, o.status, o.reason, o.error) for o in report.outcomes] == [
+        ("good.md", "unchanged", "", ""),
+        ("only.md", "skipped", "no_text", "only.md: no text left after conversion (only markup)"),
+    ]
+    assert list(Document.objects.filter(store__name="skip-store").values_list("file_name", "status")) == [
+        ("good.md", "stored")
+    ]
+    assert not Chunk.objects.filter(document__file_name="only.md").exists()
+    job = IngestionJob.objects.get(pk=report.job_id)
+    assert (job.status, job.outcomes) == ("succeeded", {"good.md": "unchanged", "only.md": "skipped"})
+    again = ingest_directory(tmp_path, "skip-store", "ingest-test")
+    assert [(o.file_name, o.status) for o in again.outcomes] == [("good.md", "unchanged"), ("only.md", "skipped")]

@@ -166,3 +166,49 @@ def test_equal_text_from_two_files_is_kept_twice(tmp_path):
     assert sorted(c.source for c in pack.citations) == ["france.md", "paris.md"]
     assert pack.citations[0].text == pack.citations[1].text
     assert pack.context.count("Paris is the capital of France") == 2
+
+
+@pytest.mark.parametrize(
+    "paths, error, message",
+    [
+        ("", IngestError, "empty path (''); name it explicitly ('.' for the current directory)"),
+        (["  "], IngestError, "empty path ('  '); name it explicitly ('.' for the current directory)"),
+        ([], IngestError, "no paths given"),
+        (None, TypeError, "paths must be a str or pathlib.Path, or a list of them; got NoneType"),
+        (5, TypeError, "paths must be a str or pathlib.Path, or a list of them; got int"),
+        ([5], TypeError, "a path must be a str or pathlib.Path, got int (5)"),
+    ],
+)
+def test_add_refuses_empty_and_mistyped_paths(tmp_path, monkeypatch, paths, error, message):
+    write_docs(tmp_path, ["paris.md"])
+    monkeypatch.chdir(tmp_path)  # an empty path must not ingest the current directory
+    with pytest.raises(error) as info:
+        Knowledge(store="kb-empty", create=True).add(paths)
+    assert str(info.value) == message
+    assert not Store.objects.filter(name="kb-empty").exists() and not Document.objects.exists()
+
+
+def test_a_bad_store_name_creates_nothing(tmp_path):
+    folder = write_docs(tmp_path, ["paris.md"])
+    with pytest.raises(IngestError) as info:
+        Knowledge(store="bad name!", create=True).add(folder)
+    assert str(info.value) == (
+        "invalid store name 'bad name!': letters, digits, '_', '.', '-', starting with a letter or digit, "
+        "at most 100 characters"
+    )
+    with pytest.raises(IngestError) as info:
+        Knowledge(store="kb", domain="undefined", create=True).add(folder)
+    assert str(info.value) == "invalid domain name 'undefined': reserved (the classifier's 'no domain' answer)"
+    assert not Domain.objects.exists() and not Store.objects.exists()
+
+
+def test_a_queued_file_that_is_gone_fails_alone(tmp_path):
+    from ingestion.tasks import run_file
+
+    folder = write_docs(tmp_path / "docs", ["paris.md"])
+    Knowledge(store="kb-gone", create=True).add(folder)
+    store = Store.objects.get(name="kb-gone")
+    outcome = run_file("build", str(folder), "sourdough.md", store.pk, {})
+    assert (outcome.status, outcome.reason, outcome.error) == (
+        "failed", "missing", "sourdough.md: vanished during the run"
+    )

@@ -63,17 +63,20 @@ class Knowledge:
     # -- adding ----------------------------------------------------------------------
 
     def _target_store(self) -> Store:
-        from ingestion.store_step import resolve_store
+        from ingestion.store_step import check_names, resolve_store
 
         if self.store is None:
             raise ValueError(f"Knowledge(domain={self.domain!r}) has no store to add to; name one with store=...")
         existing = Store.objects.select_related("domain").filter(name=self.store).first()
         domain_name = self.domain or (existing.domain.name if existing else self.store)
-        if existing is None and self.create and not Domain.objects.filter(name=domain_name).exists():
-            domain = Domain(name=domain_name, description=self.description or f"Documents of the store {self.store}.")
-            domain.full_clean()
-            domain.save()
-        return resolve_store(self.store, domain_name, create=self.create)
+        check_names(self.store, domain_name)  # before creating anything
+        with transaction.atomic():  # never a new domain without its store
+            if existing is None and self.create and not Domain.objects.filter(name=domain_name).exists():
+                description = self.description or f"Documents of the store {self.store}."
+                domain = Domain(name=domain_name, description=description)
+                domain.full_clean()
+                domain.save()
+            return resolve_store(self.store, domain_name, create=self.create)
 
     def add(self, paths: str | Path | Iterable[str | Path], *, max_tokens: int | None = None, ocr: str = "auto",
             force: bool = False):
@@ -86,7 +89,8 @@ class Knowledge:
         :returns: :class:`ingestion.files.StepReport` with one outcome per file (stored,
             unchanged, failed, needs_ocr, skipped, unsupported) and ``job_id`` (an
             IngestionJob, shown in the admin).
-        :raises IngestError: a missing path, a folder without supported files, a missing
+        :raises TypeError: ``paths`` (or one of them) not a str or Path.
+        :raises IngestError: no paths, an empty path, a missing path, a folder without supported files, a missing
             store or domain without ``create``, a store of another domain.
         :raises ValueError: a Knowledge without a store; bad ``ocr`` or ``max_tokens``.
         """
@@ -94,14 +98,21 @@ class Knowledge:
         from ingestion.chunk_step import chunk_options
         from ingestion.chunking import DEFAULT_MAX_TOKENS
         from ingestion.convert import SUPPORTED_EXTENSIONS
-        from ingestion.files import FileOutcome, IngestError, StepReport, relative_name, require_files
+        from ingestion.files import FileOutcome, IngestError, StepReport, checked_path, relative_name, require_files
         from ingestion.tasks import run_file
 
         options = {**chunk_options(max_tokens or DEFAULT_MAX_TOKENS, ocr), "force": force}
-        items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+        if isinstance(paths, (str, Path)):
+            items = [paths]
+        elif isinstance(paths, Iterable) and not isinstance(paths, (bytes, dict)):
+            items = list(paths)
+        else:
+            raise TypeError(f"paths must be a str or pathlib.Path, or a list of them; got {type(paths).__name__}")
+        if not items:
+            raise IngestError("no paths given")
         work: list[tuple[Path, str]] = []  # (folder, file name relative to it)
         for raw in items:
-            path = Path(raw).expanduser().resolve()
+            path = Path(checked_path(raw)).expanduser().resolve()
             if path.is_dir():
                 work += [(path, relative_name(p, path)) for p in require_files(path)]
             elif path.is_file():
@@ -120,7 +131,7 @@ class Knowledge:
             else:
                 try:
                     outcome = run_file("build", str(folder), name, store.pk, options)
-                except Exception as exc:
+                except BaseException as exc:  # the job must never stay running
                     jobs.fail(job.pk, f"{name}: {type(exc).__name__}: {exc}")
                     raise
             report.outcomes.append(outcome)

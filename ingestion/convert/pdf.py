@@ -9,6 +9,7 @@ non-space characters; a PDF needs OCR when at least half of its pages are image 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,9 @@ from .base import OCR_MODES, ConversionError, ConvertedDocument
 from .pdf_structure import structure
 from .pdf_text import page_char_count, page_lines
 
+NO_PAGES = "{name}: the PDF has no pages (0 pages)"
+_ZERO_COUNT = re.compile(rb"/Count\s*0(?![0-9])")
+_PAGE_COUNT = re.compile(rb"/Count\s*0*[1-9]")
 IMAGE_PAGE_CHARS = 50  # fewer non-space characters than this: an image page
 NATIVE_CONVERTER = "pdf: model-free (pypdfium2 text lines, XY-cut reading order, font-size headings)"
 
@@ -39,7 +43,7 @@ class PdfCheck:
 def open_pdf(path: Path) -> pdfium.PdfDocument:
     """Open a PDF with pypdfium2.
 
-    :raises ConversionError: ``empty`` (zero bytes), ``encrypted`` (a user password is
+    :raises ConversionError: ``empty`` (zero bytes, or a PDF of no pages), ``encrypted`` (a user password is
         needed; an owner password alone opens), ``broken`` (not a readable PDF).
     """
     path = Path(path)
@@ -48,12 +52,22 @@ def open_pdf(path: Path) -> pdfium.PdfDocument:
     try:
         return pdfium.PdfDocument(str(path))
     except pdfium.PdfiumError as exc:
+        # pdfium will not open a valid zero-page PDF and sets no error code for it (the
+        # code is then the previous file's, e.g. a password): look at the page tree first.
+        if _no_pages(path):
+            raise ConversionError("empty", NO_PAGES.format(name=path.name)) from None
         code = getattr(exc, "err_code", None)
         if code == pdfium_c.FPDF_ERR_PASSWORD:
             raise ConversionError("encrypted", f"{path.name}: encrypted (a password is needed to open it)") from None
         if code == pdfium_c.FPDF_ERR_SECURITY:
             raise ConversionError("encrypted", f"{path.name}: encrypted with an unsupported security handler") from None
         raise ConversionError("broken", f"{path.name}: not a readable PDF ({exc})") from None
+
+
+def _no_pages(path: Path) -> bool:
+    """Whether the file's page tree says it has no pages (``/Count 0`` and no other count)."""
+    data = path.read_bytes()
+    return bool(_ZERO_COUNT.search(data)) and not _PAGE_COUNT.search(data)
 
 
 def check_pdf(pdf: pdfium.PdfDocument) -> PdfCheck:
@@ -116,7 +130,7 @@ def convert_pdf(path: Path, ocr: str = "auto", pipeline: str = "auto") -> Conver
     try:
         check = check_pdf(pdf)
         if check.pages == 0:
-            raise ConversionError("broken", f"{path.name}: the PDF has no pages")
+            raise ConversionError("empty", NO_PAGES.format(name=path.name))
         wants_ocr = ocr == "on" or (ocr == "auto" and check.needs_ocr)
         if check.needs_ocr and ocr == "off":
             raise ConversionError(

@@ -6,19 +6,21 @@ a fatal map-lint finding (after the whole report) and for bad input naming it.
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from ingestion.chunking import DEFAULT_MAX_TOKENS
-from ingestion.files import IngestError, StepReport, writable
+from ingestion.files import IngestError, StepReport, list_source_files, resolve_directory, writable
 from ingestion.indexing import enqueue, ingest_directory, run_chunk, run_store
 from ingestion.map_io import export_map, import_map
 from ingestion.map_lint import MapError, map_lint
 from ingestion.metadata_map import TEMPLATE_NAME
 from ingestion.precheck import precheck_directory
 from ingestion.reporting import Progress, summary_lines
+from ingestion.store_step import check_names
 from ingestion.store_lint import store_lint
 
 STEPS = {
@@ -40,7 +42,7 @@ class Command(BaseCommand):
         steps = parser.add_subparsers(dest="step", required=True, metavar="STEP")
         sub = {name: steps.add_parser(name, help=text, description=text) for name, text in STEPS.items()}
         for name in ("pre-check", "chunk", "map-lint", "store", "build"):
-            sub[name].add_argument("directory", metavar="DIR", type=Path)
+            sub[name].add_argument("directory", metavar="DIR", type=_path)
         sub["pre-check"].add_argument("--organise", action="store_true", help="Copy PDFs into DIR/ocr and DIR/no-ocr.")
         for name in ("chunk", "build"):
             sub[name].add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="Chunk size budget (tokens).")
@@ -60,10 +62,11 @@ class Command(BaseCommand):
         sub["store-lint"].add_argument("--samples", type=int, default=3, help="Sample windows of 3 chunks (0: none).")
         for name in ("map-export", "map-import"):
             target = sub[name].add_mutually_exclusive_group(required=True)
-            target.add_argument("--dir", dest="directory", type=Path, help="A chunked folder (its staged map).")
+            target.add_argument("--dir", dest="directory", type=_path, help="A chunked folder (its staged map).")
             target.add_argument("--collection", help="A store (its documents' map rows).")
-        sub["map-export"].add_argument("-o", "--output", default="-", help="File to write; '-' = standard output.")
-        sub["map-import"].add_argument("file", metavar="FILE", type=Path, help="A metadata-map JSON file.")
+        sub["map-export"].add_argument("-o", "--output", default="-", type=_text,
+                                       help="File to write; '-' = standard output.")
+        sub["map-import"].add_argument("file", metavar="FILE", type=_path, help="A metadata-map JSON file.")
 
     def handle(self, *args, step, **options):
         try:
@@ -75,6 +78,12 @@ class Command(BaseCommand):
 
     def handle_pre_check(self, directory, organise, **_):
         rows = precheck_directory(directory, organise=organise)
+        if not rows:
+            # Not an error: pre-check is the first step for any folder, and text files never need OCR.
+            files = list_source_files(resolve_directory(directory))
+            others = sum(p.suffix.lower() != ".pdf" for p in files)
+            self.stdout.write(f"no PDF files to check; {others} other supported file(s) (no OCR needed)")
+            return
         self.stdout.write(f"{'verdict':<7} {'pages':>5} {'image':>5} {'chars':>8}  file")
         for row in rows:
             note = f"  ({row.note})" if row.note else ""
@@ -106,6 +115,7 @@ class Command(BaseCommand):
             raise CommandError("a source file has no metadata map entry (see above); run `stores chunk` on it")
 
     def handle_store(self, directory, collection, domain, bm25_store, force, run_async, no_progress, **_):
+        check_names(collection, domain)
         if run_async:
             return self._queued(enqueue("store", directory, store_name=collection, domain_name=domain,
                                         bm25_only=bm25_store, force=force))
@@ -125,6 +135,7 @@ class Command(BaseCommand):
 
     def handle_build(self, directory, collection, domain, max_tokens, ocr, bm25_store, force, run_async,
                      no_progress, **_):
+        check_names(collection, domain)
         if run_async:
             return self._queued(enqueue("build", directory, store_name=collection, domain_name=domain,
                                         max_tokens=max_tokens, ocr=ocr, bm25_only=bm25_store, force=force))
@@ -203,6 +214,17 @@ class Command(BaseCommand):
             f"queued {job.total} file(s) as job {job.pk} ({job.kind}); status: {job.status}, {job.done}/{job.total} done. "
             f"Follow it at /api/jobs/{job.pk} or in the admin (Ingestion jobs)."
         )
+
+
+def _text(value: str) -> str:
+    # Path("") is the current directory: an empty argument must not ingest the cwd.
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty path; name it explicitly ('.' for the current directory)")
+    return value
+
+
+def _path(value: str) -> Path:
+    return Path(_text(value))
 
 
 def _json(data) -> str:
