@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import redis
 from django.conf import settings
-from django.db import connection
 
 from domains.embeddings import count_tokens
 from domains.models import Chunk, Document, Domain
@@ -24,26 +23,18 @@ from ingestion.indexing import enqueue
 from ingestion.models import IngestionJob, StagedFile
 from klea_site.celery import app
 
+from .live_daphne import database_url
+
 REDIS_URL = os.environ.get("KLEA_TEST_CELERY_REDIS_URL", "redis://127.0.0.1:6379/4")
 FILES = 8
 WAIT_SECONDS = 240  # an upper bound for a loaded machine; the test polls conditions
-
-
-def _database_url() -> str:
-    db = connection.settings_dict
-    host = db["HOST"] or db["OPTIONS"].get("host", "")
-    port = db["PORT"] or db["OPTIONS"].get("port", "5432")
-    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
-    if host.startswith("/"):
-        return f"postgres://{db['USER']}{password}@/{db['NAME']}?host={host}&port={port}"
-    return f"postgres://{db['USER']}{password}@{host}:{port}/{db['NAME']}"
 
 
 def _start_worker(log: Path) -> subprocess.Popen:
     env = dict(os.environ)
     env.update(
         REDIS_URL=REDIS_URL,
-        DATABASE_URL=_database_url(),
+        DATABASE_URL=database_url(),
         KLEA_CELERY_VISIBILITY_TIMEOUT="5",
         KLEA_EMBEDDING_CACHE_DIR=str(settings.KLEA_EMBEDDING_CACHE_DIR),
     )
