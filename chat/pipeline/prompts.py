@@ -20,6 +20,26 @@ def _conversation(summary: str, history: Sequence[dict]) -> str:
     return "\n\n".join(parts)
 
 
+def _with_conversation(system: str, question: str, summary: str, history: Sequence[dict]) -> Messages:
+    """System prompt + one user message: the conversation so far (if any), then the question."""
+    conversation = _conversation(summary, history)
+    user = f"{conversation}\n\nQuestion: {question}" if conversation else f"Question: {question}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def _chat_turns(system: str, question: str, summary: str, history: Sequence[dict]) -> Messages:
+    """System prompt, the running summary as an acknowledged user turn, the recent
+    messages as they were, then the question."""
+    messages: Messages = [{"role": "system", "content": system}]
+    conversation = _conversation(summary, [])
+    if conversation:
+        messages.append({"role": "user", "content": conversation})
+        messages.append({"role": "assistant", "content": "Understood."})
+    messages.extend({"role": m["role"], "content": m["content"]} for m in history)
+    messages.append({"role": "user", "content": question})
+    return messages
+
+
 def classify(question: str, domains: Sequence[Domain], summary: str, history: Sequence[dict]) -> Messages:
     listing = "\n".join(f"- {d.name}: {d.description}" for d in domains)
     system = (
@@ -29,9 +49,7 @@ def classify(question: str, domains: Sequence[Domain], summary: str, history: Se
         'question (several when it spans several), or ["undefined"] when none fits. '
         "Use the conversation to understand follow-up questions."
     )
-    conversation = _conversation(summary, history)
-    user = f"{conversation}\n\nQuestion: {question}" if conversation else f"Question: {question}"
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return _with_conversation(system, question, summary, history)
 
 
 def queries(
@@ -80,9 +98,7 @@ def pick_tools(question: str, domains: Sequence[Domain], summary: str, history: 
         "answer the question, with arguments taken from the question (and the conversation). "
         "Call no tool when none helps. Do not answer the question."
     )
-    conversation = _conversation(summary, history)
-    user = f"{conversation}\n\nQuestion: {question}" if conversation else f"Question: {question}"
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return _with_conversation(system, question, summary, history)
 
 
 def answer(
@@ -113,13 +129,7 @@ def answer(
         if text.strip():
             system += f"\n{text.strip()}"
     system += f"\n\nReference material:\n{material}"
-    messages: Messages = [{"role": "system", "content": system}]
-    conversation = _conversation(summary, [])
-    if conversation:
-        messages.append({"role": "user", "content": conversation})
-        messages.append({"role": "assistant", "content": "Understood."})
-    messages.extend({"role": m["role"], "content": m["content"]} for m in history)
-    messages.append({"role": "user", "content": question})
+    messages = _chat_turns(system, question, summary, history)
     if previous_answer:
         messages.append({"role": "assistant", "content": previous_answer})
         messages.append(
@@ -147,14 +157,7 @@ def evaluate(question: str, material: str, answer_text: str) -> Messages:
 
 def general(question: str, summary: str, history: Sequence[dict]) -> Messages:
     system = "You are a helpful assistant. Answer from your general knowledge, briefly and accurately."
-    messages: Messages = [{"role": "system", "content": system}]
-    conversation = _conversation(summary, [])
-    if conversation:
-        messages.append({"role": "user", "content": conversation})
-        messages.append({"role": "assistant", "content": "Understood."})
-    messages.extend({"role": m["role"], "content": m["content"]} for m in history)
-    messages.append({"role": "user", "content": question})
-    return messages
+    return _chat_turns(system, question, summary, history)
 
 
 def summarise(summary: str, messages: Sequence[dict]) -> Messages:
