@@ -31,6 +31,28 @@ class Block:
     kind: str = "text"
 
 
+class BlockCollector:
+    """Blocks gathered by a converter's tree walk, each under the heading chain open when
+    it was added. ``stack``: (level, heading text) pairs, outermost first."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.stack: list[tuple[int, str]] = []
+
+    @property
+    def headings(self) -> tuple[str, ...]:
+        return tuple(text for _, text in self.stack if text)
+
+    def enter_heading(self, level: int, text: str) -> None:
+        """Close the headings at ``level`` and deeper, then open ``text``."""
+        self.stack = [(lvl, t) for lvl, t in self.stack if lvl < level] + [(level, text)]
+
+    def add(self, text: str, kind: str = "text") -> None:
+        text = text.strip()
+        if text:
+            self.blocks.append(Block(self.headings, text, kind))
+
+
 @dataclass
 class ConvertedDocument:
     """A converted file. ``converter`` names the path that ran (for logs and the admin)."""

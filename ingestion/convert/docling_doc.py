@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .base import Block, ConversionError, ConvertedDocument
+from .base import Block, BlockCollector, ConversionError, ConvertedDocument
 from .pdf_structure import numbering_level
 
 _SKIPPED_LABELS = {"page_header", "page_footer", "marker", "empty_value"}
@@ -21,22 +21,12 @@ _CODE_LABELS = {"code", "formula"}
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?)\]])")
 
 
-class _Walker:
+class _Walker(BlockCollector):
     def __init__(self, document, title_in_chain: bool) -> None:
+        super().__init__()
         self.document = document
         self.title_in_chain = title_in_chain
-        self.blocks: list[Block] = []
-        self.stack: list[tuple[int, str]] = []
         self.title = ""
-
-    @property
-    def headings(self) -> tuple[str, ...]:
-        return tuple(text for _, text in self.stack if text)
-
-    def add(self, text: str, kind: str = "text") -> None:
-        text = text.strip()
-        if text:
-            self.blocks.append(Block(self.headings, text, kind))
 
     def children(self, node):
         for ref in node.children or []:
@@ -72,7 +62,7 @@ class _Walker:
                 self.stack = [(0, item.text.strip())]
         elif kind == "SectionHeaderItem":
             level = numbering_level(item.text) or int(getattr(item, "level", 1) or 1)
-            self.stack = [(lvl, t) for lvl, t in self.stack if lvl < level] + [(level, item.text.strip())]
+            self.enter_heading(level, item.text.strip())
         elif kind == "PictureItem":
             self.add(item.caption_text(self.document))
             return  # the picture's own children are OCR'd fragments or captions already read

@@ -6,7 +6,7 @@ import re
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
-from .base import Block, ConvertedDocument
+from .base import BlockCollector, ConvertedDocument
 
 CHROME = ["script", "style", "noscript", "nav", "header", "footer", "aside", "form", "svg", "template"]
 BLOCK_TAGS = {"p", "pre", "ul", "ol", "dl", "table", "blockquote", "figcaption"}
@@ -20,18 +20,10 @@ def _text(tag: Tag) -> str:
     return _SPACE_BEFORE_PUNCTUATION.sub(r"\1", _SPACES.sub(" ", tag.get_text(" "))).strip()
 
 
-class _Walker:
+class _Walker(BlockCollector):
     def __init__(self) -> None:
-        self.blocks: list[Block] = []
-        self.stack: list[tuple[int, str]] = []
+        super().__init__()
         self.loose: list[str] = []
-
-    def headings(self) -> tuple[str, ...]:
-        return tuple(t for _, t in self.stack if t)
-
-    def add(self, text: str, kind: str = "text") -> None:
-        if text.strip():
-            self.blocks.append(Block(self.headings(), text.strip(), kind))
 
     def flush(self) -> None:
         self.add(_SPACES.sub(" ", " ".join(self.loose)))
@@ -49,7 +41,7 @@ class _Walker:
             if name in HEADINGS:
                 self.flush()
                 level = HEADINGS[name]
-                self.stack = [(lvl, t) for lvl, t in self.stack if lvl < level] + [(level, _text(child))]
+                self.enter_heading(level, _text(child))
             elif name in BLOCK_TAGS:
                 self.flush()
                 if name == "pre":

@@ -22,7 +22,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.myst_blocks import myst_block_plugin
 from mdit_py_plugins.myst_role import myst_role_plugin
 
-from .base import Block, ConvertedDocument
+from .base import BlockCollector, ConvertedDocument
 
 # Directives whose content is not prose a reader would want in an answer.
 DROPPED_DIRECTIVES = {
@@ -113,20 +113,10 @@ def _strip_options(content: str) -> str:
     return "\n".join(lines).strip("\n")
 
 
-class _Walker:
+class _Walker(BlockCollector):
     def __init__(self) -> None:
-        self.blocks: list[Block] = []
-        self.stack: list[tuple[int, str]] = []
+        super().__init__()
         self.first_h1 = ""
-
-    @property
-    def headings(self) -> tuple[str, ...]:
-        return tuple(text for _, text in self.stack if text)
-
-    def add(self, text: str, kind: str = "text") -> None:
-        text = text.strip()
-        if text:
-            self.blocks.append(Block(self.headings, text, kind))
 
     def walk(self, nodes) -> None:
         for node in nodes:
@@ -141,7 +131,7 @@ class _Walker:
         text = _inline(node.children[0]) if node.children else ""
         if level == 1 and not self.first_h1:
             self.first_h1 = text
-        self.stack = [(lvl, t) for lvl, t in self.stack if lvl < level] + [(level, text)]
+        self.enter_heading(level, text)
 
     def on_paragraph(self, node: SyntaxTreeNode) -> None:
         self.add(_inline(node.children[0]) if node.children else "")
