@@ -29,6 +29,7 @@ import select
 import socket
 import threading
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -257,6 +258,23 @@ class FakeOllama:
     @property
     def pending(self) -> int:
         return len(self.replies) + len(self.tool_replies)
+
+
+@contextmanager
+def ollama_backend(settings, *, check: bool = True, **overrides):
+    """A FakeOllama that the pytest-django ``settings`` point the chat backend at (chat
+    model qwen3:0.6b unless overridden; ``overrides``: other settings by name). With
+    ``check``, the test must have used exactly the scripted replies."""
+    with FakeOllama() as server:
+        settings.KLEA_LLM_BACKEND = "ollama"
+        settings.OLLAMA_HOST = server.url
+        settings.KLEA_RAG_CHAT_MODEL = "qwen3:0.6b"
+        for name, value in overrides.items():
+            setattr(settings, name, value)
+        yield server
+        if check:
+            assert server.unexpected == []
+            assert server.pending == 0
 
 
 def closed_port_url() -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from .fake_ollama import FakeOllama, Reply
+from .fake_ollama import FakeOllama, Reply, ollama_backend
 from .pipeline_data import make_domains, material_files
 
 SCORES = ("confidence", "coverage", "relevance", "groundedness", "coherence", "conciseness")
@@ -25,19 +25,9 @@ def scores() -> Reply:
 
 @pytest.fixture
 def fake(settings):
-    with FakeOllama() as server:
-        settings.KLEA_LLM_BACKEND = "ollama"
-        settings.OLLAMA_HOST = server.url
-        settings.KLEA_RAG_CHAT_MODEL = "qwen3:0.6b"
-        settings.KLEA_RAG_GUARD_MODEL = ""
-        settings.KLEA_LLM_TIMEOUT = 30
-        settings.KLEA_MCP_TOOL_TIMEOUT = 30
-        settings.KLEA_MCP_TOOL_BUDGET = 60
-        settings.KLEA_MCP_MAX_CALLS = 4
-        settings.KLEA_MCP_RESULT_CHARS = 2500
+    with ollama_backend(settings, KLEA_RAG_GUARD_MODEL="", KLEA_LLM_TIMEOUT=30, KLEA_MCP_TOOL_TIMEOUT=30,
+                        KLEA_MCP_TOOL_BUDGET=60, KLEA_MCP_MAX_CALLS=4, KLEA_MCP_RESULT_CHARS=2500) as server:
         yield server
-        assert server.unexpected == []
-        assert server.pending == 0
 
 
 @pytest.fixture

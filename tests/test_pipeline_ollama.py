@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from .fake_ollama import FakeOllama, Reply
+from .fake_ollama import FakeOllama, Reply, ollama_backend
 from .pipeline_data import make_domains, material_files
 from .pipeline_helpers import run, trace
 
@@ -37,17 +37,9 @@ HH = "What does the Hodgkin-Huxley model describe?"
 
 @pytest.fixture
 def fake(settings):
-    with FakeOllama() as server:
-        settings.KLEA_LLM_BACKEND = "ollama"
-        settings.OLLAMA_HOST = server.url
-        settings.KLEA_RAG_CHAT_MODEL = "qwen3:0.6b"
-        settings.KLEA_RAG_GUARD_MODEL = "llama-guard3:1b"
-        settings.KLEA_RAG_NON_DOMAIN_CHAT = True
-        settings.KLEA_RAG_GUARD_ON_ERROR = "decline"
-        settings.KLEA_LLM_TIMEOUT = 30
+    with ollama_backend(settings, KLEA_RAG_GUARD_MODEL="llama-guard3:1b", KLEA_RAG_NON_DOMAIN_CHAT=True,
+                        KLEA_RAG_GUARD_ON_ERROR="decline", KLEA_LLM_TIMEOUT=30) as server:
         yield server
-        assert server.unexpected == []
-        assert server.pending == 0
 
 
 @pytest.fixture

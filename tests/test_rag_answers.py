@@ -12,7 +12,7 @@ from chat.rag import RAG, Knowledge, RAGConfig
 from chat.rag.generation import NO_CONTEXT_ANSWER
 from domains.models import Domain
 
-from .fake_ollama import FakeOllama, Reply, closed_port_url
+from .fake_ollama import Reply, closed_port_url, ollama_backend
 from .rag_data import ListKnowledge, items, write_docs
 
 MONGOLIA = "Ulaanbaatar is the capital and largest city of Mongolia, home to nearly half of the country's population."
@@ -29,14 +29,8 @@ def knowledge(db, tmp_path, settings):
 
 @pytest.fixture
 def fake(settings):
-    with FakeOllama() as server:
-        settings.KLEA_LLM_BACKEND = "ollama"
-        settings.OLLAMA_HOST = server.url
-        settings.KLEA_RAG_CHAT_MODEL = "qwen3:0.6b"
-        settings.KLEA_LLM_TIMEOUT = 5
+    with ollama_backend(settings, KLEA_LLM_TIMEOUT=5) as server:
         yield server
-        assert server.unexpected == []
-        assert server.pending == 0
 
 
 def collect_async(stream) -> list[str]:

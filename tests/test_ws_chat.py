@@ -20,7 +20,7 @@ from klea_site.asgi import application
 from .chat_world import session_cookie, world, ws_headers  # noqa: F401
 
 pytestmark = pytest.mark.django_db
-from .fake_ollama import FakeOllama, Reply
+from .fake_ollama import Reply, ollama_backend
 
 TIMEOUT = 60  # seconds; generous for a loaded machine (the first turn loads the embedding model)
 IZH = "Which neuron model is as cheap to simulate as integrate-and-fire?"
@@ -44,11 +44,8 @@ def extractive(settings):
 @pytest.fixture
 def fake(settings):
     """A fake Ollama whose answer stalls after two pieces (something to cancel)."""
-    with FakeOllama() as server:
-        settings.KLEA_LLM_BACKEND = "ollama"
-        settings.OLLAMA_HOST = server.url
-        settings.KLEA_RAG_GUARD_MODEL = ""
-        settings.KLEA_LLM_TIMEOUT = 30
+    with ollama_backend(settings, check=False, KLEA_RAG_CHAT_MODEL=settings.KLEA_RAG_CHAT_MODEL,
+                        KLEA_RAG_GUARD_MODEL="", KLEA_LLM_TIMEOUT=30) as server:
         server.script(Reply.json({"queries": ["cheap neuron model"], "filters": {}}),
                       Reply.hang(pieces=["The Izhikevich model", " is cheap"]))
         yield server
