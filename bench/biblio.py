@@ -44,8 +44,8 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 
-from ingestion.biblio import doi_key, extract_bibliography  # noqa: E402
-from ingestion.biblio.resolver import default_resolver  # noqa: E402
+from ingestion.metadata.biblio import doi_key, extract_bibliography  # noqa: E402
+from ingestion.metadata.biblio.resolver import default_resolver  # noqa: E402
 from tests.biblio_fakes import FakeDoiServices  # noqa: E402
 
 QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})

@@ -35,8 +35,8 @@ from django.conf import settings  # noqa: E402
 
 from domains import embeddings  # noqa: E402
 from domains.models import Domain  # noqa: E402
-from ingestion.chunk_step import chunk_directory, shared_worker  # noqa: E402
-from ingestion.store_step import store_directory  # noqa: E402
+from ingestion.chunk.step import chunk_directory, shared_worker  # noqa: E402
+from ingestion.store.step import store_directory  # noqa: E402
 
 CORPORA = {"neuroml": "docs/neuroml", "xarray": "docs/xarray", "based_cooking": "docs/based_cooking", "pdfs": "pdfs"}
 

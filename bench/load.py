@@ -57,11 +57,11 @@ def prepare() -> tuple[str, str]:
     from django.test import Client
 
     from domains.models import Domain
-    from ingestion.indexing import ingest_directory
+    from ingestion.runs.ingest import ingest
 
     Domain.objects.get_or_create(name=DOMAIN, defaults={"description": "Klea's own documentation: running, "
                                                         "configuring, ingesting, domains, the pipeline."})
-    ingest_directory(ROOT / "docs", f"{DOMAIN}-store", DOMAIN)
+    ingest(ROOT / "docs", f"{DOMAIN}-store", DOMAIN, mirror=True)
     user, _ = User.objects.get_or_create(username=USER)
     client = Client()
     client.force_login(user)

@@ -20,10 +20,9 @@ from django.db.models.lookups import GreaterThan
 from pgvector.django import HnswIndex, VectorField
 
 from . import bm25_sql
+from .names import RESERVED_RULE, STORE_NAME, domain_name_problem
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-STORE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-RESERVED_DOMAIN_NAMES = {"undefined"}  # the classifier's "no domain" answer
 HEADING_SEPARATOR = " > "
 
 # HNSW build parameters (pgvector defaults; Malkov & Yashunin 2018): m = links per
@@ -33,10 +32,12 @@ HNSW_EF_CONSTRUCTION = 64
 
 
 def _validate_domain_name(value: str) -> None:
-    if value != value.strip() or not value:
-        raise ValidationError("Domain name must not be empty or start/end with spaces.")
-    if value.lower() in RESERVED_DOMAIN_NAMES:
-        raise ValidationError(f"'{value}' is reserved (the classifier's 'no domain' answer).")
+    """The rule of :func:`domains.names.domain_name_problem` as a field validator."""
+    problem = domain_name_problem(value)
+    if problem == RESERVED_RULE:
+        raise ValidationError(f"'{value}' is {problem}.")
+    if problem:
+        raise ValidationError(f"Domain name: {problem}.")
 
 
 class Domain(models.Model):

@@ -11,11 +11,11 @@ from django.utils.html import format_html, format_html_join
 
 from domains.admin import DocumentAdmin as BaseDocumentAdmin
 from domains.models import Document, MetadataEntry
+from ingestion.metadata.map import reapply
+from ingestion.runs.uploads import save_uploads
 
 from .forms import UploadForm
-from .metadata_map import reapply
 from .models import DoiRecord, IngestionJob, StagedFile
-from .uploads import save_uploads
 
 
 @admin.register(IngestionJob)

@@ -4,8 +4,7 @@ from django.conf import settings
 from django.core.checks import Error, register
 
 from domains.embeddings import BACKENDS
-
-from .convert.docling_pdf import PIPELINES
+from ingestion.convert.docling_pdf import PIPELINES
 
 E001_MSG = "KLEA_PDF_PIPELINE is {value!r}; expected one of {allowed}."
 E001_HINT = "Set KLEA_PDF_PIPELINE to auto (default), standard or native."

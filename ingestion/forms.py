@@ -7,8 +7,8 @@ from pathlib import Path
 from django import forms
 
 from domains.models import Store
+from ingestion.chunk.chunker import DEFAULT_MAX_TOKENS
 
-from .chunking import DEFAULT_MAX_TOKENS
 from .convert import SUPPORTED_EXTENSIONS
 
 

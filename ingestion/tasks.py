@@ -1,9 +1,9 @@
 """Celery tasks: one task per document, ids and JSON in (never model instances).
 
 ``ingest_file`` runs ``chunk``, ``store`` or both (``build``) for one file of a folder
-and records the outcome on its IngestionJob. It is idempotent: the StagedFile is an
-upsert and the store write replaces the document's chunks in one transaction under a
-row lock, so a redelivered message (``acks_late``; a worker killed mid-document) ends
+(:func:`ingestion.runs.steps.run_file`) and records the outcome on its IngestionJob.
+It is idempotent: the StagedFile is an upsert and the store write replaces the
+document's chunks in one transaction under a row lock, so a redelivered message (``acks_late``; a worker killed mid-document) ends
 with exactly one copy of every chunk. Transient database errors are retried with
 backoff (at most 3 times); a missing job is logged, not retried.
 """
@@ -17,34 +17,14 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from domains.models import Store
+from ingestion.options import IngestOptions
+from ingestion.outcomes import FileOutcome
+from ingestion.runs import jobs
+from ingestion.runs.steps import run_file
 
-from . import jobs
-from .chunk_step import chunk_file, chunk_options
-from .files import FileOutcome, unreadable
 from .models import IngestionJob
-from .store_step import store_file
 
 logger = logging.getLogger("klea.ingestion")
-
-STEPS = ("chunk", "store", "build")
-
-
-def run_file(step: str, directory: str, file_name: str, store_id: int | None, options: dict) -> FileOutcome:
-    """The work of one task, callable directly. :raises ValueError: unknown step."""
-    if step not in STEPS:
-        raise ValueError(f"step must be one of {STEPS}, got {step!r}")
-    folder = Path(directory)
-    path = folder / file_name
-    if not path.is_file():
-        return unreadable(file_name, FileNotFoundError(str(path)))  # queued, then gone
-    outcome = None
-    if step in ("chunk", "build"):
-        chunking = chunk_options(options.get("max_tokens", 450), options.get("ocr", "auto"))
-        _, outcome = chunk_file(folder, path, chunking, force=options.get("force", False))
-    if step in ("store", "build"):
-        store = Store.objects.get(pk=store_id)
-        outcome = store_file(store, path, folder, force=options.get("force", False))
-    return outcome
 
 
 @shared_task(
@@ -78,10 +58,12 @@ def ingest_file(self, job_id: int, step: str, directory: str, file_name: str, st
     return outcome.status
 
 
-def enqueue(job: IngestionJob, step: str, directory: Path, file_names: list[str], store_id: int | None, options: dict) -> None:
-    """One task per file; the job's celery_id is the first task's id."""
+def enqueue(
+    job: IngestionJob, step: str, work: list[tuple[Path, str]], store_id: int | None, options: IngestOptions
+) -> None:
+    """One task per (folder, file name); the job's celery_id is the first task's id."""
     first = ""
-    for file_name in file_names:
-        result = ingest_file.delay(job.pk, step, str(directory), file_name, store_id, options)
+    for directory, file_name in work:
+        result = ingest_file.delay(job.pk, step, str(directory), file_name, store_id, options.as_dict())
         first = first or (result.id or "")
     IngestionJob.objects.filter(pk=job.pk).update(celery_id=first)

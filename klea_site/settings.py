@@ -160,7 +160,7 @@ KLEA_EMBEDDING_CACHE_DIR = Path(env("KLEA_EMBEDDING_CACHE_DIR", default=str(VAR_
 KLEA_MAX_REFS_SIZE = env.int("KLEA_MAX_REFS_SIZE", default=20_000)
 KLEA_CHUNK_MAX_TOKENS = env.int("KLEA_CHUNK_MAX_TOKENS", default=450)
 
-# --- Bibliographic metadata (ingestion/biblio; docs/bibliography.md) ----------------
+# --- Bibliographic metadata (ingestion/metadata/biblio; docs/bibliography.md) -------
 # DOI lookups in Crossref, OpenAlex and Semantic Scholar, cached in the database.
 # KLEA_DOI_NETWORK=false keeps ingestion offline (cached records are still used).
 KLEA_DOI_NETWORK = env.bool("KLEA_DOI_NETWORK", default=True)

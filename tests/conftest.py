@@ -47,13 +47,13 @@ def doc_domains(django_db_setup, django_db_blocker):
     The rows are committed to the test database; tests that use them must not delete them.
     """
     from domains.config_io import load_domain_config
-    from ingestion.indexing import ingest_directory
+    from ingestion.runs.ingest import ingest
 
     with django_db_blocker.unblock():
         load_domain_config(json.loads(json.dumps(DOC_DOMAINS)))
         reports = {
-            "neuroml": ingest_directory(corpora_path("docs", "neuroml"), "neuroml-docs", "neuroml"),
-            "xarray": ingest_directory(corpora_path("docs", "xarray"), "xarray-docs", "xarray"),
+            "neuroml": ingest(corpora_path("docs", "neuroml"), "neuroml-docs", "neuroml", mirror=True),
+            "xarray": ingest(corpora_path("docs", "xarray"), "xarray-docs", "xarray", mirror=True),
         }
     return reports
 

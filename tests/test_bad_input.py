@@ -6,7 +6,7 @@ import pytest
 
 from domains.models import Chunk, Document, Domain
 from ingestion.convert.worker import ConversionWorker
-from ingestion.indexing import ingest_directory
+from ingestion.runs.ingest import ingest
 from ingestion.models import IngestionJob, StagedFile
 
 from . import pdf_factory
@@ -40,7 +40,7 @@ def folder(tmp_path):
 
 
 def test_each_bad_file_fails_alone_with_its_reason(domain, folder):
-    report = ingest_directory(folder, "bad-store", "bad-input", ocr="off")
+    report = ingest(folder, "bad-store", "bad-input", mirror=True, ocr="off")
     outcomes = {o.file_name: (o.status, o.reason, o.error) for o in report.outcomes}
     assert outcomes == {
         "user_password.pdf": ("failed", "encrypted", "user_password.pdf: encrypted (a password is needed to open it)"),
@@ -79,7 +79,7 @@ def test_each_bad_file_fails_alone_with_its_reason(domain, folder):
 
 
 def test_scanned_pdf_without_ocr_engine_needs_ocr_under_auto(domain, folder):
-    report = ingest_directory(folder, "bad-store", "bad-input")  # ocr="auto", no OCR engine here
+    report = ingest(folder, "bad-store", "bad-input", mirror=True)  # ocr="auto", no OCR engine here
     scanned = next(o for o in report.outcomes if o.file_name == "scanned.pdf")
     assert (scanned.status, scanned.error) == (
         "needs_ocr",
@@ -105,7 +105,7 @@ def test_thousand_page_pdf_converts_within_the_memory_bound(domain, tmp_path):
     assert converted.blocks[-1].headings == ("Chapter 100",)
     assert 0 < peak < limit
     print(f"1,000-page PDF: peak RSS of the conversion process {peak:.0f} MB (limit {limit} MB)")
-    report = ingest_directory(root, "big-store", "bad-input", ocr="off")
+    report = ingest(root, "big-store", "bad-input", mirror=True, ocr="off")
     assert [(o.file_name, o.status) for o in report.outcomes] == [("thousand.pdf", "stored")]
     document = Document.objects.get(store__name="big-store", file_name="thousand.pdf")
     assert document.pages == 1000
@@ -145,7 +145,7 @@ def test_a_file_over_the_memory_limit_is_retried_in_a_fresh_process_then_fails_a
 def test_a_zero_page_pdf_is_empty_not_broken(domain, tmp_path):
     pdf_factory.no_pages(tmp_path / "no_pages.pdf")
     (tmp_path / "good.md").write_text("# Good\n\nA healthy file about dendrites.\n", encoding="utf-8")
-    report = ingest_directory(tmp_path, "bad-store", "bad-input", ocr="off")
+    report = ingest(tmp_path, "bad-store", "bad-input", mirror=True, ocr="off")
     assert [(o.file_name, o.status, o.reason, o.error) for o in report.outcomes] == [
         ("no_pages.pdf", "failed", "empty", "no_pages.pdf: the PDF has no pages (0 pages)"),
         ("good.md", "stored", "", ""),

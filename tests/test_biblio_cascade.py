@@ -8,8 +8,8 @@ import pytest
 from docling_core.types.doc import DocItemLabel, DoclingDocument
 from docling_core.types.doc.document import DocumentOrigin
 
-from ingestion.biblio import extract_bibliography
-from ingestion.biblio.resolver import default_resolver
+from ingestion.metadata.biblio import extract_bibliography
+from ingestion.metadata.biblio.resolver import default_resolver
 from tests.biblio_fakes import FakeDoiServices
 from tests.biblio_pdfs import Line, Run, article, line, write_pdf
 

@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from ingestion.biblio import extract_bibliography
+from ingestion.metadata.biblio import extract_bibliography
 from tests.conftest import corpora_path
 
 pytestmark = [pytest.mark.corpora, pytest.mark.django_db]

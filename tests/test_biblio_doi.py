@@ -2,7 +2,7 @@
 
 import pytest
 
-from ingestion.biblio.doi import FoundDoi, doi_key, doi_url, find_dois, normalize_doi, quote_doi
+from ingestion.metadata.biblio.doi import FoundDoi, doi_key, doi_url, find_dois, normalize_doi, quote_doi
 
 SICI = "10.1002/(sici)1096-9861(19971020)387:2<167::aid-cne1>3.0.co;2-z"
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.biblio import extract_bibliography
+from ingestion.metadata.biblio import extract_bibliography
 from tests.biblio_pdfs import BODY, Line, Run, article, line, write_pdf
 
 

@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from ingestion.biblio.resolver import DoiLookup, DoiResolver
-from ingestion.biblio.services import SERVICES
+from ingestion.metadata.biblio.resolver import DoiLookup, DoiResolver
+from ingestion.metadata.biblio.services import SERVICES
 from ingestion.models import DoiRecord
 from tests.biblio_fakes import FakeDoiServices
 

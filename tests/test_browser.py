@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings
 
 from domains.models import Domain
-from ingestion.indexing import ingest_directory
+from ingestion.runs.ingest import ingest
 from ingestion.models import IngestionJob, StagedFile
 
 from .chat_world import PASSWORD, in_thread, world  # noqa: F401
@@ -42,7 +42,7 @@ def web_docs(world, tmp_path):
         Domain.objects.filter(name="webdocs").delete()
         Domain.objects.create(name="webdocs", description="Klea's own documentation: running, configuring, "
                               "PostgreSQL, Redis, domains and stores.")
-        return ingest_directory(root, "webdocs-store", "webdocs")
+        return ingest(root, "webdocs-store", "webdocs", mirror=True)
 
     def remove():
         Domain.objects.filter(name="webdocs").delete()

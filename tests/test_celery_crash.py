@@ -17,9 +17,9 @@ from django.conf import settings
 
 from domains.embeddings import count_tokens
 from domains.models import Chunk, Document, Domain
-from ingestion.chunking import chunk_document
+from ingestion.chunk.chunker import chunk_document
 from ingestion.convert import convert_file
-from ingestion.indexing import enqueue
+from ingestion.runs.steps import enqueue
 from ingestion.models import IngestionJob, StagedFile
 from klea_site.celery import app
 

@@ -4,7 +4,7 @@ import pytest
 
 from domains.embeddings import count_tokens
 from domains.text import indexed_text
-from ingestion.chunking import chunk_blocks
+from ingestion.chunk.chunker import chunk_blocks
 from ingestion.convert.base import Block
 
 
@@ -50,7 +50,7 @@ def test_max_tokens_below_32_is_refused():
 
 
 def test_two_megabyte_line_without_sentence_ends_chunks_in_the_normal_path(db, tmp_path):
-    from ingestion.indexing import run_chunk
+    from ingestion.runs.steps import run_chunk
     from ingestion.models import StagedFile
 
     vocab = "the neuron membrane potential rises when sodium channels open and calcium flows into a dendrite".split()

@@ -180,7 +180,7 @@ def test_pre_check_of_a_folder_without_pdfs_is_a_note_not_an_error(folder):
 
 
 def test_pre_check_reports_a_pdf_that_vanishes_mid_run_and_checks_the_rest(tmp_path):
-    from ingestion.precheck import precheck_directory
+    from ingestion.convert.precheck import precheck_directory
 
     pdf_factory.paper(tmp_path / "a.pdf")
     pdf_factory.paper(tmp_path / "b.pdf")

@@ -166,7 +166,7 @@ def test_plain_text_paragraphs():
 
 
 def test_plain_text_hard_wrapped_lines_join_but_lists_and_indented_lines_stay(db, tmp_path):
-    from ingestion.indexing import run_chunk
+    from ingestion.runs.steps import run_chunk
     from ingestion.models import StagedFile
 
     (tmp_path / "walks.txt").write_text(

@@ -8,7 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from domains.models import Chunk, Document, Domain, MetadataEntry, Store
-from ingestion.indexing import IngestError, ingest_directory
+from ingestion.outcomes import IngestError
+from ingestion.runs.ingest import ingest
 from ingestion.models import IngestionJob
 
 
@@ -32,7 +33,7 @@ def make_tree(root: Path) -> Path:
 
 
 def test_ingest_builds_documents_chunks_and_metadata(domain, tmp_path):
-    report = ingest_directory(make_tree(tmp_path), "ingest-store", "ingest-test")
+    report = ingest(make_tree(tmp_path), "ingest-store", "ingest-test", mirror=True)
     assert (report.count("stored"), report.count("failed"), report.chunks) == (4, 0, 5)
     store = Store.objects.get(name="ingest-store")
     assert store.domain == domain
@@ -53,12 +54,12 @@ def test_ingest_builds_documents_chunks_and_metadata(domain, tmp_path):
 
 def test_rerun_skips_unchanged_replaces_changed_and_prunes_removed(domain, tmp_path):
     root = make_tree(tmp_path)
-    ingest_directory(root, "ingest-store", "ingest-test")
+    ingest(root, "ingest-store", "ingest-test", mirror=True)
     first_ids = set(Chunk.objects.filter(store__name="ingest-store", document__file_name="api.rst").values_list("id", flat=True))
 
     (root / "guide" / "intro.md").write_text("# Intro\n\nRewritten text.\n", encoding="utf-8")
     (root / "notes.txt").unlink()
-    report = ingest_directory(root, "ingest-store", "ingest-test")
+    report = ingest(root, "ingest-store", "ingest-test", mirror=True)
     statuses = {o.file_name: o.status for o in report.outcomes}
     assert statuses == {
         "api.rst": "unchanged",
@@ -73,7 +74,7 @@ def test_rerun_skips_unchanged_replaces_changed_and_prunes_removed(domain, tmp_p
     assert not Document.objects.filter(store__name="ingest-store", file_name="notes.txt").exists()
     assert set(Chunk.objects.filter(store__name="ingest-store", document__file_name="api.rst").values_list("id", flat=True)) == first_ids
 
-    forced = ingest_directory(root, "ingest-store", "ingest-test", force=True)
+    forced = ingest(root, "ingest-store", "ingest-test", mirror=True, force=True)
     assert forced.count("stored") == 3
     assert Chunk.objects.filter(store__name="ingest-store").count() == 3
 
@@ -82,7 +83,7 @@ def test_bad_files_fail_alone(domain, tmp_path):
     root = make_tree(tmp_path)
     (root / "binary.md").write_bytes(b"\x00\x01\x02 binary")
     (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
-    report = ingest_directory(root, "ingest-store", "ingest-test")
+    report = ingest(root, "ingest-store", "ingest-test", mirror=True)
     failed = {o.file_name: o.error for o in report.outcomes if o.status == "failed"}
     assert failed == {
         "binary.md": "binary.md: binary content in a text file (NUL bytes)",
@@ -96,20 +97,20 @@ def test_bad_files_fail_alone(domain, tmp_path):
 
 def test_run_errors_are_one_line_and_write_nothing(domain, tmp_path):
     with pytest.raises(IngestError, match=r"no_such: no such directory$"):
-        ingest_directory(tmp_path / "no_such", "s", "ingest-test")
+        ingest(tmp_path / "no_such", "s", "ingest-test", mirror=True)
     (tmp_path / "empty").mkdir()
     with pytest.raises(IngestError, match=r"empty: no files to ingest \(supported: "):
-        ingest_directory(tmp_path / "empty", "s", "ingest-test")
+        ingest(tmp_path / "empty", "s", "ingest-test", mirror=True)
     root = make_tree(tmp_path / "tree")
     with pytest.raises(IngestError) as info:
-        ingest_directory(root, "s", "no-such-domain")
+        ingest(root, "s", "no-such-domain", mirror=True)
     assert str(info.value) == (
         "domain 'no-such-domain' does not exist; create it in the admin or with `manage.py loaddomains`"
     )
     other = Domain.objects.create(name="other-domain", description="o")
     Store.objects.create(name="taken", domain=other)
     with pytest.raises(IngestError, match="store 'taken' belongs to domain 'other-domain', not 'ingest-test'"):
-        ingest_directory(root, "taken", "ingest-test")
+        ingest(root, "taken", "ingest-test", mirror=True)
     assert not Store.objects.filter(name="s").exists()
     assert not Document.objects.filter(store__name="taken").exists()
 
@@ -144,7 +145,7 @@ def test_a_file_that_vanishes_mid_run_fails_alone_and_the_job_is_closed(domain, 
         if outcome.file_name == "a.txt":
             (tmp_path / "b.txt").unlink()  # listed already, not yet chunked
 
-    report = ingest_directory(tmp_path, "vanish-store", "ingest-test", on_chunked=on_chunked)
+    report = ingest(tmp_path, "vanish-store", "ingest-test", mirror=True, on_chunked=on_chunked)
     assert [(o.file_name, o.status, o.reason, o.error) for o in report.outcomes] == [
         ("a.txt", "stored", "", ""),
         ("c.txt", "stored", "", ""),
@@ -157,7 +158,7 @@ def test_a_file_that_vanishes_mid_run_fails_alone_and_the_job_is_closed(domain, 
     assert (job.status, job.done, job.errors) == ("partial", 3, {"b.txt": "b.txt: vanished during the run"})
 
     # Listed by the store step, gone before it is stored.
-    from ingestion.indexing import run_store
+    from ingestion.runs.steps import run_store
 
     report = run_store(tmp_path, "vanish-store", "ingest-test", on_start=lambda total: (tmp_path / "c.txt").unlink())
     assert [(o.file_name, o.status, o.error) for o in report.outcomes] == [
@@ -174,7 +175,7 @@ def test_an_unexpected_exception_still_closes_the_job(domain, tmp_path):
         raise RuntimeError("callback broke\nsecond line")
 
     with pytest.raises(RuntimeError):
-        ingest_directory(tmp_path, "boom-store", "ingest-test", on_chunked=on_chunked)
+        ingest(tmp_path, "boom-store", "ingest-test", mirror=True, on_chunked=on_chunked)
     job = IngestionJob.objects.get(kind="build", store__name="boom-store")
     assert (job.status, job.messages, job.finished_at is not None) == ("failed", ["RuntimeError: callback broke"], True)
 
@@ -182,10 +183,10 @@ def test_an_unexpected_exception_still_closes_the_job(domain, tmp_path):
 def test_a_file_with_no_text_is_skipped_and_leaves_no_document(domain, tmp_path):
     (tmp_path / "good.md").write_text("# Good\n\nReal text.\n", encoding="utf-8")
     (tmp_path / "only.md").write_text("# Only\n\nIt had text once.\n", encoding="utf-8")
-    ingest_directory(tmp_path, "skip-store", "ingest-test")
+    ingest(tmp_path, "skip-store", "ingest-test", mirror=True)
     assert Chunk.objects.filter(document__file_name="only.md").count() == 1
     (tmp_path / "only.md").write_text("```{toctree}\na\n```\n", encoding="utf-8")  # now markup only
-    report = ingest_directory(tmp_path, "skip-store", "ingest-test")
+    report = ingest(tmp_path, "skip-store", "ingest-test", mirror=True)
     assert [(o.file_name, o.status, o.reason, o.error) for o in report.outcomes] == [
         ("good.md", "unchanged", "", ""),
         ("only.md", "skipped", "no_text", "only.md: no text left after conversion (only markup)"),
@@ -196,5 +197,5 @@ def test_a_file_with_no_text_is_skipped_and_leaves_no_document(domain, tmp_path)
     assert not Chunk.objects.filter(document__file_name="only.md").exists()
     job = IngestionJob.objects.get(pk=report.job_id)
     assert (job.status, job.outcomes) == ("succeeded", {"good.md": "unchanged", "only.md": "skipped"})
-    again = ingest_directory(tmp_path, "skip-store", "ingest-test")
+    again = ingest(tmp_path, "skip-store", "ingest-test", mirror=True)
     assert [(o.file_name, o.status) for o in again.outcomes] == [("good.md", "unchanged"), ("only.md", "skipped")]

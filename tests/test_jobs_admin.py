@@ -9,8 +9,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 
 from domains.models import Chunk, Document, Domain, MetadataEntry, Store
-from ingestion.files import FileOutcome
-from ingestion.jobs import record, start_job
+from ingestion.outcomes import FileOutcome
+from ingestion.runs.jobs import record, start_job
 from ingestion.models import DoiRecord, IngestionJob
 
 
@@ -89,11 +89,11 @@ def test_admin_upload_of_several_files_builds_them(client, users, store, tmp_pat
 def test_editing_map_entries_in_the_admin_reapplies_them(client, users, store, tmp_path):
     staff = users[0]
     client.force_login(staff)
-    from ingestion.indexing import ingest_directory
+    from ingestion.runs.ingest import ingest
 
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "a.md").write_text("# A\n\nText one.\n\n## B\n\nText two.\n", encoding="utf-8")
-    ingest_directory(tmp_path / "d", "upload-store", "uploads")
+    ingest(tmp_path / "d", "upload-store", "uploads", mirror=True)
     entry = MetadataEntry.objects.get(document__file_name="a.md", heading_key="A > B")
     response = client.post(f"/admin/domains/metadataentry/{entry.pk}/change/", {
         "document": entry.document_id, "heading_key": "A > B", "values": '{"year": 2024}',

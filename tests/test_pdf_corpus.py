@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 
 from domains.text import heading_chain
-from ingestion.chunk_step import chunk_directory
+from ingestion.chunk.step import chunk_directory
 from ingestion.models import StagedFile
-from ingestion.precheck import precheck_directory
+from ingestion.convert.precheck import precheck_directory
 
 from .conftest import corpora_path
 

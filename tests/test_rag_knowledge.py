@@ -10,7 +10,7 @@ from django.test import override_settings
 
 from chat.rag import Knowledge, RetrievalStrategy, SearchResultItem
 from domains.models import Document, Domain, Store
-from ingestion.files import IngestError
+from ingestion.outcomes import IngestError
 
 from .rag_data import DOCS, PARAPHRASE, RARE_CODE, THREE_PARTS, write_docs
 
@@ -205,7 +205,7 @@ def test_a_bad_store_name_creates_nothing(tmp_path):
 
 
 def test_a_queued_file_that_is_gone_fails_alone(tmp_path):
-    from ingestion.tasks import run_file
+    from ingestion.runs.steps import run_file
 
     folder = write_docs(tmp_path / "docs", ["paris.md"])
     Knowledge(store="kb-gone", create=True).add(folder)

@@ -8,7 +8,7 @@ Usage::
     hits[0].filename, hits[0].score, hits.retrieval_failed
 
 ``add`` runs the ingestion pipeline per file (convert, chunk, metadata, embed, index:
-:func:`ingestion.tasks.run_file`), so a file that changed replaces its chunks and an
+:func:`ingestion.runs.ingest.ingest`), so a file that changed replaces its chunks and an
 unchanged one is skipped. Unlike ``manage.py stores build DIR`` it never prunes: the
 store's other documents stay, whatever folder they came from. A document is keyed by
 its file name in the store (relative to the folder given, or the bare name of a file
@@ -62,31 +62,16 @@ class Knowledge:
 
     # -- adding ----------------------------------------------------------------------
 
-    def _target_store(self) -> Store:
-        from ingestion.store_step import check_names, resolve_store
-
-        if self.store is None:
-            raise ValueError(f"Knowledge(domain={self.domain!r}) has no store to add to; name one with store=...")
-        existing = Store.objects.select_related("domain").filter(name=self.store).first()
-        domain_name = self.domain or (existing.domain.name if existing else self.store)
-        check_names(self.store, domain_name)  # before creating anything
-        with transaction.atomic():  # never a new domain without its store
-            if existing is None and self.create and not Domain.objects.filter(name=domain_name).exists():
-                description = self.description or f"Documents of the store {self.store}."
-                domain = Domain(name=domain_name, description=description)
-                domain.full_clean()
-                domain.save()
-            return resolve_store(self.store, domain_name, create=self.create)
-
     def add(self, paths: str | Path | Iterable[str | Path], *, max_tokens: int | None = None, ocr: str = "auto",
             force: bool = False):
-        """Ingest files and folders (recursively) into the store.
+        """Ingest files and folders (recursively) into the store, through
+        :func:`ingestion.runs.ingest.ingest` (``mirror=False``: nothing is pruned).
 
         :param paths: one path or several; ``~`` is expanded.
         :param max_tokens: chunk size bound (default 450 tokens of the embedding model).
         :param ocr: ``auto`` | ``on`` | ``off``.
         :param force: re-convert and re-embed unchanged files too.
-        :returns: :class:`ingestion.files.StepReport` with one outcome per file (stored,
+        :returns: :class:`ingestion.outcomes.StepReport` with one outcome per file (stored,
             unchanged, failed, needs_ocr, skipped, unsupported) and ``job_id`` (an
             IngestionJob, shown in the admin).
         :raises TypeError: ``paths`` (or one of them) not a str or Path.
@@ -94,49 +79,15 @@ class Knowledge:
             store or domain without ``create``, a store of another domain.
         :raises ValueError: a Knowledge without a store; bad ``ocr`` or ``max_tokens``.
         """
-        from ingestion import jobs
-        from ingestion.chunk_step import chunk_options
-        from ingestion.chunking import DEFAULT_MAX_TOKENS
-        from ingestion.convert import SUPPORTED_EXTENSIONS
-        from ingestion.files import FileOutcome, IngestError, StepReport, checked_path, relative_name, require_files
-        from ingestion.tasks import run_file
+        from ingestion.runs.ingest import ingest
 
-        options = {**chunk_options(max_tokens or DEFAULT_MAX_TOKENS, ocr), "force": force}
-        if isinstance(paths, (str, Path)):
-            items = [paths]
-        elif isinstance(paths, Iterable) and not isinstance(paths, (bytes, dict)):
-            items = list(paths)
-        else:
-            raise TypeError(f"paths must be a str or pathlib.Path, or a list of them; got {type(paths).__name__}")
-        if not items:
-            raise IngestError("no paths given")
-        work: list[tuple[Path, str]] = []  # (folder, file name relative to it)
-        for raw in items:
-            path = Path(checked_path(raw)).expanduser().resolve()
-            if path.is_dir():
-                work += [(path, relative_name(p, path)) for p in require_files(path)]
-            elif path.is_file():
-                work.append((path.parent, path.name))
-            else:
-                raise IngestError(f"{raw}: no such file or directory")
-        store = self._target_store()
-        report = StepReport("build", ", ".join(str(p) for p in items), store=store.name)
-        arguments = {"paths": [str(p) for p in items], **options}
-        job = jobs.start_job("build", len(work), arguments, store=store)
-        report.job_id = job.pk
-        for folder, name in work:
-            if Path(name).suffix.lower() not in SUPPORTED_EXTENSIONS:
-                outcome = FileOutcome(name, "unsupported", reason="unsupported",
-                                      error=f"{name}: unsupported file type '{Path(name).suffix}'")
-            else:
-                try:
-                    outcome = run_file("build", str(folder), name, store.pk, options)
-                except BaseException as exc:  # the job must never stay running
-                    jobs.fail(job.pk, f"{name}: {type(exc).__name__}: {exc}")
-                    raise
-            report.outcomes.append(outcome)
-            jobs.record(job.pk, outcome, finish_when_done=True)
-        return report
+        if self.store is None:
+            raise ValueError(f"Knowledge(domain={self.domain!r}) has no store to add to; name one with store=...")
+        existing = Store.objects.select_related("domain").filter(name=self.store).first()
+        domain_name = self.domain or (existing.domain.name if existing else self.store)
+        new_domain = (self.description or f"Documents of the store {self.store}.") if self.create else None
+        options = {"ocr": ocr, "force": force} | ({"max_tokens": max_tokens} if max_tokens else {})
+        return ingest(paths, self.store, domain_name, create=self.create, new_domain=new_domain, **options)
 
     # -- searching -------------------------------------------------------------------
 

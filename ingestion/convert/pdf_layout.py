@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from statistics import median
 
-from .pdf_text import PDFIUM_HYPHEN, Line
+from .pdf_lines import PDFIUM_HYPHEN, Line
 
 # Minimum width of a column gutter, in points.
 MIN_GUTTER = 6.0

@@ -20,7 +20,7 @@ from collections import Counter
 
 from .base import Block
 from .pdf_layout import Paragraph, merge_continued, page_paragraphs
-from .pdf_text import Line
+from .pdf_lines import Line
 
 FURNITURE_ZONE = 0.15
 FURNITURE_SHARE = 0.30

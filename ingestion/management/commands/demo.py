@@ -2,7 +2,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from domains.models import Domain
-from ingestion.indexing import IngestError, ingest_directory
+from ingestion.outcomes import IngestError
+from ingestion.runs.ingest import ingest
 
 DEMO_DOMAIN = "klea-docs"
 DEMO_STORE = "klea-docs"
@@ -26,7 +27,7 @@ class Command(BaseCommand):
         if created:
             self.stdout.write(f"created demo domain {DEMO_DOMAIN}")
         try:
-            report = ingest_directory(settings.BASE_DIR / "docs", DEMO_STORE, domain.name)
+            report = ingest(settings.BASE_DIR / "docs", DEMO_STORE, domain.name, mirror=True)
         except IngestError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(

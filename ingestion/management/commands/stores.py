@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import fields
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ingestion.chunking import DEFAULT_MAX_TOKENS
-from ingestion.files import IngestError, StepReport, list_source_files, resolve_directory, writable
-from ingestion.indexing import enqueue, ingest_directory, run_chunk, run_store
-from ingestion.map_io import export_map, import_map
-from ingestion.map_lint import MapError, map_lint
-from ingestion.metadata_map import TEMPLATE_NAME
-from ingestion.precheck import precheck_directory
-from ingestion.reporting import Progress, summary_lines
-from ingestion.store_step import check_names
-from ingestion.store_lint import store_lint
+from ingestion.chunk.chunker import DEFAULT_MAX_TOKENS
+from ingestion.convert.precheck import precheck_directory
+from ingestion.metadata.map import TEMPLATE_NAME
+from ingestion.metadata.map_io import export_map, import_map
+from ingestion.metadata.map_lint import MapError, map_lint
+from ingestion.models import IngestionJob
+from ingestion.options import IngestOptions
+from ingestion.outcomes import IngestError, StepReport
+from ingestion.runs.ingest import ingest
+from ingestion.runs.progress import Progress, summary_lines
+from ingestion.runs.steps import enqueue, run_chunk, run_store
+from ingestion.sources import list_source_files, resolve_directory, writable
+from ingestion.store.lint import store_lint
+from ingestion.store.target import check_names
 
 STEPS = {
     "pre-check": "Which PDFs need OCR (a page with < 50 non-space characters is an image page).",
@@ -53,7 +58,8 @@ class Command(BaseCommand):
         for name in ("store", "build"):
             sub[name].add_argument("--collection", required=True, help="Store name (created if absent).")
             sub[name].add_argument("--domain", required=True, help="Domain the store belongs to (must exist).")
-            sub[name].add_argument("--bm25-store", action="store_true", help="A BM25-only store (no embeddings).")
+            sub[name].add_argument("--bm25-store", dest="bm25_only", action="store_true",
+                                   help="A BM25-only store (no embeddings).")
         for name in ("chunk", "store", "build"):
             sub[name].add_argument("--force", action="store_true", help="Redo unchanged files too.")
             sub[name].add_argument("--async", dest="run_async", action="store_true", help="Queue Celery tasks and return.")
@@ -93,13 +99,13 @@ class Command(BaseCommand):
         if organise:
             self.stdout.write(f"copied into {Path(directory) / 'ocr'} and {Path(directory) / 'no-ocr'}")
 
-    def handle_chunk(self, directory, max_tokens, ocr, force, run_async, no_progress, **_):
+    def handle_chunk(self, directory, run_async, no_progress, **arguments):
+        options = ingest_options(arguments)
         if run_async:
-            return self._queued(enqueue("chunk", directory, max_tokens=max_tokens, ocr=ocr, force=force))
+            return self._queued(enqueue("chunk", directory, **options))
         progress = Progress(self.stderr._out, disable=no_progress, desc="chunk")
         try:
-            report = run_chunk(directory, max_tokens=max_tokens, ocr=ocr, force=force,
-                               on_start=progress.on_start, on_file=progress.on_file)
+            report = run_chunk(directory, on_start=progress.on_start, on_file=progress.on_file, **options)
         finally:
             progress.close()
         self._summary(report, f"chunk {report.directory} (job {report.job_id})")
@@ -114,16 +120,16 @@ class Command(BaseCommand):
         if report.fatal:
             raise CommandError("a source file has no metadata map entry (see above); run `stores chunk` on it")
 
-    def handle_store(self, directory, collection, domain, bm25_store, force, run_async, no_progress, **_):
+    def handle_store(self, directory, collection, domain, run_async, no_progress, **arguments):
         check_names(collection, domain)
+        options = ingest_options(arguments)
         if run_async:
-            return self._queued(enqueue("store", directory, store_name=collection, domain_name=domain,
-                                        bm25_only=bm25_store, force=force))
+            return self._queued(enqueue("store", directory, store_name=collection, domain_name=domain, **options))
         map_lint(directory)  # imports DIR/metadata-map.json when present
         progress = Progress(self.stderr._out, disable=no_progress, desc="store")
         try:
-            report = run_store(directory, collection, domain, bm25_only=bm25_store, force=force,
-                               on_start=progress.on_start, on_file=progress.on_file)
+            report = run_store(directory, collection, domain, on_start=progress.on_start, on_file=progress.on_file,
+                               **options)
         finally:
             progress.close()
         self._summary(report, f"store {report.store} (job {report.job_id})")
@@ -133,12 +139,12 @@ class Command(BaseCommand):
     def handle_store_lint(self, name, samples, **_):
         self.stdout.write("\n".join(store_lint(name, samples=samples).lines()))
 
-    def handle_build(self, directory, collection, domain, max_tokens, ocr, bm25_store, force, run_async,
-                     no_progress, **_):
+    def handle_build(self, directory, collection, domain, run_async, no_progress, **arguments):
         check_names(collection, domain)
+        options = ingest_options(arguments)
         if run_async:
-            return self._queued(enqueue("build", directory, store_name=collection, domain_name=domain,
-                                        max_tokens=max_tokens, ocr=ocr, bm25_only=bm25_store, force=force))
+            report = ingest(directory, collection, domain, mirror=True, queue=True, **options)
+            return self._queued(IngestionJob.objects.get(pk=report.job_id))
         chunking = Progress(self.stderr._out, disable=no_progress, desc="chunk")
         storing = Progress(self.stderr._out, disable=no_progress, desc="store")
 
@@ -158,9 +164,8 @@ class Command(BaseCommand):
             chunking.on_start(total)
 
         try:
-            report = ingest_directory(directory, collection, domain, max_tokens=max_tokens, ocr=ocr,
-                                      bm25_only=bm25_store, force=force, on_start=on_start,
-                                      on_chunked=on_chunked, on_file=on_stored)
+            report = ingest(directory, collection, domain, mirror=True, on_start=on_start, on_chunked=on_chunked,
+                            on_file=on_stored, **options)
         finally:
             chunking.close()
             storing.close()
@@ -214,6 +219,12 @@ class Command(BaseCommand):
             f"queued {job.total} file(s) as job {job.pk} ({job.kind}); status: {job.status}, {job.done}/{job.total} done. "
             f"Follow it at /api/jobs/{job.pk} or in the admin (Ingestion jobs)."
         )
+
+
+def ingest_options(arguments: dict) -> dict:
+    """The :class:`ingestion.options.IngestOptions` fields among a step's arguments (an
+    option's argument has the field's name as its ``dest``)."""
+    return {f.name: arguments[f.name] for f in fields(IngestOptions) if f.name in arguments}
 
 
 def _text(value: str) -> str:

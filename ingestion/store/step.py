@@ -9,7 +9,6 @@ file left DIR are pruned (only documents that came from DIR).
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,77 +17,19 @@ from pathlib import Path
 from django.db import transaction
 
 from domains import embeddings
-from domains.models import RESERVED_DOMAIN_NAMES, STORE_NAME, Chunk, Document, Domain, Store
+from domains.models import Chunk, Document, Store
 from domains.text import indexed_text
+from ingestion.metadata.defaults import year_of
+from ingestion.metadata.map import chunk_metadata, document_entries, person_fields, replace_entries
+from ingestion.models import StagedFile
+from ingestion.options import IngestOptions
+from ingestion.outcomes import FileOutcome, StepReport
+from ingestion.sources import relative_name, require_files, resolve_directory, sha256, unreadable
 
-from . import jobs
-from .files import (
-    FileOutcome, IngestError, StepReport, relative_name, require_files, resolve_directory, sha256, unreadable,
-)
-from .metadata import year_of
-from .metadata_map import chunk_metadata, document_entries, person_fields, replace_entries
-from .models import StagedFile
-
-logger = logging.getLogger("klea.ingestion")
+from .target import resolve_store
 
 EMBED_GROUP = 256  # chunks embedded per call across files (length-sorted inside)
 NOT_CHUNKED = "{name}: not chunked, or changed since `stores chunk`; run `manage.py stores chunk` first"
-
-
-NAME_LENGTH = 100
-STORE_RULE = "letters, digits, '_', '.', '-', starting with a letter or digit, at most 100 characters"
-DOMAIN_RULE = (
-    "not empty, no leading or trailing spaces, no control characters (newlines, tabs), at most 100 characters"
-)
-
-
-def check_names(store_name, domain_name) -> None:
-    """Refuse names the models would refuse, before anything is created.
-
-    :raises IngestError: one line with the rule the name breaks.
-    """
-    # fullmatch: the model's RegexValidator uses $, which lets a trailing newline through
-    if not isinstance(store_name, str) or len(store_name) > NAME_LENGTH or not STORE_NAME.fullmatch(store_name):
-        raise IngestError(f"invalid store name {store_name!r}: {STORE_RULE}")
-    if (
-        not isinstance(domain_name, str)
-        or not domain_name.strip()
-        or domain_name != domain_name.strip()
-        or len(domain_name) > NAME_LENGTH
-        or not domain_name.isprintable()
-    ):
-        raise IngestError(f"invalid domain name {domain_name!r}: {DOMAIN_RULE}")
-    if domain_name.lower() in RESERVED_DOMAIN_NAMES:
-        raise IngestError(f"invalid domain name {domain_name!r}: reserved (the classifier's 'no domain' answer)")
-
-
-def resolve_store(store_name: str, domain_name: str, *, bm25_only: bool = False, create: bool = True) -> Store:
-    """The store ``store_name`` of domain ``domain_name`` (created when absent).
-
-    :param bm25_only: a new store gets mode ``bm25`` (no embeddings); an existing store
-        must already have it.
-    :raises IngestError: unknown domain, store of another domain, missing store
-        (``create=False``), a mode that contradicts ``bm25_only``, an invalid name.
-    """
-    check_names(store_name, domain_name)
-    domain = Domain.objects.filter(name=domain_name).first()
-    if domain is None:
-        raise IngestError(
-            f"domain '{domain_name}' does not exist; create it in the admin or with `manage.py loaddomains`"
-        )
-    store = Store.objects.filter(name=store_name).select_related("domain").first()
-    if store is None:
-        if not create:
-            raise IngestError(f"store '{store_name}' does not exist")
-        store = Store(name=store_name, domain=domain, mode=Store.Mode.BM25 if bm25_only else Store.Mode.BOTH)
-        store.full_clean(exclude=["domain"])
-        store.save()
-        logger.info("created store %s (%s) in domain %s", store_name, store.mode, domain_name)
-    elif store.domain_id != domain.id:
-        raise IngestError(f"store '{store_name}' belongs to domain '{store.domain.name}', not '{domain_name}'")
-    elif bm25_only and store.mode != Store.Mode.BM25:
-        raise IngestError(f"store '{store_name}' has mode '{store.mode}'; --bm25-store needs a bm25 store")
-    return store
 
 
 @dataclass
@@ -195,11 +136,11 @@ def _embed(store: Store, group: list[_Pending]):
     return out
 
 
-def store_file(store: Store, path: Path, directory: Path, force: bool = False) -> FileOutcome:
+def store_file(store: Store, path: Path, directory: Path, options: IngestOptions) -> FileOutcome:
     """Store one staged file (the Celery task's unit of work); idempotent."""
     file_name = relative_name(path, directory)
     staged = StagedFile.objects.filter(directory=str(directory), file_name=file_name).first()
-    step = plan(store, staged, path, file_name, force)
+    step = plan(store, staged, path, file_name, options.force)
     if isinstance(step, FileOutcome):
         return step
     (vectors,) = _embed(store, [step])
@@ -236,23 +177,23 @@ def store_directory(
     store_name: str,
     domain_name: str,
     *,
-    bm25_only: bool = False,
-    force: bool = False,
     on_start: Callable[[int], None] | None = None,
     on_file: Callable[[FileOutcome], None] | None = None,
-    job_id: int | None = None,
+    **options,
 ) -> StepReport:
     """Store every staged file of ``directory`` into a store of a domain.
 
-    :param force: rewrite (and re-embed) unchanged files too.
+    :param options: :class:`ingestion.options.IngestOptions` fields: ``bm25_only`` (a
+        BM25-only store), ``force`` (rewrite and re-embed unchanged files too).
     :returns: StepReport with outcomes stored / unchanged / failed / needs_ocr /
         skipped / pruned.
-    :raises IngestError: see :func:`resolve_store`; not a directory; no files.
+    :raises IngestError: see :func:`ingestion.store.target.resolve_store`; not a directory; no files.
     """
     started = time.monotonic()
+    storing = IngestOptions(**options)
     directory = resolve_directory(directory)
     files = require_files(directory)
-    store = resolve_store(store_name, domain_name, bm25_only=bm25_only)
+    store = resolve_store(store_name, domain_name, bm25_only=storing.bm25_only)
     report = StepReport("store", str(directory), store=store.name)
     staged = {s.file_name: s for s in StagedFile.objects.filter(directory=str(directory))}
     fields = person_fields(store)
@@ -261,15 +202,13 @@ def store_directory(
 
     def done(outcome: FileOutcome) -> None:
         report.outcomes.append(outcome)
-        if job_id is not None:
-            jobs.record(job_id, outcome)
         if on_file:
             on_file(outcome)
 
     pending: list[_Pending] = []
     for path in files:
         file_name = relative_name(path, directory)
-        step = plan(store, staged.get(file_name), path, file_name, force)
+        step = plan(store, staged.get(file_name), path, file_name, storing.force)
         if isinstance(step, FileOutcome):
             done(step)
             continue

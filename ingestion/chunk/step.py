@@ -19,17 +19,16 @@ from django.conf import settings
 from django.db import transaction
 
 from domains import embeddings
+from ingestion.convert import ConversionError
+from ingestion.convert.worker import ConversionWorker
+from ingestion.metadata.defaults import default_metadata
+from ingestion.metadata.map import DEFAULT, template_for
+from ingestion.models import StagedFile
+from ingestion.options import IngestOptions
+from ingestion.outcomes import FileOutcome, StepReport
+from ingestion.sources import list_unsupported, relative_name, require_files, resolve_directory, sha256, unreadable
 
-from . import jobs
-from .chunking import DEFAULT_MAX_TOKENS, chunk_document
-from .convert import OCR_MODES, ConversionError
-from .convert.worker import ConversionWorker
-from .files import (
-    FileOutcome, StepReport, list_unsupported, relative_name, require_files, resolve_directory, sha256, unreadable,
-)
-from .metadata import default_metadata
-from .metadata_map import DEFAULT, template_for
-from .models import StagedFile
+from .chunker import chunk_document
 
 logger = logging.getLogger("klea.ingestion")
 
@@ -48,18 +47,6 @@ def shared_worker() -> ConversionWorker:
         return _shared["worker"]
 
 
-def chunk_options(max_tokens: int = DEFAULT_MAX_TOKENS, ocr: str = "auto") -> dict:
-    """The options a StagedFile records; a change re-chunks the file.
-
-    :raises ValueError: ``ocr`` not in auto/on/off or ``max_tokens`` below 32.
-    """
-    if ocr not in OCR_MODES:
-        raise ValueError(f"ocr must be one of {', '.join(OCR_MODES)}, got {ocr!r}")
-    if max_tokens < 32:
-        raise ValueError(f"max_tokens must be at least 32, got {max_tokens}")
-    return {"max_tokens": max_tokens, "ocr": ocr}
-
-
 def _merged_map(fresh: dict[str, dict], old: StagedFile | None, same_content: bool) -> dict[str, dict]:
     """A re-chunked file keeps what was edited: the whole map when only the options
     changed, the non-empty heading entries that still exist when the content changed."""
@@ -76,10 +63,11 @@ def _merged_map(fresh: dict[str, dict], old: StagedFile | None, same_content: bo
 
 
 def chunk_file(
-    directory: Path, path: Path, options: dict, *, force: bool = False, worker: ConversionWorker | None = None
+    directory: Path, path: Path, options: IngestOptions, *, worker: ConversionWorker | None = None
 ) -> tuple[StagedFile | None, FileOutcome]:
     """Stage one file (idempotent). :returns: its StagedFile (None when the file
     vanished or cannot be read: nothing is staged) and the outcome of this call."""
+    recorded = options.chunking()
     file_name = relative_name(path, directory)
     try:
         content_hash = sha256(path)
@@ -88,18 +76,18 @@ def chunk_file(
     old = StagedFile.objects.filter(directory=str(directory), file_name=file_name).first()
     if (
         old is not None
-        and not force
+        and not options.force
         and old.content_hash == content_hash
-        and old.options == options
+        and old.options == recorded
         and old.status != StagedFile.Status.FAILED
     ):
         return old, FileOutcome(file_name, "unchanged", chunks=old.chunk_count, pages=old.pages)
-    values: dict = {"content_hash": content_hash, "options": options, "chunks": [], "reason": "", "error": ""}
+    values: dict = {"content_hash": content_hash, "options": recorded, "chunks": [], "reason": "", "error": ""}
     try:
         converted = (worker or shared_worker()).convert(
-            path, ocr=options["ocr"], pipeline=settings.KLEA_PDF_PIPELINE
+            path, ocr=options.ocr, pipeline=settings.KLEA_PDF_PIPELINE
         )
-        drafts = chunk_document(converted, embeddings.count_tokens, options["max_tokens"])
+        drafts = chunk_document(converted, embeddings.count_tokens, options.max_tokens)
         fresh = template_for(default_metadata(path, converted, file_name), (d.headings for d in drafts))
         same_content = old is not None and old.content_hash == content_hash
         values.update(
@@ -131,26 +119,23 @@ def prune_staged(directory: Path, present: set[str]) -> list[str]:
 def chunk_directory(
     directory: Path | str,
     *,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    ocr: str = "auto",
-    force: bool = False,
     worker: ConversionWorker | None = None,
     on_start: Callable[[int], None] | None = None,
     on_file: Callable[[FileOutcome], None] | None = None,
-    job_id: int | None = None,
+    **options,
 ) -> StepReport:
     """Chunk every supported file under ``directory``.
 
-    :param ocr: ``auto`` | ``on`` | ``off`` (``--ocr`` / ``--no-ocr``).
+    :param options: :class:`ingestion.options.IngestOptions` fields (``max_tokens``,
+        ``ocr`` auto/on/off as ``--ocr`` / ``--no-ocr``, ``force``).
     :param on_start: called with the number of files; :param on_file: once per file.
-    :param job_id: an IngestionJob to record each file's outcome in as it finishes.
     :returns: StepReport (outcomes chunked / unchanged / skipped / needs_ocr / failed /
         unsupported / pruned); ``notes`` holds the PDF conversion path line.
     :raises IngestError: not a directory, or no supported file in it.
     :raises ValueError: bad ``ocr`` or ``max_tokens``.
     """
     started = time.monotonic()
-    options = chunk_options(max_tokens, ocr)
+    chunking = IngestOptions(**options)
     directory = resolve_directory(directory)
     files = require_files(directory)
     report = StepReport("chunk", str(directory))
@@ -158,15 +143,13 @@ def chunk_directory(
         on_start(len(files))
     paths_logged: set[str] = set()
     for path in files:
-        staged, outcome = chunk_file(directory, path, options, force=force, worker=worker)
+        staged, outcome = chunk_file(directory, path, chunking, worker=worker)
         converter = staged.converter if staged is not None else ""
         if outcome.status == "chunked" and converter.startswith("pdf") and converter not in paths_logged:
             paths_logged.add(converter)
             logger.info("PDF conversion: %s", staged.converter)
             report.notes.append(f"PDF conversion: {staged.converter}")
         report.outcomes.append(outcome)
-        if job_id is not None:
-            jobs.record(job_id, outcome)
         if on_file:
             on_file(outcome)
     for path in list_unsupported(directory):

@@ -12,9 +12,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .convert import ConversionError
-from .convert.pdf import inspect_pdf
-from .files import IngestError, resolve_directory, writable
+from ingestion.outcomes import IngestError
+from ingestion.sources import resolve_directory, writable
+
+from . import ConversionError
+from .pdf import inspect_pdf
 
 ORGANISED = ("ocr", "no-ocr")
 

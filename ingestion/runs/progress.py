@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tqdm import tqdm
 
-from .files import FileOutcome, StepReport
+from ingestion.outcomes import FileOutcome, StepReport
 
 # Outcomes printed above the progress bar as they happen.
 LOUD = {"failed", "needs_ocr", "skipped"}

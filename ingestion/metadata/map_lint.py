@@ -14,10 +14,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .files import list_source_files, relative_name, resolve_directory
+from ingestion.models import StagedFile
+from ingestion.sources import list_source_files, relative_name, resolve_directory
+
+from .map import DEFAULT, EDITED_NAME, MapError
 from .map_io import import_map
-from .metadata_map import DEFAULT, EDITED_NAME, MapError
-from .models import StagedFile
 
 CORE_FIELDS = ("title", "authors", "year", "doi")
 SUSPICIOUS_TITLES = {"untitled", "unknown", "no title", "title", "none", ""}

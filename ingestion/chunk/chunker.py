@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from domains.text import heading_chain
-
-from .convert.base import Block, ConvertedDocument
+from ingestion.convert.base import Block, ConvertedDocument
 
 DEFAULT_MAX_TOKENS = 450
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")

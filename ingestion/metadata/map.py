@@ -22,7 +22,7 @@ from domains.models import Chunk, Document, FilterField, MetadataEntry
 from domains.person_names import name_variants, variants_key
 from domains.text import heading_chain
 
-from .metadata import year_of
+from .defaults import year_of
 
 DEFAULT = MetadataEntry.DEFAULT
 TEMPLATE_NAME = "metadata-map.template.json"

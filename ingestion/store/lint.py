@@ -12,9 +12,8 @@ from django.db.models import Count, Max, Min, Sum
 from django.db.models.functions import Length
 
 from domains.models import Chunk, Document, Store
-
-from .files import IngestError
-from .map_lint import LintReport
+from ingestion.metadata.map_lint import LintReport
+from ingestion.outcomes import IngestError
 
 NEAR_EMPTY = 20
 WINDOW = 3

@@ -7,7 +7,7 @@ import datetime as dt
 import re
 from pathlib import Path
 
-from .convert.base import ConvertedDocument
+from ingestion.convert.base import ConvertedDocument
 
 _YEAR = re.compile(r"\b(1[89]\d\d|20\d\d|2100)\b")
 
@@ -63,14 +63,14 @@ def plausible_title(value: str, file_stem: str = "") -> bool:
     )
 
 
-# Tier order of ``_sources`` (ingestion.biblio): a fallback title from the converter
+# Tier order of ``_sources`` (ingestion.metadata.biblio): a fallback title from the converter
 # counts as the "docling" tier and is listed in its place.
 _TIER_ORDER = ("doi-service", "pdf-info", "docling", "layout-regex", "regex")
 
 
 def pdf_default_metadata(path: Path, converted: ConvertedDocument) -> dict:
     """The DEFAULT map entry of a PDF from the bibliographic cascade
-    (:func:`ingestion.biblio.extract_bibliography`: DOI services, Info dict, layout,
+    (:func:`ingestion.metadata.biblio.extract_bibliography`: DOI services, Info dict, layout,
     regex); when no tier finds a title, the title conversion found is used.
 
     :returns: the cascade's dict (title, authors, keywords, year, journal, doi, url_*,

@@ -13,10 +13,11 @@ from pathlib import Path
 from django.db import transaction
 
 from domains.models import Document, Store
+from ingestion.models import StagedFile
+from ingestion.outcomes import IngestError
+from ingestion.sources import resolve_directory
 
-from .files import IngestError, resolve_directory
-from .metadata_map import document_entries, read_template, reapply, replace_entries
-from .models import StagedFile
+from .map import document_entries, read_template, reapply, replace_entries
 
 
 @dataclass

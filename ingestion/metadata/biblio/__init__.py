@@ -1,6 +1,6 @@
 """Bibliographic metadata of PDFs: the five-tier cascade (docs/bibliography.md).
 
-Entry point: :func:`extract_bibliography` (``ingestion.biblio.extract_bibliography``).
+Entry point: :func:`extract_bibliography` (``ingestion.metadata.biblio.extract_bibliography``).
 """
 
 from .cascade import extract_bibliography

@@ -10,8 +10,8 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from .files import FAILURES, FileOutcome, StepReport
-from .models import IngestionJob
+from ingestion.models import IngestionJob
+from ingestion.outcomes import FAILURES, FileOutcome, StepReport
 
 MAX_MESSAGES = 50
 # Outcomes about files outside the run's file list: reported in messages, not counted.

@@ -1,5 +1,6 @@
 """Admin uploads: files saved under KLEA_UPLOAD_DIR/<store>/ become that store's
-sources, then one Celery task per file builds them (eagerly without Redis)."""
+sources, then :func:`ingestion.runs.ingest.ingest` queues one Celery task per file
+(eager without Redis)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from pathlib import Path
 from django.conf import settings
 from django.utils.text import get_valid_filename
 
-from .indexing import enqueue
-from .models import IngestionJob
+from ingestion.models import IngestionJob
+
+from .ingest import ingest
 
 
 def upload_dir(store_name: str) -> Path:
@@ -33,8 +35,8 @@ def save_uploads(form, user) -> IngestionJob:
                 fh.write(block)
         partial.replace(folder / name)  # never a half-written source file
         names.append(name)
-    return enqueue(
-        "build", folder, store_name=store.name, domain_name=store.domain.name,
+    report = ingest(
+        [folder / name for name in names], store.name, store.domain.name, queue=True, user=user,
         max_tokens=form.cleaned_data["max_tokens"], ocr=form.cleaned_data["ocr"], force=form.cleaned_data["force"],
-        file_names=names, user=user,
     )
+    return IngestionJob.objects.get(pk=report.job_id)

@@ -1,0 +1,47 @@
+"""How files are ingested: one set of options from the callers (``stores`` command, admin
+upload form, ``Knowledge.add``) down to the steps and the Celery tasks.
+
+A new option is a field here, read by the step it concerns, and offered by the callers
+that expose it (docs/ingestion.md, "Adding an ingestion option").
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .chunk.chunker import DEFAULT_MAX_TOKENS
+from .convert import OCR_MODES
+
+MIN_MAX_TOKENS = 32
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """Options of one run, checked on creation.
+
+    :param max_tokens: chunk size bound, in tokens of the embedding model (>= 32).
+    :param ocr: ``auto`` (PDFs without a text layer) | ``on`` | ``off``.
+    :param bm25_only: a new store gets mode ``bm25`` (no embeddings); an existing one
+        must have it.
+    :param force: redo unchanged files too (re-convert, re-embed).
+    :raises ValueError: ``ocr`` not in auto/on/off, or ``max_tokens`` below 32.
+    """
+
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    ocr: str = "auto"
+    bm25_only: bool = False
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        if self.ocr not in OCR_MODES:
+            raise ValueError(f"ocr must be one of {', '.join(OCR_MODES)}, got {self.ocr!r}")
+        if self.max_tokens < MIN_MAX_TOKENS:
+            raise ValueError(f"max_tokens must be at least {MIN_MAX_TOKENS}, got {self.max_tokens}")
+
+    def chunking(self) -> dict:
+        """What a StagedFile records of the options: a change re-chunks the file."""
+        return {"max_tokens": self.max_tokens, "ocr": self.ocr}
+
+    def as_dict(self) -> dict:
+        """Plain JSON values (a job's ``arguments``, a Celery task's ``options``)."""
+        return asdict(self)

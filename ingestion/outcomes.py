@@ -1,0 +1,56 @@
+"""What a run reports: the run-level error, each file's outcome and a step's report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Outcomes that mean a file was not ingested because of a problem with it.
+FAILURES = {"failed"}
+
+
+class IngestError(ValueError):
+    """A problem with the whole run (directory, domain, store); one line, names the input."""
+
+
+@dataclass
+class FileOutcome:
+    """What one step did with one file.
+
+    ``status``: chunked | stored | unchanged | skipped | needs_ocr | failed | pruned |
+    unsupported. ``reason``: short failure code (``encrypted``, ``not_utf8``, ...).
+    """
+
+    file_name: str
+    status: str
+    chunks: int = 0
+    error: str = ""
+    reason: str = ""
+    pages: int | None = None
+
+
+@dataclass
+class StepReport:
+    """All outcomes of one run of a step, with timing and the IngestionJob id."""
+
+    step: str
+    directory: str
+    store: str = ""
+    outcomes: list[FileOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+    job_id: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def chunks(self) -> int:
+        return sum(o.chunks for o in self.outcomes if o.status in ("stored", "chunked"))
+
+    @property
+    def pages(self) -> int:
+        return sum(o.pages or 0 for o in self.outcomes if o.status in ("stored", "chunked"))
+
+    @property
+    def failed(self) -> list[FileOutcome]:
+        return [o for o in self.outcomes if o.status in FAILURES]
