@@ -12,7 +12,7 @@ from ingestion.metadata.biblio.fields import (
 from ingestion.metadata.biblio.info import docling_fields, info_fields
 from ingestion.metadata.biblio.names import clean_person_name, collaboration_byline, parse_byline, split_author_field
 from ingestion.metadata.biblio.text_tier import text_fields
-from ingestion.metadata.biblio.textclean import clean_text, page_text
+from ingestion.convert.textclean import clean_text, page_text
 
 
 @pytest.mark.parametrize(

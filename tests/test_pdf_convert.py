@@ -171,3 +171,17 @@ def test_docling_accelerator_follows_the_environment(monkeypatch):
     monkeypatch.setenv("DOCLING_NUM_THREADS", "2")
     configured = accelerator_options()
     assert (configured.device, configured.num_threads) == ("cpu", 2)
+
+
+def test_tex_ligature_codes_are_read_as_letters(tmp_path):
+    """Fonts without a ToUnicode map hand out TeX OT1 ligatures as U+000B-U+000F; the
+    line reader used to take them for spaces and line breaks ("e ective")."""
+    from .biblio_pdfs import line, write_pdf
+
+    body = "An e\x0bective con\x0cning method is e\x0ecient, ba\x0fing and \x0cnal in every case."
+    path = write_pdf(tmp_path / "tex.pdf", [[line(72, 100, body, 11), line(72, 120, "A second line of plain text.", 11)]])
+    doc = convert_pdf(path, pipeline="native")
+    assert [block.text for block in doc.blocks] == [
+        "An effective confining method is efficient, baffling and final in every case.",
+        "A second line of plain text.",
+    ]

@@ -1,9 +1,13 @@
-"""PDF text lines with their font size and weight, read through pypdfium2 (no model).
+"""PDF text lines with boxes, font size and weight, read through pypdfium2 (no model):
+the one reader of PDF text layers, for the converter (:mod:`ingestion.convert.pdf`) and
+the bibliographic layout tier (:mod:`ingestion.metadata.biblio.layout`). OCR output
+becomes the same :class:`Line` objects.
 
 pdfium reports characters in content-stream order with their glyph boxes; each
 character belongs to a text object whose matrix gives the rendered font size. Lines are
 runs of characters on one baseline without a jump backwards or a wide gap (a column
-gutter), so two columns never share a line.
+gutter), so two columns never share a line. Within a line, small characters raised
+above its baseline (affiliation and footnote marks) are left out of ``plain``.
 """
 
 from __future__ import annotations
@@ -14,26 +18,44 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from statistics import median
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
+
+from .textclean import repair_ligatures
 
 # Font names that mark a bold face: "Taz-ExtraBold", "CMBX12" (TeX bold extended),
 # "NimbusRomNo9L-Medi" (URW Times bold), "AdvOT19ee2aa8.B" (Advent bold suffix).
 _BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|medi|cmbx|cmb\d|cmssbx|[.,-]b$|[.,-]bd$", re.I)
 _FORCE_BOLD_FLAG = 1 << 18  # PDF font descriptor flag ForceBold
 _LINE_BREAKS = {"\r", "\n"}
+# TeX OT1 ligature glyphs without a ToUnicode map come out as U+000B-U+000F: letters, not
+# white space or line breaks (textclean.repair_ligatures turns them into ff, fi, ...).
+_LIGATURE_CODES = {"\x0b", "\x0c", "\x0e", "\x0f"}
 # pdfium marks a hyphen it found at a line end with U+0002.
 PDFIUM_HYPHEN = "\x02"
+# Glyphs about the cap height (0.7 em), and glyphs that sit on the baseline without a
+# descender (for the baseline estimate of a line).
+_TALL = set("ABCDEFGHIKLMNOPRSTUVWXYZ0123456789bdfhkl")
+_ON_BASE = set("ABCDEFGHIKLMNOPRSTUVWXZ0123456789abcdehiklmnorstuvwxz")
+# Raised characters that are affiliation or footnote marks when small.
+_MARKS = set("*\u2217\u2020\u2021\u00a7\u00b6,;\u2016\u204e\u262f\u00a4")
 
 
 @dataclass
 class Line:
-    """One line of text. Coordinates in PDF points, origin bottom-left, y up.
+    """One line of text.
 
+    ``page``: 0-based page index. ``x0, y0, x1, y1``: the line's box in PDF points,
+    origin bottom-left, y up, in the page's upright frame (a rotated page reads as if
+    turned upright; a ``rotated`` line is measured in its own upright frame).
     ``size``: font size in points (character-weighted mode over the line), or an
     estimate from glyph heights when the font reports none (``estimated``);
-    ``bold``: most letters are set in a bold face.
+    ``bold``: most letters are set in a bold face. ``plain``: ``text`` without raised
+    small marks (superscript affiliation and footnote marks), for bylines; the same as
+    ``text`` when not given. ``rotated``: printed across the page's text direction
+    (margin stamps), kept only when asked for.
     """
 
     page: int
@@ -45,6 +67,12 @@ class Line:
     bold: bool
     text: str
     estimated: bool = False  # size guessed from glyph boxes (Type 3 fonts without a size)
+    plain: str | None = None
+    rotated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.plain is None:
+            self.plain = self.text
 
     @property
     def height(self) -> float:
@@ -61,13 +89,15 @@ class _Style:
 
 
 class _LineBuilder:
-    def __init__(self, page: int) -> None:
+    def __init__(self, page: int, rotated: bool = False) -> None:
         self.page = page
+        self.rotated = rotated
         self.lines: list[Line] = []
         self._reset()
 
     def _reset(self) -> None:
         self.chars: list[str] = []
+        self.glyphs: list[tuple[int, float, float]] = []  # (index in chars, bottom, top)
         self.box: list[float] | None = None
         self.last_left = 0.0
         self.sizes: Counter = Counter()
@@ -96,6 +126,7 @@ class _LineBuilder:
         if self.pending_space and self.chars:
             self.chars.append(" ")
         self.pending_space = False
+        self.glyphs.append((len(self.chars), bottom, top))
         self.chars.append(ch)
         self.last_left = left
         self.box = (
@@ -121,15 +152,38 @@ class _LineBuilder:
     def space(self) -> None:
         self.pending_space = True
 
+    def _scripts(self, size: float) -> set[int]:
+        """Indexes of raised small marks: superscript letters and digits, and marks
+        such as * and daggers (commas and semicolons only when raised)."""
+        bases = [bottom for i, bottom, _ in self.glyphs if self.chars[i] in _ON_BASE]
+        if not bases or size <= 0:
+            return set()
+        baseline = median(bases)
+        out = set()
+        for i, bottom, top in self.glyphs:
+            ch, raised = self.chars[i], bottom > baseline + 0.25 * size
+            if ch.isalnum() and raised and top - bottom < (0.6 if ch in _TALL else 0.4) * size:
+                out.add(i)
+            elif ch in _MARKS and (raised or ch not in ",;"):
+                out.add(i)
+        return out
+
     def end(self) -> None:
-        text = unicodedata.normalize("NFKC", "".join(self.chars)).strip()
+        text = _normal("".join(self.chars))
         if text and self.box is not None:
             size = self.sizes.most_common(1)[0][0] if self.sizes else self._estimate()
             bold = self.letters > 0 and self.bold_letters >= 0.9 * self.letters
+            scripts = self._scripts(size)
+            plain = _normal("".join(" " if i in scripts else ch for i, ch in enumerate(self.chars)))
             self.lines.append(
-                Line(self.page, *self.box, size=size, bold=bold, text=text, estimated=not self.sizes)
+                Line(self.page, *self.box, size=size, bold=bold, text=text, estimated=not self.sizes,
+                     plain=" ".join(plain.split()), rotated=self.rotated)
             )
         self._reset()
+
+
+def _normal(text: str) -> str:
+    return unicodedata.normalize("NFKC", repair_ligatures(text)).strip()
 
 
 def _axis(x: float, y: float) -> tuple[int, int] | None:
@@ -188,13 +242,9 @@ def _frame(orientation: tuple[int, int, int, int], width: float, height: float):
     return transform, max(ys) - min(ys)
 
 
-def page_lines(page: pdfium.PdfPage, page_index: int) -> tuple[list[Line], float]:
-    """The text lines of one page in content-stream order (not yet reading order), and
-    the page height in the frame the lines are measured in.
-
-    Text in the page's dominant orientation is kept and measured upright; text in any
-    other direction (margin stamps such as arXiv identifiers, rotated labels) is left out.
-    """
+def _read_chars(page: pdfium.PdfPage) -> list:
+    """Per character in content-stream order: a line break or space as a str, else
+    (char, left, right, bottom, top, style) with the box in unrotated page space."""
     textpage = page.get_textpage()
     try:
         count = pdfium_c.FPDFText_CountChars(textpage)
@@ -204,11 +254,10 @@ def page_lines(page: pdfium.PdfPage, page_index: int) -> tuple[list[Line], float
         matrix = pdfium_c.FS_MATRIX()
         name_buffer = ctypes.create_string_buffer(256)
         items: list = []
-        orientations: Counter = Counter()
         last_style = _Style(10.0, False)
         for index in range(count):
             ch = chr(pdfium_c.FPDFText_GetUnicode(textpage, index))
-            if ch in _LINE_BREAKS or ch.isspace() or ch == "\x00":
+            if ch in _LINE_BREAKS or (ch.isspace() and ch not in _LIGATURE_CODES) or ch == "\x00":
                 items.append(ch)
                 continue
             text_object = pdfium_c.FPDFText_GetTextObject(textpage, index)
@@ -216,25 +265,45 @@ def page_lines(page: pdfium.PdfPage, page_index: int) -> tuple[list[Line], float
             last_style = style
             pdfium_c.FPDFText_GetCharBox(textpage, index, *refs)
             items.append((ch, left.value, right.value, bottom.value, top.value, style))
-            orientations[style.orientation] += 1
     finally:
         textpage.close()
-    width, height = page.get_size()
-    if page.get_rotation() in (90, 270):
-        width, height = height, width  # character boxes are in the unrotated page space
-    dominant = next((o for o, _ in orientations.most_common() if o is not None), (1, 0, 0, 1))
-    transform, frame_height = _frame(dominant, width, height)
-    builder = _LineBuilder(page_index)
+    return items
+
+
+def _build(items: list, orientation, transform, page_index: int, rotated: bool) -> list[Line]:
+    """The lines of the characters set in ``orientation``, measured by ``transform``."""
+    builder = _LineBuilder(page_index, rotated=rotated)
     for item in items:
         if isinstance(item, str):
             builder.end() if item in _LINE_BREAKS else builder.space()
             continue
         ch, x0, x1, y0, y1, style = item
-        if style.orientation != dominant:
-            continue
-        builder.add(ch, *transform(x0, x1, y0, y1), style)
+        if style.orientation == orientation:
+            builder.add(ch, *transform(x0, x1, y0, y1), style)
     builder.end()
-    return builder.lines, frame_height
+    return builder.lines
+
+
+def page_lines(page: pdfium.PdfPage, page_index: int, *, rotated: bool = False) -> tuple[list[Line], float]:
+    """The text lines of one page in content-stream order (not yet reading order), and
+    the page height in the frame the lines are measured in.
+
+    Text in the page's dominant orientation is kept and measured upright; text in any
+    other direction (margin stamps such as arXiv identifiers, rotated labels) is left
+    out, or with ``rotated`` added after the upright lines, flagged ``rotated``.
+    """
+    items = _read_chars(page)
+    orientations = Counter(item[5].orientation for item in items if not isinstance(item, str))
+    width, height = page.get_size()
+    if page.get_rotation() in (90, 270):
+        width, height = height, width  # character boxes are in the unrotated page space
+    dominant = next((o for o, _ in orientations.most_common() if o is not None), (1, 0, 0, 1))
+    transform, frame_height = _frame(dominant, width, height)
+    lines = _build(items, dominant, transform, page_index, rotated=False)
+    if rotated:
+        for other in (o for o in orientations if o is not None and o != dominant):
+            lines += _build(items, other, _frame(other, width, height)[0], page_index, rotated=True)
+    return lines, frame_height
 
 
 def page_char_count(page: pdfium.PdfPage) -> int:

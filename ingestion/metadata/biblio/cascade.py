@@ -16,8 +16,10 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pypdfium2 as pdfium
 from django.conf import settings
+import pypdfium2 as pdfium
+
+from ingestion.convert.textclean import page_text
 
 from .doi import doi_url
 from .info import fold, docling_fields, info_fields
@@ -25,7 +27,6 @@ from .layout import PageLayout, first_page_layout
 from .layout_tier import layout_fields
 from .resolver import default_resolver
 from .text_tier import text_fields
-from .textclean import page_text
 
 logger = logging.getLogger("klea.ingestion.biblio")
 

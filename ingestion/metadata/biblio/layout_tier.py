@@ -18,7 +18,7 @@ import re
 
 from .doi import find_dois
 from .fields import arxiv_id, is_citation_line, is_title_text, journal_from_line, pick_year, urls_in
-from .layout import Line, PageLayout
+from .layout import PageLayout, PrintedLine
 from .names import parse_byline
 
 TITLE_REGION = 0.6  # the title starts in the top 60 % of page one
@@ -41,14 +41,14 @@ def is_prose(text: str) -> bool:
     return len(text.split()) >= 10 and len(_FUNCTION_WORDS.findall(text)) >= 2
 
 
-def _overlaps(a: Line, left: float, right: float) -> bool:
+def _overlaps(a: PrintedLine, left: float, right: float) -> bool:
     return a.left < right and a.right > left
 
 
-def _blocks(lines: list[Line]) -> list[list[Line]]:
+def _blocks(lines: list[PrintedLine]) -> list[list[PrintedLine]]:
     """Runs of lines of one size printed directly below each other (a title over two
     lines); lines beside the run (the other half of a two-up page) do not break it."""
-    blocks: list[list[Line]] = []
+    blocks: list[list[PrintedLine]] = []
     used: set[int] = set()
     for i, first in enumerate(lines):
         if i in used:
@@ -71,7 +71,7 @@ def _blocks(lines: list[Line]) -> list[list[Line]]:
     return blocks
 
 
-def block_text(block: list[Line]) -> str:
+def block_text(block: list[PrintedLine]) -> str:
     """The lines of a block joined; a line-end hyphen joins without a space."""
     text = ""
     for line in block:
@@ -82,7 +82,7 @@ def block_text(block: list[Line]) -> str:
     return re.sub(r"[\s*\u2217\u2020\u2021\u00a7]+$", "", text)
 
 
-def _byline_below(lines: list[Line], block: list[Line]) -> bool:
+def _byline_below(lines: list[PrintedLine], block: list[PrintedLine]) -> bool:
     """Is one of the three lines under ``block`` (horizontally overlapping) a byline,
     before any other line of a title-like size?"""
     left, right, bottom = min(b.left for b in block), max(b.right for b in block), block[-1].bottom
@@ -94,7 +94,7 @@ def _byline_below(lines: list[Line], block: list[Line]) -> bool:
     return False
 
 
-def find_title(layout: PageLayout) -> list[Line] | None:
+def find_title(layout: PageLayout) -> list[PrintedLine] | None:
     """The lines of the title block (see the module docstring), or None.
 
     Blocks above the first line of running text are preferred (an equation further down
@@ -129,7 +129,7 @@ def find_title(layout: PageLayout) -> list[Line] | None:
     return None
 
 
-def find_authors(layout: PageLayout, title: list[Line]) -> list[str]:
+def find_authors(layout: PageLayout, title: list[PrintedLine]) -> list[str]:
     """Names on the bylines under the title (see the module docstring). A line that ends
     the bylines (the abstract, running text, "Received ...") counts only when it is
     printed in the bylines' column, not beside it."""

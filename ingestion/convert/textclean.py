@@ -17,13 +17,18 @@ _LINE_END_HYPHEN = re.compile(r"(\w)[\ufffe\x02\u00ad]\s*\r?\n\s*(\w)")
 _SPACES = re.compile(r"[ \t\u00a0\u2009\u202f]+")
 
 
+def repair_ligatures(text: str) -> str:
+    """TeX OT1 ligature codes between letters spelled out (``e\\x0bective`` -> ``effective``)."""
+    return _OT1.sub(lambda m: _OT1_LIGATURES[m.group(0)], text)
+
+
 def clean_text(text: str) -> str:
     """Ligatures repaired (``con\\x0cning`` -> ``confining``, ``simpli#ed`` ->
     ``simplified``, U+FB01 -> ``fi`` via NFKC), control characters dropped,
     pdfium's line-end hyphen marks turned into ``-``; line breaks are kept."""
     if not text:
         return ""
-    text = _OT1.sub(lambda m: _OT1_LIGATURES[m.group(0)], text)
+    text = repair_ligatures(text)
     text = _HASH_FI.sub("fi", text)
     text = text.replace("\ufffe", "-").replace("\u00ad", "")
     text = _CONTROL.sub("", text)
