@@ -6,8 +6,8 @@ import pytest
 
 from domains.models import Chunk, Document, Domain
 from ingestion.convert.worker import ConversionWorker
-from ingestion.runs.ingest import ingest
 from ingestion.models import IngestionJob, StagedFile
+from ingestion.runs.ingest import ingest
 
 from . import pdf_factory
 

@@ -3,16 +3,16 @@ titles, arXiv identifiers, URLs, text repairs, and the pdf-info / docling tiers.
 
 import pytest
 from docling_core.types.doc import DocItemLabel, DoclingDocument
-from docling_core.types.doc.document import ProvenanceItem
 from docling_core.types.doc.base import BoundingBox
+from docling_core.types.doc.document import ProvenanceItem
 
+from ingestion.convert.textclean import clean_text, page_text
 from ingestion.metadata.biblio.fields import (
     arxiv_id, is_junk_title, is_title_text, journal_from_line, keywords_from_lines, pick_year, urls_in,
 )
 from ingestion.metadata.biblio.info import docling_fields, info_fields
 from ingestion.metadata.biblio.names import clean_person_name, collaboration_byline, parse_byline, split_author_field
 from ingestion.metadata.biblio.text_tier import text_fields
-from ingestion.convert.textclean import clean_text, page_text
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,8 @@ import pytest
 from django.conf import settings
 
 from domains.models import Domain
-from ingestion.runs.ingest import ingest
 from ingestion.models import IngestionJob, StagedFile
+from ingestion.runs.ingest import ingest
 
 from .chat_world import PASSWORD, in_thread, world  # noqa: F401
 from .fake_ollama import FakeOllama, Reply

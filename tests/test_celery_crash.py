@@ -19,8 +19,8 @@ from domains.embeddings import count_tokens
 from domains.models import Chunk, Document, Domain
 from ingestion.chunk.chunker import chunk_document
 from ingestion.convert import convert_file
-from ingestion.runs.steps import enqueue
 from ingestion.models import IngestionJob, StagedFile
+from ingestion.runs.steps import enqueue
 from klea_site.celery import app
 
 from .live_daphne import database_url

@@ -8,9 +8,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from domains.models import Chunk, Document, Domain, MetadataEntry, Store
+from ingestion.models import IngestionJob
 from ingestion.outcomes import IngestError
 from ingestion.runs.ingest import ingest
-from ingestion.models import IngestionJob
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 
 from domains.models import Chunk, Document, Domain, MetadataEntry, Store
+from ingestion.models import DoiRecord, IngestionJob
 from ingestion.outcomes import FileOutcome
 from ingestion.runs.jobs import record, start_job
-from ingestion.models import DoiRecord, IngestionJob
 
 
 @pytest.fixture

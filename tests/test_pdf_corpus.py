@@ -11,8 +11,8 @@ from django.core.management import call_command
 
 from domains.text import heading_chain
 from ingestion.chunk.step import chunk_directory
-from ingestion.models import StagedFile
 from ingestion.convert.precheck import precheck_directory
+from ingestion.models import StagedFile
 
 from .conftest import corpora_path
 

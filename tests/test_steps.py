@@ -11,11 +11,11 @@ import pytest
 
 from domains.models import Chunk, Document, Domain, FilterField, MetadataEntry
 from ingestion.chunk.step import chunk_directory
-from ingestion.outcomes import IngestError
+from ingestion.metadata.map import MapError, lookup, lookup_keys, reapply
 from ingestion.metadata.map_io import export_map, import_map
 from ingestion.metadata.map_lint import map_lint, suspicious_doi
-from ingestion.metadata.map import MapError, lookup, lookup_keys, reapply
 from ingestion.models import StagedFile
+from ingestion.outcomes import IngestError
 from ingestion.store.lint import store_lint
 from ingestion.store.step import store_directory
 from tests.conftest import corpora_path

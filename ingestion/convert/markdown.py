@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+import yaml
 from bs4 import BeautifulSoup
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
@@ -20,7 +21,6 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.myst_blocks import myst_block_plugin
 from mdit_py_plugins.myst_role import myst_role_plugin
-import yaml
 
 from .base import BlockCollector, ConvertedDocument
 

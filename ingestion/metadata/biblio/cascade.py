@@ -16,8 +16,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.conf import settings
 import pypdfium2 as pdfium
+from django.conf import settings
 
 from ingestion.convert.textclean import page_text
 

@@ -22,9 +22,9 @@ import threading
 import time
 from dataclasses import dataclass
 
+import httpx
 from django.conf import settings
 from django.db import IntegrityError, transaction
-import httpx
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from .doi import doi_key
