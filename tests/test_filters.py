@@ -71,6 +71,7 @@ def matching(store, filters):
         ({}, [0, 1, 2, 3, 4]),
         ({"year": 2021}, [1]),
         ({"year": "2021"}, [1]),
+        ({"year": "+2021"}, [1]),
         ({"year": [2019, 2023]}, [0, 2]),
         ({"year": {"$in": [2019, 2025]}}, [0, 4]),
         ({"year": {"$gte": 2020, "$lte": 2023}}, [1, 2]),
@@ -117,6 +118,8 @@ def test_undeclared_fields_are_dropped_and_logged(store, caplog):
     [
         ({"year": "twenty"}, "filter on 'year': expected an integer, got 'twenty'"),
         ({"year": 2020.5}, "filter on 'year': expected an integer, got 2020.5"),
+        ({"year": "--2020"}, "filter on 'year': expected an integer, got '--2020'"),  # int() raised its own error
+        ({"year": "²"}, "filter on 'year': expected an integer, got '²'"),
         ({"year": True}, "filter on 'year': expected a value of type int, got True"),
         ({"score": "abc"}, "filter on 'score': expected a number, got 'abc'"),
         ({"score": float("nan")}, "filter on 'score': expected a finite number, got nan"),

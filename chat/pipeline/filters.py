@@ -1,7 +1,9 @@
 """Typed filter values: the JSON schema offered to the query model, and its answer
-turned into the retrieval filter DSL.
+turned into the retrieval filter DSL (docs/retrieval.md, "Filters").
 
-Per declared field (REFERENCE.md, "Generate search"):
+Fields and value types are the domains app's (:class:`domains.retrieval.filters.FieldSpec`,
+:func:`domains.retrieval.filters.typed_value`); here a value of the wrong type is
+dropped instead of raising, since it comes from a model. Per declared field:
 
 - string: a value, or a list (any of) -> ``{"f": v}`` / ``{"f": {"$in": [...]}}``
 - int / float: a value, a list, or a range ``{"gte", "lte"}`` ->
@@ -14,18 +16,12 @@ No free-form objects: every property is typed and nothing else is accepted.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 
 from domains.models import Domain, FilterField
+from domains.retrieval.filters import FieldSpec, field_specs, typed_value
 
 _JSON_TYPES = {"int": "integer", "float": "number"}
-
-
-@dataclass(frozen=True)
-class FieldSpec:
-    name: str
-    value_type: str
-    description: str = ""
 
 
 def declared_fields(domains: Sequence[Domain]) -> dict[str, FieldSpec]:
@@ -35,8 +31,8 @@ def declared_fields(domains: Sequence[Domain]) -> dict[str, FieldSpec]:
     """
     fields: dict[str, FieldSpec] = {}
     for domain in domains:
-        for field in domain.filter_fields.all():
-            fields.setdefault(field.name, FieldSpec(field.name, field.value_type, field.description))
+        for name, spec in field_specs(domain).items():
+            fields.setdefault(name, spec)
     return fields
 
 
@@ -81,49 +77,36 @@ def query_schema(fields: dict[str, FieldSpec], max_queries: int) -> dict:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
-def _scalar(value, value_type: str):
-    """``value`` as the field's type, or None when it is not one."""
-    if isinstance(value, bool) or value is None:
+def _scalar(value, spec: FieldSpec):
+    """``value`` as the field's type (strings stripped), or None when it is not one."""
+    try:
+        typed = typed_value(spec, value)
+    except ValueError:
         return None
-    if value_type == "int":
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, int):
-            return value
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            return int(value.strip())
-        return None
-    if value_type == "float":
-        if isinstance(value, (int, float)):
-            return float(value)
-        try:
-            return float(value) if isinstance(value, str) else None
-        except ValueError:
-            return None
-    text = str(value).strip() if isinstance(value, (str, int, float)) else ""
-    return text or None
+    return (typed.strip() or None) if isinstance(typed, str) else typed
 
 
 def _clause(value, spec: FieldSpec):
     kind = spec.value_type
     if kind == FilterField.ValueType.LIST:
         items = value if isinstance(value, list) else [value]
-        values = [v for v in (_scalar(i, "string") for i in items) if v is not None]
+        item = replace(spec, value_type=FilterField.ValueType.STRING)
+        values = [v for v in (_scalar(i, item) for i in items) if v is not None]
         return {"$contains": list(dict.fromkeys(values))} if values else None
     if isinstance(value, dict):
         if kind not in _JSON_TYPES:
             return None
-        bounds = {f"${key}": _scalar(value.get(key), kind) for key in ("gte", "lte")}
+        bounds = {f"${key}": _scalar(value.get(key), spec) for key in ("gte", "lte")}
         bounds = {k: v for k, v in bounds.items() if v is not None}
         if "$gte" in bounds and "$lte" in bounds and bounds["$gte"] > bounds["$lte"]:
             return None
         return bounds or None
     if isinstance(value, list):
-        values = list(dict.fromkeys(v for v in (_scalar(i, kind) for i in value) if v is not None))
+        values = list(dict.fromkeys(v for v in (_scalar(i, spec) for i in value) if v is not None))
         if not values:
             return None
         return values[0] if len(values) == 1 else {"$in": values}
-    return _scalar(value, kind)
+    return _scalar(value, spec)
 
 
 def to_filter_dsl(values: dict | None, fields: dict[str, FieldSpec]) -> dict:

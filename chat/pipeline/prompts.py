@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from domains.models import Domain
-
-from .filters import FieldSpec
+from domains.retrieval.filters import FieldSpec
 
 Messages = list[dict[str, str]]
 

@@ -44,12 +44,18 @@ MAX_AND_DEPTH = 8
 _UNSAFE = re.compile("[\x00\ud800-\udfff]")
 
 
+# An integer value given as text: an optional sign, then ASCII digits ("+5", "-12").
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
 @dataclass(frozen=True)
 class FieldSpec:
-    """What a domain declares about a filter field (a FilterField row, or a test's)."""
+    """What a domain declares about a filter field (a FilterField row, or a test's):
+    the one description of a field for retrieval and for the query generator's schema."""
 
     name: str
     value_type: str  # string | int | float | list
+    description: str = ""
     person_name: bool = False
 
 
@@ -69,7 +75,10 @@ class CompiledFilter:
 
 def field_specs(domain) -> dict[str, FieldSpec]:
     """The declared filter fields of a Domain, by name."""
-    return {f.name: FieldSpec(f.name, f.value_type, f.person_name) for f in domain.filter_fields.all()}
+    return {
+        f.name: FieldSpec(f.name, f.value_type, description=f.description, person_name=f.person_name)
+        for f in domain.filter_fields.all()
+    }
 
 
 class _Compiler:
@@ -121,16 +130,16 @@ class _Compiler:
         if op in RANGE_OPS:
             if spec.value_type not in ("int", "float"):
                 raise ValueError(f"filter on {spec.name!r}: {op} needs an int or float field")
-            return self.compare(spec, RANGE_OPS[op], _typed(spec, value))
+            return self.compare(spec, RANGE_OPS[op], typed_value(spec, value))
         if op == "$eq":
-            return self.equal(spec, [_typed(spec, value)])
+            return self.equal(spec, [typed_value(spec, value)])
         if op == "$in":
             values = _as_list(value)
             if not values:
                 return "FALSE"
-            return self.equal(spec, [_typed(spec, v) for v in values])
+            return self.equal(spec, [typed_value(spec, v) for v in values])
         # $contains: every value present (list fields; on other fields, any element).
-        values = [_typed(spec, v) for v in _as_list(value)]
+        values = [typed_value(spec, v) for v in _as_list(value)]
         if not values:
             raise ValueError(f"filter on {spec.name!r}: $contains needs at least one value")
         return " AND ".join(self.equal(spec, [v]) for v in values)
@@ -169,7 +178,14 @@ def _as_list(value) -> list:
     return [value]
 
 
-def _typed(spec: FieldSpec, value):
+def typed_value(spec: FieldSpec, value):
+    """``value`` as the field's type: an ``int`` (from an integral number or its decimal
+    text, sign allowed), a finite ``float``, or a ``str`` (numbers as their text, for
+    string fields).
+
+    :raises ValueError: naming the field, for a value of another type, a bool, None, a
+        list or object, or a string with a NUL character or a lone surrogate.
+    """
     kind = spec.value_type
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict, tuple)):
         raise ValueError(f"filter on {spec.name!r}: expected a value of type {kind}, got {value!r}")
@@ -178,7 +194,7 @@ def _typed(spec: FieldSpec, value):
             return int(value)
         if isinstance(value, int):
             return value
-        if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
             return int(value.strip())
         raise ValueError(f"filter on {spec.name!r}: expected an integer, got {value!r}")
     if kind == "float":
