@@ -18,13 +18,14 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.csrf import csrf_failure as django_csrf_failure
 
-from domains.access import UnknownDomain, may_chat, pick_domains, queryable_domains
+from domains.access import may_chat, queryable_domains
 
 from . import sessions
 from .models import ChatSession
-from .parsing import BadRequest, decode_json, parse_query, parse_title
+from .parsing import BadRequest, decode_json, parse_title
 from .pipeline import TurnRequest, ask
 from .turn_lock import LockUnavailable, TurnLock
+from .turn_setup import HTTP_STATUS, prepare_turn
 
 
 def error(status: int, code: str, message: str) -> JsonResponse:
@@ -93,23 +94,9 @@ def query(request):
         503 unavailable (Redis, which holds the session locks, did not answer).
     """
     try:
-        body = _body(request)
-        fields = parse_query({**body, "session": body.get("session")})
-        allowed, pick = pick_domains(request.user, fields["domains"])
+        turn = prepare_turn(request.user, request.session, _body(request)).request
     except BadRequest as exc:
-        return error(400, exc.code, exc.message)
-    except UnknownDomain as exc:
-        return error(400, exc.code, str(exc))
-    if fields["session"] is not None:
-        try:
-            session = sessions.get_owned(request.user, _anon(request), fields["session"])
-        except ChatSession.DoesNotExist:
-            return error(404, "not_found", f"no session {fields['session']}")
-    else:
-        session = sessions.create(request.user)
-        if not request.user.is_authenticated:
-            sessions.remember_anon(request.session, session.pk)
-    turn = TurnRequest(fields["text"], domains=allowed, session_id=session.pk, pick=pick, filters=fields["filters"])
+        return error(HTTP_STATUS.get(exc.code, 400), exc.code, exc.message)
     try:
         result = async_to_sync(_locked_ask)(turn)
     except LockUnavailable as exc:
@@ -118,7 +105,7 @@ def query(request):
         return error(409, "busy", "this session is answering another question")
     answer = result.answer
     return JsonResponse({
-        "session": session.pk,
+        "session": turn.session_id,
         "status": result.done.status,
         "answer": answer.text if answer else None,
         "route": answer.route if answer else None,

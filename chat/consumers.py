@@ -22,13 +22,12 @@ from channels.db import aclose_old_connections, database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from domains.access import UnknownDomain, may_chat, pick_domains
+from domains.access import may_chat
 
-from . import sessions
-from .models import ChatSession
-from .parsing import BadRequest, decode_json, parse_query
-from .pipeline import Done, Error, Turn, TurnRequest
+from .parsing import BadRequest, decode_json
+from .pipeline import Done, Error, Turn
 from .turn_lock import LockUnavailable, TurnLock
+from .turn_setup import PreparedTurn, prepare_turn
 
 logger = logging.getLogger("klea.chat")
 CLOSE_NOT_AUTHENTICATED = 4401
@@ -93,22 +92,20 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if self.running:
             return await self.send_json(error("busy", "a turn is running; wait for done or cancel it"))
         try:
-            query = parse_query(content)
             await aclose_old_connections()
-            allowed, pick, session_id, created = await self.prepare(query)
+            prepared = await self.prepare(content)
         except BadRequest as exc:
             return await self.send_json(error(exc.code, exc.message))
-        lock = TurnLock(session_id)
+        request = prepared.request
+        lock = TurnLock(request.session_id)
         try:
             acquired = await lock.acquire()
         except LockUnavailable as exc:
             return await self.send_json(error("unavailable", str(exc)))
         if not acquired:
             return await self.send_json(error("busy", "this session is answering another question"))
-        if created:
-            await self.send_json({"type": "session", "session": session_id})
-        request = TurnRequest(query["text"], domains=allowed, session_id=session_id, pick=pick,
-                              filters=query["filters"])
+        if prepared.created:
+            await self.send_json({"type": "session", "session": request.session_id})
         self.turn = Turn(request).start()
         self.running = True
         self.forward_task = asyncio.create_task(self.forward(self.turn, lock))
@@ -134,25 +131,16 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await lock.release()
 
     @database_sync_to_async
-    def prepare(self, query: dict):
-        """Domains, pick and session for a query. :raises BadRequest: unknown_domain, not_found."""
-        user = self.scope["user"]
-        try:
-            allowed, pick = pick_domains(user, query["domains"])
-        except UnknownDomain as exc:
-            raise BadRequest(exc.code, str(exc)) from None
+    def prepare(self, content: dict) -> PreparedTurn:
+        """:func:`chat.turn_setup.prepare_turn` for this socket's user; a session created
+        for an anonymous visitor is saved in their Django session at once (no response
+        will carry it). :raises BadRequest: as prepare_turn."""
         django_session = self.scope.get("session")
-        if query["session"] is not None:
-            try:
-                session = sessions.get_owned(user, sessions.anon_ids(django_session), query["session"])
-            except ChatSession.DoesNotExist:
-                raise BadRequest("not_found", f"no session {query['session']}") from None
-            return allowed, pick, session.pk, False
-        session = sessions.create(user)
-        if not user.is_authenticated and django_session is not None:
-            sessions.remember_anon(django_session, session.pk)
+        user = self.scope["user"]
+        prepared = prepare_turn(user, django_session, content)
+        if prepared.created and not user.is_authenticated and django_session is not None:
             django_session.save()
-        return allowed, pick, session.pk, True
+        return prepared
 
     async def disconnect(self, code):
         self.closed = True
