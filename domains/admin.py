@@ -1,7 +1,15 @@
-from django.contrib import admin
+"""Admin of domains, stores, documents, chunks and the metadata map. Editing a map entry
+(inline on a document or on its own page) or the "re-apply" action sends
+:data:`domains.signals.metadata_map_edited`, so the app that owns the map (ingestion)
+updates the chunks without this app importing it."""
+
+from django.contrib import admin, messages
 from django.db.models import Count
 
 from .models import Chunk, Document, Domain, FilterField, MetadataEntry, Store
+from .signals import map_edited
+
+REAPPLIED = "Metadata map re-applied: {changed} chunk(s) changed (no re-embedding)."
 
 
 class FilterFieldInline(admin.TabularInline):
@@ -88,13 +96,25 @@ class MetadataEntryInline(admin.TabularInline):
     fields = ["heading_key", "values"]
 
 
+@admin.action(description="Re-apply the metadata map to the chunks (no re-embedding)")
+def reapply_map(modeladmin, request, queryset):
+    documents = queryset if queryset.model is Document else Document.objects.filter(
+        id__in=queryset.values_list("document_id", flat=True)
+    )
+    changed = sum(map_edited(document) for document in documents.select_related("store"))
+    messages.success(request, f"Re-applied the map of {documents.count()} document(s); {changed} chunk(s) changed.")
+
+
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
+    """Documents with their map entries inline: saving edited entries re-applies them."""
+
     list_display = ["file_name", "store", "status", "pages", "chunk_count", "updated_at"]
     list_filter = ["status", "store__domain", "store"]
     search_fields = ["file_name", "metadata__title"]
     readonly_fields = ["content_hash", "source_path", "created_at", "updated_at"]
     inlines = [MetadataEntryInline]
+    actions = [reapply_map]
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("store").annotate(n_chunks=Count("chunks"))
@@ -102,6 +122,24 @@ class DocumentAdmin(admin.ModelAdmin):
     @admin.display(description="chunks", ordering="n_chunks")
     def chunk_count(self, obj):
         return obj.n_chunks
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        if change and any(f.has_changed() for f in formsets):
+            messages.info(request, REAPPLIED.format(changed=map_edited(form.instance)))
+
+
+@admin.register(MetadataEntry)
+class MetadataEntryAdmin(admin.ModelAdmin):
+    list_display = ["document", "heading_key", "values"]
+    list_filter = ["document__store"]
+    search_fields = ["document__file_name", "heading_key"]
+    list_select_related = ["document"]
+    actions = [reapply_map]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        messages.info(request, REAPPLIED.format(changed=map_edited(obj.document)))
 
 
 @admin.register(Chunk)

@@ -1,5 +1,5 @@
-"""Admin: ingestion jobs (progress bar, errors, uploads), staged files, and the
-metadata map (edit entries; re-apply them to existing chunks without re-embedding)."""
+"""Admin: ingestion jobs (progress bar, errors, uploads), staged files and the DOI cache.
+(The metadata map is edited in the domains admin; ingestion/apps.py re-applies it.)"""
 
 from __future__ import annotations
 
@@ -9,9 +9,6 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from domains.admin import DocumentAdmin as BaseDocumentAdmin
-from domains.models import Document, MetadataEntry
-from ingestion.metadata.map import reapply
 from ingestion.runs.uploads import save_uploads
 
 from .forms import UploadForm
@@ -106,43 +103,3 @@ class DoiRecordAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
-
-
-@admin.action(description="Re-apply the metadata map to the chunks (no re-embedding)")
-def reapply_map(modeladmin, request, queryset):
-    documents = queryset if queryset.model is Document else Document.objects.filter(
-        id__in=queryset.values_list("document_id", flat=True)
-    )
-    changed = sum(reapply(document) for document in documents.select_related("store"))
-    messages.success(request, f"Re-applied the map of {documents.count()} document(s); {changed} chunk(s) changed.")
-
-
-admin.site.unregister(Document)
-
-
-@admin.register(Document)
-class DocumentAdmin(BaseDocumentAdmin):
-    """The domains Document admin plus the map actions: editing map entries inline
-    re-applies them to the document's chunks on save."""
-
-    actions = [reapply_map]
-
-    def save_related(self, request, form, formsets, change):
-        super().save_related(request, form, formsets, change)
-        if change and any(f.has_changed() for f in formsets):
-            changed = reapply(form.instance)
-            messages.info(request, f"Metadata map re-applied: {changed} chunk(s) changed (no re-embedding).")
-
-
-@admin.register(MetadataEntry)
-class MetadataEntryAdmin(admin.ModelAdmin):
-    list_display = ["document", "heading_key", "values"]
-    list_filter = ["document__store"]
-    search_fields = ["document__file_name", "heading_key"]
-    list_select_related = ["document"]
-    actions = [reapply_map]
-
-    def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
-        changed = reapply(obj.document)
-        messages.info(request, f"Metadata map re-applied: {changed} chunk(s) changed (no re-embedding).")

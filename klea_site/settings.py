@@ -74,7 +74,7 @@ ASGI_APPLICATION = "klea_site.asgi.application"
 if env("DATABASE_URL", default=""):
     DATABASES = {"default": env.db_url("DATABASE_URL")}
 else:
-    from klea_site.embedded_db import ensure_embedded_postgres
+    from domains.embedded_postgres import ensure_embedded_postgres
 
     DATABASES = {"default": ensure_embedded_postgres(VAR_DIR / "pgdata")}
 DATABASES["default"].setdefault("CONN_MAX_AGE", 0)

@@ -84,6 +84,9 @@ def test_dump_round_trips(tmp_path):
          "domains.x.vector_stores[0].name: a non-empty string is required"),
         ({"domains": {"undefined": {"description": "d"}}},
          "domains.undefined: name: 'undefined' is reserved"),
+        # the model validator checks the rule of domains/names.py (ingestion's, which was stricter)
+        ({"domains": {"lab\tnotes": {"description": "d"}}},
+         "name: Domain name: not empty, no leading or trailing spaces, no control characters (newlines, tabs)"),
     ],
 )
 def test_malformed_files_name_the_problem_and_write_nothing(tmp_path, data, message):

@@ -109,6 +109,16 @@ def test_editing_map_entries_in_the_admin_reapplies_them(client, users, store, t
     assert Chunk.objects.get(document=document, ordinal=1).year == 1990
 
 
+def test_documents_have_one_admin_registration_from_the_domains_app():
+    from django.contrib import admin
+
+    from domains.admin import DocumentAdmin, MetadataEntryAdmin
+
+    assert type(admin.site._registry[Document]) is DocumentAdmin
+    assert type(admin.site._registry[MetadataEntry]) is MetadataEntryAdmin
+    assert [a.__name__ for a in DocumentAdmin.actions] == ["reapply_map"]
+
+
 def test_doi_cache_is_listed_and_searchable_read_only_in_the_admin(client, users):
     DoiRecord.objects.create(key="10.1145/365559.365617", doi="10.1145/365559.365617", service="crossref",
                              record={"title": "Solution of a Problem in Concurrent Programming Control"})

@@ -106,10 +106,6 @@ def read_template(path: Path) -> dict[str, dict[str, dict]]:
     return validate(data)
 
 
-def write_template(path: Path, data: dict) -> None:
-    Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-
-
 def document_entries(document: Document) -> dict[str, dict]:
     return dict(document.metadata_entries.values_list("heading_key", "values"))
 
@@ -148,3 +144,8 @@ def reapply(document: Document) -> int:
             changed.append(chunk)
     Chunk.objects.bulk_update(changed, ["metadata", "year"], batch_size=500)
     return len(changed)
+
+
+def reapply_edited(sender, document: Document, **kwargs) -> int:
+    """Receiver of :data:`domains.signals.metadata_map_edited`: :func:`reapply`."""
+    return reapply(document)

@@ -3,7 +3,7 @@ import os
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from klea_site.embedded_db import stop_embedded_postgres
+from domains.embedded_postgres import stop_embedded_postgres
 
 
 class Command(BaseCommand):

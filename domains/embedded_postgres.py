@@ -1,4 +1,6 @@
-"""The embedded default database: PostgreSQL 16 + pgvector from the PyPI package ``pgserver``.
+"""The embedded default database: PostgreSQL 16 + pgvector from the PyPI package ``pgserver``
+(started from klea_site/settings.py, stopped by ``manage.py embedded_db``; it imports no
+Django code, so that settings can use it before apps load).
 
 Used when ``DATABASE_URL`` is unset, so a fresh checkout needs no configuration. The
 server keeps running after the process that started it exits (``cleanup_mode=None``)
