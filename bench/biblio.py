@@ -46,7 +46,7 @@ from django.db import connection  # noqa: E402
 
 from ingestion.metadata.biblio import doi_key, extract_bibliography  # noqa: E402
 from ingestion.metadata.biblio.resolver import default_resolver  # noqa: E402
-from tests.biblio_fakes import FakeDoiServices  # noqa: E402
+from bench.fake_doi_services import FakeDoiServices  # noqa: E402
 
 QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
 

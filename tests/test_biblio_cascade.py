@@ -8,9 +8,9 @@ import pytest
 from docling_core.types.doc import DocItemLabel, DoclingDocument
 from docling_core.types.doc.document import DocumentOrigin
 
+from bench.fake_doi_services import FakeDoiServices
 from ingestion.metadata.biblio import extract_bibliography
 from ingestion.metadata.biblio.resolver import default_resolver
-from tests.biblio_fakes import FakeDoiServices
 from tests.biblio_pdfs import Line, Run, article, line, write_pdf
 
 DOI = "10.1234/jt.2019.001"

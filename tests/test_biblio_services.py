@@ -6,10 +6,10 @@ import socket
 
 import pytest
 
+from bench.fake_doi_services import FakeDoiServices
 from ingestion.metadata.biblio.resolver import DoiLookup, DoiResolver
 from ingestion.metadata.biblio.services import SERVICES
 from ingestion.models import DoiRecord
-from tests.biblio_fakes import FakeDoiServices
 
 SICI = "10.1002/(sici)1096-9861(19971020)387:2<167::aid-cne1>3.0.co;2-z"
 NATURE = "10.1038/s41586-019-1666-5"

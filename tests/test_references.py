@@ -1,4 +1,4 @@
-"""serialize_reference_material: the exact layout of REFERENCE.md."""
+"""serialize_reference_material: the exact layout of docs/pipeline.md, "Reference material"."""
 
 from domains.retrieval import serialize_reference_material
 from domains.retrieval.types import RetrievedChunk

@@ -1,4 +1,4 @@
-"""The evaluator's routing table (REFERENCE.md, "Evaluate") plus deterministic checks.
+"""The evaluator's routing table (docs/pipeline.md, "Evaluation") plus deterministic checks.
 
 Scores are in [0, 1]: confidence and coverage judge the reference material, the other
 four judge the answer. The decision, first match wins:

@@ -1,6 +1,7 @@
 """Metadata filter DSL -> SQL over the chunk alias ``c``, applied before ranking.
 
-The DSL (the query generator's typed filter values, REFERENCE.md "Generate search")::
+The DSL (docs/retrieval.md, "Filters"; the query model's typed values become it as in
+docs/pipeline.md, "Filters")::
 
     {"year": {"$gte": 2020, "$lte": 2025},          # int/float: value, $in, ranges
      "journal": "Nature",                             # string: equality

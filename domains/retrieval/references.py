@@ -1,6 +1,6 @@
 """The reference material the answer model reads, and the numbered sources behind it.
 
-Layout (REFERENCE.md, "Reference material layout")::
+Layout (docs/pipeline.md, "Reference material")::
 
     ## <domain>
 

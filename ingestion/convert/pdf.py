@@ -3,7 +3,7 @@ model-free path (pypdfium2 text lines, XY-cut reading order, font-size headings)
 
 Every PDF is first opened with pypdfium2, which classifies unreadable files (empty,
 encrypted with a user password, not a PDF, no pages) and measures the text layer for
-the OCR pre-check (REFERENCE.md): a page is an image page when it has fewer than 50
+the OCR pre-check (docs/ingestion.md, "Steps"): a page is an image page when it has fewer than 50
 non-space characters; a PDF needs OCR when at least half of its pages are image pages.
 """
 

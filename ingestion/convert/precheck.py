@@ -1,4 +1,4 @@
-"""``stores pre-check DIR [--organise]``: which PDFs need OCR (REFERENCE.md).
+"""``stores pre-check DIR [--organise]``: which PDFs need OCR (docs/ingestion.md, "Steps").
 
 A page is an image page when its text layer has fewer than 50 non-space characters; a
 PDF needs OCR when at least half of its pages are image pages; an unreadable or

@@ -1,8 +1,9 @@
 """The metadata map: per file a DEFAULT entry and entries keyed by heading chains.
 
-Lookup for a chunk under headings A > B > C (REFERENCE.md): the full chain "A > B > C",
-then its suffixes "B > C", "C", then its ancestors "A > B", "A"; the first non-empty
-entry is merged over DEFAULT (heading keys win); ``{}`` falls through. Person-name
+Lookup for a chunk under headings A > B > C (docs/ingestion.md, "The metadata map"):
+the full chain "A > B > C", then its suffixes "B > C", "C", then its ancestors "A > B",
+"A"; the first non-empty entry is merged over DEFAULT (heading keys win); ``{}`` falls
+through. Person-name
 fields of the store's domain are expanded into ``_<field>_variants`` at store time.
 
 File format of ``metadata-map.template.json``::

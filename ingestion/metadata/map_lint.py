@@ -1,4 +1,5 @@
-"""``stores map-lint DIR``: check the metadata map of a chunked folder (REFERENCE.md).
+"""``stores map-lint DIR``: check the metadata map of a chunked folder
+(docs/ingestion.md, "Steps").
 
 Checks: missing core fields; suspicious titles (untitled, unknown, the file stem);
 suspicious DOIs (``.pdf`` inside, junk after the suffix); years outside 1800..next

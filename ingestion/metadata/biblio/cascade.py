@@ -1,5 +1,5 @@
 """The bibliographic cascade: five tiers, most authoritative first, each filling only the
-fields the tiers above left empty (REFERENCE.md, "Bibliographic cascade").
+fields the tiers above left empty (docs/bibliography.md, "The cascade").
 
 1. ``doi-service``: the record of the DOI found by the tiers below (Crossref, OpenAlex,
    Semantic Scholar; :mod:`.resolver`).

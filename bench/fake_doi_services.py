@@ -1,5 +1,6 @@
 """Crossref, OpenAlex and Semantic Scholar as small local HTTP servers (real sockets on
-127.0.0.1) that answer like the real APIs, for the tests and ``bench/biblio.py``.
+127.0.0.1) that answer like the real APIs, for ``bench/biblio.py`` and the tests (kept
+here so that bench/ does not depend on tests/).
 
 Each service serves the same records in its own JSON shape; a script per service can
 make its next requests answer 429, 500, a timeout, a record without a title, 404 or an
