@@ -17,7 +17,8 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from .base import OCR_MODES, ConversionError, ConvertedDocument
-from .pdf_lines import page_char_count, page_lines
+from .pdf_chars import page_char_count
+from .pdf_lines import page_lines
 from .pdf_structure import structure
 
 NO_PAGES = "{name}: the PDF has no pages (0 pages)"

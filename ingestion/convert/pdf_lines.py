@@ -3,36 +3,24 @@ the one reader of PDF text layers, for the converter (:mod:`ingestion.convert.pd
 the bibliographic layout tier (:mod:`ingestion.metadata.biblio.layout`). OCR output
 becomes the same :class:`Line` objects.
 
-pdfium reports characters in content-stream order with their glyph boxes; each
-character belongs to a text object whose matrix gives the rendered font size. Lines are
-runs of characters on one baseline without a jump backwards or a wide gap (a column
+The characters come in content-stream order with their glyph boxes and styles
+(:mod:`.pdf_chars`). Lines are runs of characters on one baseline without a jump backwards or a wide gap (a column
 gutter), so two columns never share a line. Within a line, small characters raised
 above its baseline (affiliation and footnote marks) are left out of ``plain``.
 """
 
 from __future__ import annotations
 
-import ctypes
-import math
-import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from statistics import median
 
 import pypdfium2 as pdfium
-import pypdfium2.raw as pdfium_c
 
+from .pdf_chars import LINE_BREAKS, Style, read_chars, upright_frame
 from .textclean import repair_ligatures
 
-# Font names that mark a bold face: "Taz-ExtraBold", "CMBX12" (TeX bold extended),
-# "NimbusRomNo9L-Medi" (URW Times bold), "AdvOT19ee2aa8.B" (Advent bold suffix).
-_BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|medi|cmbx|cmb\d|cmssbx|[.,-]b$|[.,-]bd$", re.I)
-_FORCE_BOLD_FLAG = 1 << 18  # PDF font descriptor flag ForceBold
-_LINE_BREAKS = {"\r", "\n"}
-# TeX OT1 ligature glyphs without a ToUnicode map come out as U+000B-U+000F: letters, not
-# white space or line breaks (textclean.repair_ligatures turns them into ff, fi, ...).
-_LIGATURE_CODES = {"\x0b", "\x0c", "\x0e", "\x0f"}
 # pdfium marks a hyphen it found at a line end with U+0002.
 PDFIUM_HYPHEN = "\x02"
 # Glyphs about the cap height (0.7 em), and glyphs that sit on the baseline without a
@@ -79,15 +67,6 @@ class Line:
         return self.y1 - self.y0
 
 
-@dataclass
-class _Style:
-    size: float
-    bold: bool
-    # Text direction and glyph "up" as unit axis vectors (dx, dy, ux, uy); None when
-    # the text is set at an angle that is not a multiple of 90 degrees.
-    orientation: tuple[int, int, int, int] | None = (1, 0, 0, 1)
-
-
 class _LineBuilder:
     def __init__(self, page: int, rotated: bool = False) -> None:
         self.page = page
@@ -118,7 +97,7 @@ class _LineBuilder:
         middle = (bottom + top) / 2
         return y0 - 0.4 * scale <= middle <= y1 + 0.4 * scale
 
-    def add(self, ch: str, left: float, right: float, bottom: float, top: float, style: _Style) -> None:
+    def add(self, ch: str, left: float, right: float, bottom: float, top: float, style: Style) -> None:
         # Type 3 fonts may report a size near 0: estimate it from the glyph (caps ~0.7 em).
         size = style.size if style.size >= 1.0 else max(top - bottom, 1.0) / 0.7
         if not self.continues(left, bottom, top, size):
@@ -186,96 +165,12 @@ def _normal(text: str) -> str:
     return unicodedata.normalize("NFKC", repair_ligatures(text)).strip()
 
 
-def _axis(x: float, y: float) -> tuple[int, int] | None:
-    norm = math.hypot(x, y)
-    if norm == 0:
-        return None
-    x, y = x / norm, y / norm
-    if max(abs(x), abs(y)) < 0.995:
-        return None  # set at an angle
-    return (round(x), round(y))
-
-
-def _style_of(text_object, cache: dict, matrix, name_buffer, textpage, index: int) -> _Style:
-    key = ctypes.cast(text_object, ctypes.c_void_p).value
-    style = cache.get(key)
-    if style is not None:
-        return style
-    size = ctypes.c_float(0.0)
-    pdfium_c.FPDFTextObj_GetFontSize(text_object, size)
-    if size.value <= 0:
-        size.value = pdfium_c.FPDFText_GetFontSize(textpage, index)
-    scale, orientation = 1.0, (1, 0, 0, 1)
-    if pdfium_c.FPDFPageObj_GetMatrix(text_object, matrix):
-        scale = math.hypot(matrix.c, matrix.d) or 1.0
-        # "Up" is the text direction turned 90 degrees counter-clockwise; the matrix's own
-        # second column is mirrored in some sideways-typeset preprints.
-        direction = _axis(matrix.a, matrix.b)
-        orientation = (direction[0], direction[1], -direction[1], direction[0]) if direction else None
-    font = pdfium_c.FPDFTextObj_GetFont(text_object)
-    bold = False
-    if font:
-        pdfium_c.FPDFFont_GetBaseFontName(font, name_buffer, len(name_buffer))
-        name = name_buffer.value.decode("latin-1").split("+")[-1]
-        # FPDFFont_GetWeight is unreliable for embedded Type 1 fonts (CMR10 reads 744).
-        flags = pdfium_c.FPDFFont_GetFlags(font)
-        bold = bool(_BOLD_NAME.search(name)) or bool(flags & _FORCE_BOLD_FLAG)
-    style = _Style(size=float(size.value) * scale, bold=bold, orientation=orientation)
-    cache[key] = style
-    return style
-
-
-def _frame(orientation: tuple[int, int, int, int], width: float, height: float):
-    """A function mapping a page box to the upright frame of ``orientation``, and the
-    frame's height: rotated pages (landscape tables, sideways typesetting) read upright."""
-    dx, dy, ux, uy = orientation
-    corners = [(0.0, 0.0), (width, 0.0), (0.0, height), (width, height)]
-    xs = [x * dx + y * dy for x, y in corners]
-    ys = [x * ux + y * uy for x, y in corners]
-    x_shift, y_shift = -min(xs), -min(ys)
-
-    def transform(left: float, right: float, bottom: float, top: float) -> tuple[float, float, float, float]:
-        px = [left * dx + b * dy for b in (bottom, top)] + [right * dx + b * dy for b in (bottom, top)]
-        py = [left * ux + b * uy for b in (bottom, top)] + [right * ux + b * uy for b in (bottom, top)]
-        return min(px) + x_shift, max(px) + x_shift, min(py) + y_shift, max(py) + y_shift
-
-    return transform, max(ys) - min(ys)
-
-
-def _read_chars(page: pdfium.PdfPage) -> list:
-    """Per character in content-stream order: a line break or space as a str, else
-    (char, left, right, bottom, top, style) with the box in unrotated page space."""
-    textpage = page.get_textpage()
-    try:
-        count = pdfium_c.FPDFText_CountChars(textpage)
-        left, right, bottom, top = (ctypes.c_double() for _ in range(4))
-        refs = tuple(ctypes.byref(v) for v in (left, right, bottom, top))
-        cache: dict = {}
-        matrix = pdfium_c.FS_MATRIX()
-        name_buffer = ctypes.create_string_buffer(256)
-        items: list = []
-        last_style = _Style(10.0, False)
-        for index in range(count):
-            ch = chr(pdfium_c.FPDFText_GetUnicode(textpage, index))
-            if ch in _LINE_BREAKS or (ch.isspace() and ch not in _LIGATURE_CODES) or ch == "\x00":
-                items.append(ch)
-                continue
-            text_object = pdfium_c.FPDFText_GetTextObject(textpage, index)
-            style = _style_of(text_object, cache, matrix, name_buffer, textpage, index) if text_object else last_style
-            last_style = style
-            pdfium_c.FPDFText_GetCharBox(textpage, index, *refs)
-            items.append((ch, left.value, right.value, bottom.value, top.value, style))
-    finally:
-        textpage.close()
-    return items
-
-
 def _build(items: list, orientation, transform, page_index: int, rotated: bool) -> list[Line]:
     """The lines of the characters set in ``orientation``, measured by ``transform``."""
     builder = _LineBuilder(page_index, rotated=rotated)
     for item in items:
         if isinstance(item, str):
-            builder.end() if item in _LINE_BREAKS else builder.space()
+            builder.end() if item in LINE_BREAKS else builder.space()
             continue
         ch, x0, x1, y0, y1, style = item
         if style.orientation == orientation:
@@ -292,25 +187,16 @@ def page_lines(page: pdfium.PdfPage, page_index: int, *, rotated: bool = False) 
     other direction (margin stamps such as arXiv identifiers, rotated labels) is left
     out, or with ``rotated`` added after the upright lines, flagged ``rotated``.
     """
-    items = _read_chars(page)
+    items = read_chars(page)
     orientations = Counter(item[5].orientation for item in items if not isinstance(item, str))
     width, height = page.get_size()
     if page.get_rotation() in (90, 270):
         width, height = height, width  # character boxes are in the unrotated page space
     dominant = next((o for o, _ in orientations.most_common() if o is not None), (1, 0, 0, 1))
-    transform, frame_height = _frame(dominant, width, height)
+    transform, frame_height = upright_frame(dominant, width, height)
     lines = _build(items, dominant, transform, page_index, rotated=False)
     if rotated:
         for other in (o for o in orientations if o is not None and o != dominant):
-            lines += _build(items, other, _frame(other, width, height)[0], page_index, rotated=True)
+            lines += _build(items, other, upright_frame(other, width, height)[0], page_index, rotated=True)
     return lines, frame_height
 
-
-def page_char_count(page: pdfium.PdfPage) -> int:
-    """Non-space characters of a page's text layer (the OCR pre-check measure)."""
-    textpage = page.get_textpage()
-    try:
-        text = textpage.get_text_range()
-    finally:
-        textpage.close()
-    return sum(1 for ch in text if not ch.isspace() and ch not in "\x00\x02")
