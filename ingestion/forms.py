@@ -7,9 +7,9 @@ from pathlib import Path
 from django import forms
 
 from domains.models import Store
-from ingestion.chunk.chunker import DEFAULT_MAX_TOKENS
 
 from .convert import SUPPORTED_EXTENSIONS
+from .options import MIN_MAX_TOKENS, default_max_tokens
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -33,7 +33,7 @@ class MultipleFileField(forms.FileField):
 class UploadForm(forms.Form):
     store = forms.ModelChoiceField(queryset=Store.objects.select_related("domain").order_by("name"))
     files = MultipleFileField(help_text="PDF, DOCX, Markdown/MyST, reStructuredText, HTML or plain text.")
-    max_tokens = forms.IntegerField(initial=DEFAULT_MAX_TOKENS, min_value=32, max_value=2048)
+    max_tokens = forms.IntegerField(initial=default_max_tokens, min_value=MIN_MAX_TOKENS, max_value=2048)
     ocr = forms.ChoiceField(
         choices=[("auto", "auto: only PDFs without a text layer"), ("on", "always"), ("off", "never")], initial="auto"
     )

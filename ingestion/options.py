@@ -7,19 +7,27 @@ that expose it (docs/ingestion.md, "Adding an ingestion option").
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
-from .chunk.chunker import DEFAULT_MAX_TOKENS
+from django.conf import settings
+
 from .convert import OCR_MODES
 
 MIN_MAX_TOKENS = 32
+
+
+def default_max_tokens() -> int:
+    """The chunk size budget when none is given: ``KLEA_CHUNK_MAX_TOKENS`` (450 unless set;
+    docs/configuration.md)."""
+    return settings.KLEA_CHUNK_MAX_TOKENS
 
 
 @dataclass(frozen=True)
 class IngestOptions:
     """Options of one run, checked on creation.
 
-    :param max_tokens: chunk size bound, in tokens of the embedding model (>= 32).
+    :param max_tokens: chunk size bound, in tokens of the embedding model (>= 32;
+        default :func:`default_max_tokens`).
     :param ocr: ``auto`` (PDFs without a text layer) | ``on`` | ``off``.
     :param bm25_only: a new store gets mode ``bm25`` (no embeddings); an existing one
         must have it.
@@ -27,7 +35,7 @@ class IngestOptions:
     :raises ValueError: ``ocr`` not in auto/on/off, or ``max_tokens`` below 32.
     """
 
-    max_tokens: int = DEFAULT_MAX_TOKENS
+    max_tokens: int = field(default_factory=default_max_tokens)
     ocr: str = "auto"
     bm25_only: bool = False
     force: bool = False

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import shutil
+from io import StringIO
 
 import numpy as np
 import pytest
+from django.core.management import call_command
 
 from domains.models import Chunk, Document, Domain, FilterField, MetadataEntry
 from ingestion.chunk.step import chunk_directory
 from ingestion.metadata.map import MapError, lookup, lookup_keys, reapply
 from ingestion.metadata.map_io import export_map, import_map
 from ingestion.metadata.map_lint import map_lint, suspicious_doi
-from ingestion.models import StagedFile
+from ingestion.models import IngestionJob, StagedFile
 from ingestion.outcomes import IngestError
 from ingestion.store.lint import store_lint
 from ingestion.store.step import store_directory
@@ -79,6 +81,16 @@ def test_chunk_stages_without_touching_stored_chunks(domain, folder):
     assert [o.status for o in again.outcomes] == ["unchanged", "unchanged"]
     rechunked = chunk_directory(folder, max_tokens=64)
     assert [o.status for o in rechunked.outcomes] == ["chunked", "chunked"]
+
+
+def test_the_chunk_size_setting_is_the_default_budget(domain, folder, settings):
+    """KLEA_CHUNK_MAX_TOKENS (docs/configuration.md) was documented but read by nothing."""
+    settings.KLEA_CHUNK_MAX_TOKENS = 64
+    chunk_directory(folder)
+    staged = StagedFile.objects.get(directory=str(folder), file_name="guide.md")
+    assert staged.options == {"max_tokens": 64, "ocr": "auto"}
+    call_command("stores", "chunk", str(folder), "--no-progress", stdout=StringIO(), stderr=StringIO())
+    assert IngestionJob.objects.latest("pk").arguments["max_tokens"] == 64
 
 
 def test_store_applies_the_edited_map_with_person_name_variants(domain, folder):

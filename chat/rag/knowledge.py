@@ -68,7 +68,8 @@ class Knowledge:
         :func:`ingestion.runs.ingest.ingest` (``mirror=False``: nothing is pruned).
 
         :param paths: one path or several; ``~`` is expanded.
-        :param max_tokens: chunk size bound (default 450 tokens of the embedding model).
+        :param max_tokens: chunk size bound in tokens of the embedding model (default
+            KLEA_CHUNK_MAX_TOKENS, 450).
         :param ocr: ``auto`` | ``on`` | ``off``.
         :param force: re-convert and re-embed unchanged files too.
         :returns: :class:`ingestion.outcomes.StepReport` with one outcome per file (stored,

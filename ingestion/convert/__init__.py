@@ -1,4 +1,4 @@
-"""File conversion: one entry point, :func:`convert_file`, dispatching on the extension."""
+"""Stage 1, convert: one entry point, :func:`convert_file`, dispatching on the extension."""
 
 from __future__ import annotations
 

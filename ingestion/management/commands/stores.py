@@ -13,7 +13,6 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ingestion.chunk.chunker import DEFAULT_MAX_TOKENS
 from ingestion.convert.precheck import precheck_directory
 from ingestion.metadata.map import TEMPLATE_NAME
 from ingestion.metadata.map_io import export_map, import_map
@@ -50,7 +49,7 @@ class Command(BaseCommand):
             sub[name].add_argument("directory", metavar="DIR", type=_path)
         sub["pre-check"].add_argument("--organise", action="store_true", help="Copy PDFs into DIR/ocr and DIR/no-ocr.")
         for name in ("chunk", "build"):
-            sub[name].add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="Chunk size budget (tokens).")
+            sub[name].add_argument("--max-tokens", type=int, help="Chunk size budget (tokens; default KLEA_CHUNK_MAX_TOKENS).")
             ocr = sub[name].add_mutually_exclusive_group()
             ocr.add_argument("--ocr", dest="ocr", action="store_const", const="on", help="OCR every PDF.")
             ocr.add_argument("--no-ocr", dest="ocr", action="store_const", const="off", help="Never OCR.")
@@ -223,8 +222,8 @@ class Command(BaseCommand):
 
 def ingest_options(arguments: dict) -> dict:
     """The :class:`ingestion.options.IngestOptions` fields among a step's arguments (an
-    option's argument has the field's name as its ``dest``)."""
-    return {f.name: arguments[f.name] for f in fields(IngestOptions) if f.name in arguments}
+    option's argument has the field's name as its ``dest``; None leaves the default)."""
+    return {f.name: arguments[f.name] for f in fields(IngestOptions) if arguments.get(f.name) is not None}
 
 
 def _text(value: str) -> str:
