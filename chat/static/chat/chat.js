@@ -11,7 +11,7 @@
     evaluate: "Evaluating the answer…",
   };
   const state = { session: null, socket: null, current: null, attempt: 1, running: false, retry: 500,
-    domains: [], opened: false };
+    domains: [], opened: false, waiting: false };
 
   function csrf() {
     const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -83,6 +83,8 @@
     conversation.replaceChildren();
     for (const message of body.messages) conversation.append(R.fill(R.message(message.role), message));
     showHint();
+    showSessions(false);
+    scrollToEnd();
     loadSessions();
     $("question").focus();
   }
@@ -92,6 +94,7 @@
     state.session = null;
     $("conversation").replaceChildren();
     showHint();
+    showSessions(false);
     loadSessions();
     $("question").focus();
   }
@@ -122,7 +125,14 @@
     const scheme = window.location.protocol === "https:" ? "wss" : "ws";
     const socket = new WebSocket(`${scheme}://${window.location.host}/ws/chat/`);
     state.socket = socket;
-    socket.addEventListener("open", () => { state.retry = 500; $("connection").textContent = ""; });
+    socket.addEventListener("open", () => {
+      state.retry = 500;
+      $("connection").textContent = "";
+      if (state.waiting) {  // a question asked while connecting goes now
+        state.waiting = false;
+        submit();
+      }
+    });
     socket.addEventListener("message", (message) => onEvent(JSON.parse(message.data)));
     socket.addEventListener("close", (closing) => {
       if (state.running) finish("The connection was lost; the answer is incomplete.");
@@ -134,10 +144,6 @@
   }
 
   function ask(text) {
-    if (!state.socket || state.socket.readyState !== WebSocket.OPEN) {
-      $("connection").textContent = "Not connected yet; try again in a moment.";
-      return;
-    }
     const frame = { type: "query", session: state.session, text };
     const domains = pickedDomains();
     if (domains.length) frame.domains = domains;
@@ -149,8 +155,9 @@
     showHint();
     state.attempt = 1;
     setRunning(true);
+    showStage("Starting…");
     state.socket.send(JSON.stringify(frame));
-    state.current.scrollIntoView({ block: "end" });
+    scrollToEnd();
   }
 
   function setRunning(running) {
@@ -188,18 +195,16 @@
       case "token":
         if (!item) break;
         if (event.attempt !== state.attempt) {  // a new attempt replaces the text so far
-          item.querySelector(".text").textContent = "";
+          R.answerText(item, "");
           state.attempt = event.attempt;
         }
-        item.querySelector(".text").append(event.text);
+        R.appendText(item, event.text);
         break;
       case "tool":
         if (item) item.querySelector(".tools").append(R.el("li", { class: "tool", text: R.toolLine(event) }));
         break;
       case "references":
-        if (item && event.references.length) {
-          item.querySelector(".refs-slot").replaceChildren(R.references(event.references));
-        }
+        if (item && event.references.length) R.setReferences(item, event.references);
         break;
       case "answer":
         if (!item) break;
@@ -224,11 +229,63 @@
   /* --- the form ------------------------------------------------------------------- */
   function submit(formEvent) {
     if (formEvent) formEvent.preventDefault();
+    if (state.running) return;
     const box = $("question");
     const text = box.value.trim();
-    if (!text || state.running) return;
+    if (!text) {  // nothing but spaces or new lines: say so, send nothing
+      showQuestionHint("Type a question first: there is nothing to send.");
+      box.focus();
+      return;
+    }
+    if (!state.socket || state.socket.readyState !== WebSocket.OPEN) {  // kept in the box meanwhile
+      state.waiting = true;
+      $("connection").textContent = "Connecting… the question goes as soon as the connection is up.";
+      return;
+    }
     box.value = "";
+    fitQuestion();
     ask(text);
+  }
+
+  function showQuestionHint(text) {
+    $("question-hint").textContent = text;
+    $("question").setAttribute("aria-invalid", text ? "true" : "false");
+  }
+
+  /* The question box grows with its text up to its CSS max-height, then scrolls. */
+  function fitQuestion() {
+    const box = $("question");
+    box.style.height = "auto";
+    box.style.height = `${box.scrollHeight + 2}px`;
+  }
+
+  /* --- scrolling and the conversation list on phones --------------------------------- */
+  /* While an answer streams in, the thread keeps the end of its text in view, unless the
+     reader scrolled up (then it stays where they are); the references that follow the
+     text do not push it out of view. */
+  function followAnswers() {
+    const thread = $("thread");
+    let following = true;
+    const below = () => {  // pixels of the streaming text below the visible part of the thread
+      const text = state.current && state.current.querySelector(".text");
+      return text ? text.getBoundingClientRect().bottom - thread.getBoundingClientRect().bottom : 0;
+    };
+    thread.addEventListener("scroll", () => { following = below() < 48; }, { passive: true });
+    new ResizeObserver(() => {
+      const hidden = below();
+      if (state.running && following && hidden > 0) thread.scrollTop += hidden + 12;
+    }).observe($("conversation"));
+  }
+
+  function scrollToEnd() {
+    $("thread").scrollTop = $("thread").scrollHeight;
+  }
+
+  function showSessions(open) {
+    const header = document.querySelector(".top");
+    document.documentElement.style.setProperty("--header-height", `${header.offsetHeight}px`);
+    $("sessions").classList.toggle("open", open);
+    $("sessions-toggle").setAttribute("aria-expanded", String(open));
   }
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -236,6 +293,18 @@
     $("question").addEventListener("keydown", (key) => {
       if (key.key === "Enter" && !key.shiftKey && !key.isComposing) submit(key);
     });
+    $("question").addEventListener("input", () => {
+      showQuestionHint("");
+      fitQuestion();
+    });
+    $("sessions-toggle").addEventListener("click", () => showSessions(!$("sessions").classList.contains("open")));
+    document.addEventListener("keydown", (key) => {
+      if (key.key === "Escape" && $("sessions").classList.contains("open")) {
+        showSessions(false);
+        $("sessions-toggle").focus();
+      }
+    });
+    followAnswers();
     $("cancel").addEventListener("click", () => {
       if (state.running && state.socket) state.socket.send(JSON.stringify({ type: "cancel" }));
     });
