@@ -69,9 +69,11 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=0, help="server starts without warm start (default 0)")
     options = parser.parse_args()
     setup_django()
+    from io import StringIO
+
     from django.core.management import call_command
 
-    call_command("demo", verbosity=0)  # the demo domain in the benchmark database (incremental)
+    call_command("demo", stdout=StringIO())  # the demo domain in the benchmark database (incremental)
     print(f"# {command_line()}")
     print(f"# load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("| start | server ready (s) | 1st question: first token / done (s) | 2nd question: first token / done (s) |")
