@@ -4,6 +4,7 @@
 
 (() => {
   const R = KleaRender;
+  const L = KleaLayout;
   const $ = (id) => document.getElementById(id);
   const STAGES = {
     guard: "Checking the question…", classify: "Classifying…", generate_queries: "Searching…",
@@ -11,7 +12,7 @@
     evaluate: "Evaluating the answer…",
   };
   const state = { session: null, socket: null, current: null, attempt: 1, running: false, retry: 500,
-    domains: [], opened: false, waiting: false };
+    domains: [], opened: false, waiting: false, showSessions: () => {} };
 
   function csrf() {
     const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -83,8 +84,8 @@
     conversation.replaceChildren();
     for (const message of body.messages) conversation.append(R.fill(R.message(message.role), message));
     showHint();
-    showSessions(false);
-    scrollToEnd();
+    state.showSessions(false);
+    L.scrollToEnd($("thread"));
     loadSessions();
     $("question").focus();
   }
@@ -94,7 +95,7 @@
     state.session = null;
     $("conversation").replaceChildren();
     showHint();
-    showSessions(false);
+    state.showSessions(false);
     loadSessions();
     $("question").focus();
   }
@@ -157,7 +158,7 @@
     setRunning(true);
     showStage("Starting…");
     state.socket.send(JSON.stringify(frame));
-    scrollToEnd();
+    L.scrollToEnd($("thread"));
   }
 
   function setRunning(running) {
@@ -243,49 +244,13 @@
       return;
     }
     box.value = "";
-    fitQuestion();
+    L.fit(box);
     ask(text);
   }
 
   function showQuestionHint(text) {
     $("question-hint").textContent = text;
     $("question").setAttribute("aria-invalid", text ? "true" : "false");
-  }
-
-  /* The question box grows with its text up to its CSS max-height, then scrolls. */
-  function fitQuestion() {
-    const box = $("question");
-    box.style.height = "auto";
-    box.style.height = `${box.scrollHeight + 2}px`;
-  }
-
-  /* --- scrolling and the conversation list on phones --------------------------------- */
-  /* While an answer streams in, the thread keeps the end of its text in view, unless the
-     reader scrolled up (then it stays where they are); the references that follow the
-     text do not push it out of view. */
-  function followAnswers() {
-    const thread = $("thread");
-    let following = true;
-    const below = () => {  // pixels of the streaming text below the visible part of the thread
-      const text = state.current && state.current.querySelector(".text");
-      return text ? text.getBoundingClientRect().bottom - thread.getBoundingClientRect().bottom : 0;
-    };
-    thread.addEventListener("scroll", () => { following = below() < 48; }, { passive: true });
-    new ResizeObserver(() => {
-      const hidden = below();
-      if (state.running && following && hidden > 0) thread.scrollTop += hidden + 12;
-    }).observe($("conversation"));
-  }
-
-  function scrollToEnd() {
-    $("thread").scrollTop = $("thread").scrollHeight;
-  }
-
-  function showSessions(open) {
-    const header = document.querySelector(".top");
-    document.documentElement.style.setProperty("--header-height", `${header.offsetHeight}px`);
-    $("sessions").classList.toggle("open", open);
-    $("sessions-toggle").setAttribute("aria-expanded", String(open));
   }
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -295,16 +260,11 @@
     });
     $("question").addEventListener("input", () => {
       showQuestionHint("");
-      fitQuestion();
+      L.fit($("question"));
     });
-    $("sessions-toggle").addEventListener("click", () => showSessions(!$("sessions").classList.contains("open")));
-    document.addEventListener("keydown", (key) => {
-      if (key.key === "Escape" && $("sessions").classList.contains("open")) {
-        showSessions(false);
-        $("sessions-toggle").focus();
-      }
-    });
-    followAnswers();
+    state.showSessions = L.drawer($("sessions-toggle"), $("sessions"));
+    L.follow($("thread"), $("conversation"), () => state.current && state.current.querySelector(".text"),
+      () => state.running);
     $("cancel").addEventListener("click", () => {
       if (state.running && state.socket) state.socket.send(JSON.stringify({ type: "cancel" }));
     });
