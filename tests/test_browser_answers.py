@@ -30,6 +30,33 @@ REST = (
     "[data](data:text/html,hi) and <mailto:team@example.org>."
 )
 WHITESPACE_HINT = "Type a question first: there is nothing to send."
+# Classic script injections, each rendered by the page's own KleaMarkdown.render.
+PAYLOADS = [
+    "<script>window.pwned=1</script>", '<a href="javascript:window.pwned=1">x</a>', "<svg onload=window.pwned=1>",
+    "<iframe src=javascript:window.pwned=1>", "<details open ontoggle=window.pwned=1>x</details>",
+    "[x](javascript:window.pwned=1)", "[x](JaVaScRiPt:window.pwned=1)", "[x](&#106;avascript:window.pwned=1)",
+    "[x](java\tscript:window.pwned=1)", "[x]( javascript:window.pwned=1 )", "<javascript:window.pwned=1>",
+    "![x](javascript:window.pwned=1)", "[x](vbscript:msgbox(1))", "[x](data:text/html;base64,PHNjcmlwdD4=)",
+    "[x](file:///etc/passwd)", "[x](//evil.example/x)", "[x]: javascript:window.pwned=1\n\n[x]",
+    '[a](http://example.org "t\\" onmouseover=\\"window.pwned=1")', "`<b>` <b>bold</b> &lt;i&gt;",
+]
+AUDIT = """(payloads) => {
+  const allowed = /^(https?:|mailto:)/i, found = [];
+  for (const text of payloads) {
+    const box = document.createElement("div");
+    box.append(KleaMarkdown.render(text, null));
+    document.body.append(box);  // in the document, so that any handler could fire
+    for (const node of box.querySelectorAll("*")) {
+      if (!["P", "A", "CODE", "STRONG", "EM"].includes(node.nodeName)) found.push(`${text}: <${node.nodeName}>`);
+      for (const attr of node.attributes) {
+        if (attr.name.startsWith("on") || (attr.name === "href" && !allowed.test(attr.value))) {
+          found.push(`${text}: ${attr.name}=${attr.value}`);
+        }
+      }
+    }
+  }
+  return found;
+}"""
 
 
 @pytest.fixture
@@ -120,6 +147,10 @@ def test_markdown_answers_render_safely_stream_progressively_and_cite(world, hos
             expect(chunk).to_have_text(HOSTILE_SOURCE)  # the source's HTML is text too
             expect(reference).to_be_focused()
             screenshot(page, "chat-markdown")
+
+            # known injections: no element, attribute or URL that could run script
+            assert page.evaluate(AUDIT, PAYLOADS) == []
+            page.wait_for_timeout(200)
 
             # the same rendering when the conversation is reloaded from history
             page.reload()
