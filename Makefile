@@ -18,7 +18,7 @@ DAPHNE_ARGS := --websocket-max-message-size $(WS_PROTOCOL_MAX) --websocket-max-f
 # The browser tests drive Debian's Chromium (installed here when missing; never downloaded by Playwright).
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: install run test demo stop-db clean-db help chromium
+.PHONY: install run test demo models stop-db clean-db help chromium
 
 help:
 	@echo "make run   - install, migrate, ingest docs/ as the demo domain, serve on http://$(HOST):$(PORT)"
@@ -34,7 +34,12 @@ $(VENV)/.installed: requirements.txt
 
 install: $(VENV)/.installed
 
-demo: install
+# The int8 embedding model, built once into KLEA_EMBEDDING_CACHE_DIR (a few minutes the
+# first time), so that no server, worker or test waits for the build.
+models: install
+	$(PY) manage.py prepare_models
+
+demo: install models
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo
 
@@ -42,6 +47,7 @@ demo: install
 run: demo
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	@echo "Serving on http://$(HOST):$(PORT)/  (admin: /admin/, create a user with: $(PY) manage.py createsuperuser)"
+	@echo "The embedding models load as the server starts: GET /health says \"ready\": true once they are in memory."
 	@worker=""; \
 	if [ -n "$$REDIS_URL" ]; then \
 		$(VENV)/bin/celery -A klea_site worker --loglevel=INFO & worker=$$!; \
@@ -57,7 +63,7 @@ chromium:
 		{ $$sudo apt-get update && $$sudo apt-get install -y --no-install-recommends chromium; }; \
 	}
 
-test: install chromium
+test: install chromium models
 	@redis-cli -u $(TEST_REDIS_URL) ping >/dev/null 2>&1 || \
 		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null
 	KLEA_DOI_NETWORK=false TEST_REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest -c tests/pytest.ini --rootdir . $(PYTEST_ARGS)

@@ -2,7 +2,9 @@
 
 Each remote check waits at most KLEA_HEALTH_TIMEOUT seconds. 503 when the database does
 not answer (nothing works without it); otherwise 200, with ``"status": "degraded"`` when
-Redis or the model server fails.
+Redis or the model server fails. ``"ready"`` says whether this server process has loaded
+its embedding models (domains/embeddings.py, ``start_warm_up``): until then a question
+waits for them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+
+from domains.embeddings import is_ready
 
 
 def check_database() -> dict:
@@ -66,17 +70,17 @@ def check_model_server() -> dict:
 
 @csrf_exempt  # read-only: a POST gets 405, not a CSRF page
 def health(request):
-    """:returns: ``{"status": "ok" | "degraded" | "down", "database", "redis", "model_server"}``;
-    405 JSON for methods other than GET and HEAD."""
+    """:returns: ``{"status": "ok" | "degraded" | "down", "ready": bool, "database", "redis",
+    "model_server"}``; 405 JSON for methods other than GET and HEAD."""
     if request.method not in ("GET", "HEAD"):
         response = JsonResponse({"error": {"code": "method_not_allowed", "message": "use GET or HEAD"}}, status=405)
         response["Allow"] = "GET, HEAD"
         return response
     database = check_database()
     if not database["ok"]:
-        return JsonResponse({"status": "down", "database": database}, status=503)
+        return JsonResponse({"status": "down", "ready": is_ready(), "database": database}, status=503)
     redis_status = check_redis()
     model = check_model_server()
     ok = model["ok"] and (redis_status is None or redis_status["ok"])
-    return JsonResponse({"status": "ok" if ok else "degraded", "database": database, "redis": redis_status,
-                         "model_server": model})
+    return JsonResponse({"status": "ok" if ok else "degraded", "ready": is_ready(), "database": database,
+                         "redis": redis_status, "model_server": model})

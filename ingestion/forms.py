@@ -33,9 +33,13 @@ class MultipleFileField(forms.FileField):
 class UploadForm(forms.Form):
     store = forms.ModelChoiceField(queryset=Store.objects.select_related("domain").order_by("name"))
     files = MultipleFileField(help_text="PDF, DOCX, Markdown/MyST, reStructuredText, HTML or plain text.")
-    max_tokens = forms.IntegerField(initial=default_max_tokens, min_value=MIN_MAX_TOKENS, max_value=2048)
+    max_tokens = forms.IntegerField(
+        label="Chunk size", initial=default_max_tokens, min_value=MIN_MAX_TOKENS, max_value=2048,
+        help_text="At most this many tokens of the embedding model per chunk.",
+    )
     ocr = forms.ChoiceField(
-        choices=[("auto", "auto: only PDFs without a text layer"), ("on", "always"), ("off", "never")], initial="auto"
+        label="OCR", choices=[("auto", "auto: only PDFs without a text layer"), ("on", "always"), ("off", "never")],
+        initial="auto", help_text="Text recognition for scanned pages that have no text layer.",
     )
     force = forms.BooleanField(required=False, help_text="Re-convert and re-embed files that did not change.")
 

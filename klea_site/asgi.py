@@ -1,6 +1,8 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
-Websockets pass the allowed-hosts origin check, then the session/auth middleware.
+Websockets pass the allowed-hosts origin check, then the session/auth middleware. The
+embedding models start loading as the server process starts (``/health`` says
+``"ready": true`` once they are in memory), so the first question does not wait for them.
 """
 
 import os
@@ -14,7 +16,10 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs apps loaded)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from django.conf import settings  # noqa: E402
+
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from domains.embeddings import start_warm_up  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -22,3 +27,5 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+if settings.KLEA_WARM_START:
+    start_warm_up()

@@ -156,6 +156,9 @@ KLEA_EMBEDDING_BATCH_SIZE = env.int("KLEA_EMBEDDING_BATCH_SIZE", default=32)
 # onnx-int8 (default; ~2x faster, built once into KLEA_EMBEDDING_CACHE_DIR) or torch.
 KLEA_EMBEDDING_BACKEND = env("KLEA_EMBEDDING_BACKEND", default="onnx-int8")
 KLEA_EMBEDDING_CACHE_DIR = Path(env("KLEA_EMBEDDING_CACHE_DIR", default=str(VAR_DIR / "models")))
+# Load the embedding models when a server (klea_site/asgi.py) or Celery worker process
+# starts, so that no question waits for them; /health says "ready" once they are loaded.
+KLEA_WARM_START = env.bool("KLEA_WARM_START", default=True)
 # Reference-material budget: characters, each chunk costs len(text) + 200.
 KLEA_MAX_REFS_SIZE = env.int("KLEA_MAX_REFS_SIZE", default=20_000)
 KLEA_CHUNK_MAX_TOKENS = env.int("KLEA_CHUNK_MAX_TOKENS", default=450)

@@ -9,6 +9,11 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+# This process imports klea_site.asgi (websocket tests) but serves nothing: no warm-up
+# thread here (its log lines would land in other tests' caplog). The daphne and Celery
+# processes that tests start warm up as in production.
+settings.KLEA_WARM_START = False
+
 DOC_DOMAINS = {
     "domains": {
         "neuroml": {

@@ -203,8 +203,8 @@ def test_health(setup, settings):
     client = Client()
     database = {"ok": True, "pgvector": "0.6.2"}
     extractive = {"backend": "extractive", "ok": True, "url": None}
-    assert client.get("/health").json() == {"status": "ok", "database": database, "redis": None,
-                                            "model_server": extractive}
+    assert client.get("/health").json() == {"status": "ok", "ready": False, "database": database, "redis": None,
+                                            "model_server": extractive}  # this process never warmed up
     settings.REDIS_URL = "redis://127.0.0.1:6379/0"
     assert client.get("/health").json()["redis"] == {"ok": True}
     settings.REDIS_URL = closed_port_url().replace("http", "redis")

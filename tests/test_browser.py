@@ -1,33 +1,33 @@
-"""The chat UI in a real browser (Debian's headless Chromium driven by Playwright) against
-a real daphne server: sign in, ask about a small ingested domain, watch the answer
-stream in, open a reference. Screenshots go to test-artifacts/ (git-ignored).
-
-A missing browser fails the test: ``make test`` installs /usr/bin/chromium first.
+"""The chat UI in a real browser (Debian's headless Chromium driven by Playwright, see
+tests/browser.py) against a real daphne server: sign in, ask about a small ingested
+domain, watch the answer stream in, open a reference; stop an answer, then rename, reopen
+and delete the conversation. Screenshots go to test-artifacts/ (git-ignored).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from playwright.sync_api import expect
 
 from domains.models import Domain
 from ingestion.models import IngestionJob, StagedFile
 from ingestion.runs.ingest import ingest
 
+from .browser import PHONE, browser_page, screenshot, sign_in
 from .chat_world import PASSWORD, in_thread, world  # noqa: F401
 from .fake_ollama import FakeOllama, Reply
 from .live_daphne import LiveDaphne
 
 pytestmark = pytest.mark.django_db
-CHROMIUM = "/usr/bin/chromium"
 DOCS = ("getting-started.md", "configuration.md", "domains.md")
 QUESTION = "How do I point Klea at my own PostgreSQL database?"
-ARTIFACTS = Path(settings.BASE_DIR, "test-artifacts")
-TIMEOUT_MS = 60_000
+CITATION = re.compile(r"\[(\d+)\]")
 
 
 @pytest.fixture
@@ -57,157 +57,130 @@ def web_docs(world, tmp_path):
 
 
 def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run `make test` (it installs Debian's chromium)", pytrace=False)
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=TIMEOUT_MS)  # the server's first turn loads the embedding model
-    ARTIFACTS.mkdir(exist_ok=True)
     frames: list[dict] = []
-    with LiveDaphne(tmp_path / "daphne.log") as server, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(TIMEOUT_MS)
-            page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(json.loads(payload))))
+    with LiveDaphne(tmp_path / "daphne.log") as server, browser_page() as page:
+        page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(json.loads(payload))))
 
-            # sign in
-            page.goto(f"{server.url}/")
-            expect(page).to_have_url(f"{server.url}/accounts/login/?next=/")
-            page.get_by_label("User name").fill(world.bob.username)
-            page.get_by_label("Password").fill(PASSWORD)
-            page.get_by_role("button", name="Sign in").click()
-            expect(page).to_have_url(f"{server.url}/")
-            expect(page.locator(".who")).to_have_text("ws-bob")
+        # sign in
+        page.goto(f"{server.url}/")
+        expect(page).to_have_url(f"{server.url}/accounts/login/?next=/")
+        page.get_by_label("User name").fill(world.bob.username)
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page).to_have_url(f"{server.url}/")
+        expect(page.locator(".who")).to_have_text("ws-bob")
 
-            # the picker offers bob's domains only
-            expect(page.get_by_label("webdocs")).to_be_visible()
-            expect(page.get_by_label("wsneuro")).to_be_visible()
-            assert page.get_by_label("wssecret").count() == 0
+        # the picker offers bob's domains only
+        expect(page.get_by_label("webdocs")).to_be_visible()
+        expect(page.get_by_label("wsneuro")).to_be_visible()
+        assert page.get_by_label("wssecret").count() == 0
 
-            # ask with Enter; the answer streams in, then the references
-            page.get_by_label("webdocs").check()
-            page.get_by_label("Your question").fill(QUESTION)
-            page.get_by_label("Your question").press("Enter")
-            expect(page.locator(".message.user .text")).to_have_text(QUESTION)
-            answer = page.locator(".message.assistant .text")
-            expect(page.locator(".message.assistant .references")).to_be_visible()
-            expect(page.locator(".message.assistant.streaming")).to_have_count(0)
-            expect(page.locator("#stage")).to_be_hidden()
-            done = next(f for f in frames if f["type"] == "done")
-            final = next(f for f in frames if f["type"] == "answer")
-            assert done["status"] == "complete" and final["route"] == "domains" and final["domains"] == ["webdocs"]
-            kinds = [f["type"] for f in frames]
-            assert kinds.index("token") < kinds.index("answer")  # text streamed before the final answer
-            stages = {f["node"] for f in frames if f["type"] == "stage"}
-            assert {"classify", "retrieve", "answer", "evaluate"} <= stages
-            expect(answer).to_have_text(final["text"])
-            assert "[1]" in final["text"]
+        # ask with Enter; the answer streams in, then the references
+        page.get_by_label("webdocs").check()
+        page.get_by_label("Your question").fill(QUESTION)
+        page.get_by_label("Your question").press("Enter")
+        expect(page.locator(".message.user .text")).to_have_text(QUESTION)
+        answer = page.locator(".message.assistant .text")
+        expect(page.locator(".message.assistant .references")).to_be_visible()
+        expect(page.locator(".message.assistant.streaming")).to_have_count(0)
+        expect(page.locator("#stage")).to_be_hidden()
+        done = next(f for f in frames if f["type"] == "done")
+        final = next(f for f in frames if f["type"] == "answer")
+        assert done["status"] == "complete" and final["route"] == "domains" and final["domains"] == ["webdocs"]
+        kinds = [f["type"] for f in frames]
+        assert kinds.index("token") < kinds.index("answer")  # text streamed before the final answer
+        stages = {f["node"] for f in frames if f["type"] == "stage"}
+        assert {"classify", "retrieve", "answer", "evaluate"} <= stages
+        # the answer shown is the final text (as Markdown); each [n] of a reference is a button
+        assert page.evaluate("document.querySelector('.message.assistant').kleaText") == final["text"]
+        numbers = {ref["number"] for ref in next(f for f in frames if f["type"] == "references")["references"]}
+        markers = [m.group(0) for m in CITATION.finditer(final["text"]) if int(m.group(1)) in numbers]
+        assert "[1]" in markers
+        expect(answer.locator("button.cite")).to_have_text(markers)
 
-            # references: title, file, cited text on demand
-            references = next(f for f in frames if f["type"] == "references")["references"]
-            first = page.locator(".reference").first
-            expect(first.locator(".ref-title")).to_have_text(references[0]["title"] or references[0]["file_name"])
-            expect(first.locator(".ref-file")).to_have_text(f"webdocs · {references[0]['file_name']}")
-            chunk_text = first.locator(".chunk-text").first
-            expect(chunk_text).to_be_hidden()
-            first.locator("details.chunk summary").first.click()
-            expect(chunk_text).to_be_visible()
-            expect(chunk_text).to_have_text(references[0]["chunks"][0]["text"])
-            # an [n] marker in the answer is a button that opens reference n
-            first.locator("details.chunk summary").first.click()
-            expect(chunk_text).to_be_hidden()
-            cite = page.locator(".message.assistant .text button.cite").first
-            expect(cite).to_have_text("[1]")
-            expect(cite).to_have_attribute("aria-label", "Reference 1")
-            cite.click()
-            expect(chunk_text).to_be_visible()
-            expect(first).to_be_focused()
-            page.screenshot(path=str(ARTIFACTS / "chat-desktop.png"), full_page=True)
+        # references: title, file, cited text on demand
+        references = next(f for f in frames if f["type"] == "references")["references"]
+        first = page.locator(".reference").first
+        expect(first.locator(".ref-title")).to_have_text(references[0]["title"] or references[0]["file_name"])
+        expect(first.locator(".ref-file")).to_have_text(f"webdocs · {references[0]['file_name']}")
+        chunk_text = first.locator(".chunk-text").first
+        expect(chunk_text).to_be_hidden()
+        first.locator("details.chunk summary").first.click()
+        expect(chunk_text).to_be_visible()
+        expect(chunk_text).to_have_text(references[0]["chunks"][0]["text"])
+        # an [n] marker in the answer is a button that opens reference n
+        first.locator("details.chunk summary").first.click()
+        expect(chunk_text).to_be_hidden()
+        cite = page.locator(".message.assistant .text button.cite").first
+        expect(cite).to_have_text("[1]")
+        expect(cite).to_have_attribute("aria-label", "Reference 1")
+        cite.click()
+        expect(chunk_text).to_be_visible()
+        expect(first).to_be_focused()
+        screenshot(page, "chat-desktop")
 
-            # the new conversation is listed under its question
-            expect(page.locator("#session-list .open").first).to_have_text(QUESTION)
+        # the new conversation is listed under its question
+        expect(page.locator("#session-list .open").first).to_have_text(QUESTION)
 
-            # user text is shown as text, never as HTML
-            hostile = '<img src=x onerror="window.pwned=1"> Redis?'
-            page.get_by_label("Your question").fill(hostile)
-            page.get_by_role("button", name="Send").click()
-            expect(page.locator(".message.user .text").nth(1)).to_have_text(hostile)
-            expect(page.locator(".message.assistant.streaming")).to_have_count(0)
-            assert page.evaluate("window.pwned === undefined") and page.locator(".conversation img").count() == 0
+        # user text is shown as text, never as HTML
+        hostile = '<img src=x onerror="window.pwned=1"> Redis?'
+        page.get_by_label("Your question").fill(hostile)
+        page.get_by_role("button", name="Send").click()
+        expect(page.locator(".message.user .text").nth(1)).to_have_text(hostile)
+        expect(page.locator(".message.assistant.streaming")).to_have_count(0)
+        assert page.evaluate("window.pwned === undefined") and page.locator(".conversation img").count() == 0
 
-            # readable on a phone: one column, nothing wider than the screen
-            page.set_viewport_size({"width": 390, "height": 844})
-            assert page.evaluate("document.documentElement.scrollWidth") <= 390
-            page.screenshot(path=str(ARTIFACTS / "chat-phone.png"), full_page=True)
-        finally:
-            browser.close()
+        # readable on a phone: one column, nothing wider than the screen
+        page.set_viewport_size(PHONE)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        screenshot(page, "chat-phone")
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()
 
 
-def sign_in(page, server, user) -> None:
-    page.goto(f"{server.url}/accounts/login/?next=/")
-    page.get_by_label("User name").fill(user.username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_label("Password").press("Enter")
-    page.wait_for_url(f"{server.url}/")
-
-
 def test_stop_a_streaming_answer_then_rename_reopen_and_delete_the_conversation(world, tmp_path):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run `make test` (it installs Debian's chromium)", pytrace=False)
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=TIMEOUT_MS)
     with FakeOllama() as fake:
         # query generation, then an answer that streams two pieces and stalls
         fake.script(Reply.json({"queries": ["cheap neuron model"], "filters": {}}),
                     Reply.hang(pieces=["The Izhikevich model", " is cheap"]))
         env = {"KLEA_LLM_BACKEND": "ollama", "OLLAMA_HOST": fake.url}
-        with LiveDaphne(tmp_path / "daphne.log", **env) as server, sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM)
-            try:
-                page = browser.new_page()
-                page.set_default_timeout(TIMEOUT_MS)
-                sign_in(page, server, world.alice)
-                expect(page.get_by_label("wssecret")).to_be_visible()  # alice is in the lab group
-                page.get_by_label("wsneuro").check()
-                page.get_by_label("Your question").fill("Which neuron model is cheap?")
-                page.get_by_label("Your question").press("Enter")
+        with LiveDaphne(tmp_path / "daphne.log", **env) as server, browser_page() as page:
+            sign_in(page, server, world.alice)
+            expect(page.get_by_label("wssecret")).to_be_visible()  # alice is in the lab group
+            page.get_by_label("wsneuro").check()
+            page.get_by_label("Your question").fill("Which neuron model is cheap?")
+            page.get_by_label("Your question").press("Enter")
 
-                # the text streams in while the stage says "Answering…"
-                streaming = page.locator(".message.assistant.streaming .text")
-                expect(streaming).to_have_text("The Izhikevich model is cheap")
-                expect(page.locator("#stage-text")).to_have_text("Answering…")
-                expect(page.get_by_role("button", name="Send")).to_be_disabled()
-                page.get_by_role("button", name="Stop").click()
-                expect(page.locator(".message.assistant .error")).to_have_text("Stopped: the answer is incomplete.")
-                expect(page.get_by_role("button", name="Stop")).to_be_hidden()
-                expect(page.get_by_role("button", name="Send")).to_be_enabled()
-                assert page.evaluate("document.activeElement.id") == "question"
-                assert fake.disconnected.wait(10), "the model stream was not closed"
-                page.screenshot(path=str(ARTIFACTS / "chat-stopped.png"), full_page=True)
+            # the text streams in while the stage says "Answering…"
+            streaming = page.locator(".message.assistant.streaming .text")
+            expect(streaming).to_have_text("The Izhikevich model is cheap")
+            expect(page.locator("#stage-text")).to_have_text("Answering…")
+            expect(page.get_by_role("button", name="Send")).to_be_disabled()
+            page.get_by_role("button", name="Stop").click()
+            expect(page.locator(".message.assistant .error")).to_have_text("Stopped: the answer is incomplete.")
+            expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+            expect(page.get_by_role("button", name="Send")).to_be_enabled()
+            assert page.evaluate("document.activeElement.id") == "question"
+            assert fake.disconnected.wait(10), "the model stream was not closed"
+            screenshot(page, "chat-stopped")
 
-                # rename, reload, reopen: the stored partial answer is marked as stopped
-                page.once("dialog", lambda dialog: dialog.accept("Cheap models"))
-                page.get_by_role("button", name="Rename Which neuron model is cheap?").click()
-                expect(page.locator("#session-list .open")).to_have_text(["Cheap models"])
-                page.reload()  # the most recent conversation opens by itself
-                expect(page.locator(".message.user .text")).to_have_text("Which neuron model is cheap?")
-                expect(page.locator("#empty-hint")).to_be_hidden()
-                page.get_by_role("button", name="Cheap models", exact=True).click()
-                expect(page.locator(".message.user .text")).to_have_text("Which neuron model is cheap?")
-                expect(page.locator(".message.assistant .text")).to_have_text("The Izhikevich model is cheap")
-                expect(page.locator(".message.assistant .error")).to_have_text("Stopped: the answer is incomplete.")
+            # rename, reload, reopen: the stored partial answer is marked as stopped
+            page.once("dialog", lambda dialog: dialog.accept("Cheap models"))
+            page.get_by_role("button", name="Rename Which neuron model is cheap?").click()
+            expect(page.locator("#session-list .open")).to_have_text(["Cheap models"])
+            page.reload()  # the most recent conversation opens by itself
+            expect(page.locator(".message.user .text")).to_have_text("Which neuron model is cheap?")
+            expect(page.locator("#empty-hint")).to_be_hidden()
+            page.get_by_role("button", name="Cheap models", exact=True).click()
+            expect(page.locator(".message.user .text")).to_have_text("Which neuron model is cheap?")
+            expect(page.locator(".message.assistant .text")).to_have_text("The Izhikevich model is cheap")
+            expect(page.locator(".message.assistant .error")).to_have_text("Stopped: the answer is incomplete.")
 
-                # delete it
-                page.once("dialog", lambda dialog: dialog.accept())
-                page.get_by_role("button", name="Delete Cheap models").click()
-                expect(page.locator("#session-list li")).to_have_count(0)
-                expect(page.locator(".message")).to_have_count(0)
-                names = page.evaluate("fetch('/api/domains').then((r) => r.json())")["domains"]
-                expect(page.locator("#empty-hint")).to_have_text(
-                    "Ask a question about: " + ", ".join(d["name"] for d in names))
-            finally:
-                browser.close()
+            # delete it
+            page.once("dialog", lambda dialog: dialog.accept())
+            page.get_by_role("button", name="Delete Cheap models").click()
+            expect(page.locator("#session-list li")).to_have_count(0)
+            expect(page.locator(".message")).to_have_count(0)
+            names = page.evaluate("fetch('/api/domains').then((r) => r.json())")["domains"]
+            expect(page.locator("#empty-hint")).to_have_text(
+                "Ask a question about: " + ", ".join(d["name"] for d in names))
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()

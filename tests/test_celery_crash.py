@@ -138,6 +138,7 @@ def test_worker_killed_mid_document_leaves_one_copy_of_every_chunk(tmp_path, red
     copies = Counter(Chunk.objects.filter(store__name="crash-store").values_list("document__file_name", "text"))
     assert max(copies.values()) == 1
     assert killed_during <= set(expected)
+    assert "embedding models ready in" in log.read_text()  # each worker process loads its model as it starts
     StagedFile.objects.filter(directory=str(root)).delete()
     IngestionJob.objects.filter(pk=job.pk).delete()
     print(f"killed while {sorted(killed_during)} in flight; {stored_at_kill} of {FILES} stored at the kill")

@@ -1,11 +1,20 @@
 """The embedding contract for both backends: float32 (n, 384), L2-normalised; the int8
-ONNX vectors stay at cosine >= 0.99 to the plain sentence-transformers ones."""
+ONNX vectors stay at cosine >= 0.99 to the plain sentence-transformers ones. Warm start:
+the models load before the first request and /health says so."""
 
 from __future__ import annotations
 
+import logging
+import re
+import threading
+from io import StringIO
+from pathlib import Path
+
 import numpy as np
 import pytest
-from django.test import override_settings
+from django.conf import settings
+from django.core.management import call_command
+from django.test import Client, override_settings
 
 from domains import embeddings
 
@@ -47,3 +56,50 @@ def test_torch_backend_and_bad_backend_setting():
     with override_settings(KLEA_EMBEDDING_BACKEND="gpu-magic"):
         with pytest.raises(embeddings.EmbeddingError, match=r"^KLEA_EMBEDDING_BACKEND='gpu-magic'; expected one of"):
             embeddings.embed_texts(["x"])
+
+
+def test_warm_up_loads_both_models_and_makes_health_say_ready(monkeypatch, db):
+    monkeypatch.setattr(embeddings, "_ready", threading.Event())  # as in a process that just started
+    assert Client().get("/health").json()["ready"] is False
+    embeddings.warm_up()
+    assert embeddings.is_ready()
+    assert Client().get("/health").json()["ready"] is True
+    # both models are now held by their per-process loaders: the next call loads nothing
+    path = embeddings.model_path()
+    assert embeddings._load.cache_info().currsize >= 1 and embeddings._onnx.cache_info().currsize >= 1
+    hits = (embeddings._load.cache_info().hits, embeddings._onnx.cache_info().hits)
+    embeddings.embed_query("x")
+    embeddings.embed_texts(["x"])
+    assert (embeddings._load.cache_info().hits, embeddings._onnx.cache_info().hits) == (hits[0] + 1, hits[1] + 1)
+    assert embeddings._load(path) is embeddings.get_model()
+
+
+def test_a_failed_warm_up_is_logged_and_leaves_the_process_not_ready(monkeypatch, caplog):
+    monkeypatch.setattr(embeddings, "_ready", threading.Event())
+    with override_settings(KLEA_EMBEDDING_BACKEND="gpu-magic"), caplog.at_level(logging.ERROR, "klea.embeddings"):
+        embeddings.start_warm_up(queries=False).join(timeout=60)
+    assert not embeddings.is_ready()
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("ERROR", "loading the embedding models failed")]
+    assert caplog.records[0].exc_info[0] is embeddings.EmbeddingError
+
+
+def test_prepare_models_reports_the_int8_model_and_the_load(db, monkeypatch):
+    from domains.onnx_int8 import model_file
+
+    monkeypatch.setattr(embeddings, "_ready", threading.Event())  # this process stays "not ready"
+
+    embeddings.get_onnx_embedder()  # built by now (the first test run builds it once)
+    path = model_file(Path(embeddings.model_path()), Path(settings.KLEA_EMBEDDING_CACHE_DIR))
+    out = StringIO()
+    call_command("prepare_models", stdout=out)
+    assert out.getvalue().splitlines() == [f"passage model: {path} (already built)"]
+    out = StringIO()
+    call_command("prepare_models", "--check", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"passage model: {path} (already built)" and len(lines) == 2
+    assert re.fullmatch(r"query and passage models load in \d+\.\d s", lines[1])
+    with override_settings(KLEA_EMBEDDING_BACKEND="torch"):
+        out = StringIO()
+        call_command("prepare_models", stdout=out)
+    assert out.getvalue().splitlines()[0] == "passage model: all-MiniLM-L6-v2 (torch), nothing to build"

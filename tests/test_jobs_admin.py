@@ -61,6 +61,11 @@ def test_admin_upload_of_several_files_builds_them(client, users, store, tmp_pat
     client.force_login(creator)
     page = client.get("/admin/ingestion/ingestionjob/upload/")
     assert page.status_code == 200
+    html = page.content.decode()  # the admin's own form rows and breadcrumbs
+    for name in ("store", "files", "max_tokens", "ocr", "force"):
+        assert f'<div class="form-row field-{name}">' in html, name
+    assert '<div class="breadcrumbs">' in html and 'href="/admin/ingestion/ingestionjob/">Ingestion jobs</a>' in html
+    assert '<h2 id="fieldset-0-1-heading" class="fieldset-heading">Options</h2>' in html
     files = [
         SimpleUploadedFile("notes.md", b"# Notes\n\nAction potentials travel along axons.\n"),
         SimpleUploadedFile("more.txt", b"Dendrites receive input."),
@@ -77,13 +82,25 @@ def test_admin_upload_of_several_files_builds_them(client, users, store, tmp_pat
         ("more.txt", "stored"), ("notes.md", "stored")
     ]
     assert (tmp_path / "uploads" / "upload-store" / "notes.md").read_bytes().startswith(b"# Notes")
+    # the job page opens with its progress: every file's outcome, the final state
+    job_page = client.get(response["Location"])
+    assert [m.message for m in job_page.context["messages"]] == [
+        f"Uploaded 2 file(s): job {job.pk} ingests them, progress below."]
+    assert job_page.context["job_files"] == [("more.txt", "stored", ""), ("notes.md", "stored", "")]
+    assert job_page.context["job_waiting"] == 0
+    html = job_page.content.decode()
+    assert f'data-job-url="/api/jobs/{job.pk}" data-status="succeeded"' in html
+    assert "2/2 (100%) succeeded" in html and "ingestion/job_progress.js" in html
     listing = client.get("/admin/ingestion/ingestionjob/").content.decode()
-    assert f'data-url="/api/jobs/{job.pk}" value="2" max="2"' in listing
+    assert f'data-job-url="/api/jobs/{job.pk}" data-status="succeeded" value="2" max="2"' in listing
     assert "Upload documents" in listing
     bad = client.post("/admin/ingestion/ingestionjob/upload/", {
         "store": store.pk, "files": [SimpleUploadedFile("x.exe", b"MZ")], "max_tokens": 450, "ocr": "auto",
     })
-    assert "unsupported file type: x.exe" in bad.content.decode()
+    bad_html = bad.content.decode()
+    assert "unsupported file type: x.exe" in bad_html
+    assert '<p class="errornote">Please correct the error below.</p>' in bad_html
+    assert '<div class="form-row errors field-files">' in bad_html
 
 
 def test_editing_map_entries_in_the_admin_reapplies_them(client, users, store, tmp_path):

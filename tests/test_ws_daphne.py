@@ -21,7 +21,7 @@ from chat.models import ChatMessage
 
 from .chat_world import in_thread, session_cookie, world  # noqa: F401
 from .fake_ollama import FakeOllama, Reply, closed_port_url
-from .live_daphne import LiveDaphne
+from .live_daphne import READY_LOG, LiveDaphne
 
 pytestmark = pytest.mark.django_db
 REDIS_URL = os.environ.get("KLEA_TEST_WS_REDIS_URL", "redis://127.0.0.1:6379/7")
@@ -51,7 +51,7 @@ async def until(socket, kind: str) -> list[dict]:
 @pytest.mark.asyncio
 async def test_a_2_mib_frame_gets_too_large_and_the_socket_stays_open(world, tmp_path):
     cookie = session_cookie(world.bob)
-    with LiveDaphne(tmp_path / "daphne.log") as server:
+    with LiveDaphne(tmp_path / "daphne.log", KLEA_WARM_START="false") as server:  # no question is answered
         async with open_socket(server, cookie) as socket:
             await socket.send(json.dumps({"type": "query", "session": None, "text": "x" * (2 * 1024 * 1024)}))
             assert await receive(socket) == {"type": "error", "code": "too_large", "node": "", "fatal": False,
@@ -119,12 +119,13 @@ async def test_closing_the_browser_mid_answer_stores_it_as_interrupted_and_logs_
             assert fake.disconnected.wait(5), "the model stream was not closed"
     text = log.read_text()
     assert "WSDISCONNECT /ws/chat/" in text
-    assert [line for line in text.splitlines() if not line.startswith("127.0.0.1:")] == []
+    assert [line for line in text.splitlines() if not line.startswith("127.0.0.1:")
+            and not READY_LOG.search(line)] == []
 
 
 def test_health_is_503_when_the_database_is_down(tmp_path):
     url = closed_port_url().replace("http://", "postgres://klea@") + "/klea"
-    with LiveDaphne(tmp_path / "daphne.log", ready_status=503, DATABASE_URL=url) as server:
+    with LiveDaphne(tmp_path / "daphne.log", ready_status=503, DATABASE_URL=url, KLEA_WARM_START="false") as server:
         with pytest.raises(urllib.error.HTTPError) as failed:
             urllib.request.urlopen(f"{server.url}/health", timeout=10)
         body = json.loads(failed.value.read())

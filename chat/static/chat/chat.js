@@ -4,6 +4,7 @@
 
 (() => {
   const R = KleaRender;
+  const L = KleaLayout;
   const $ = (id) => document.getElementById(id);
   const STAGES = {
     guard: "Checking the question…", classify: "Classifying…", generate_queries: "Searching…",
@@ -11,7 +12,7 @@
     evaluate: "Evaluating the answer…",
   };
   const state = { session: null, socket: null, current: null, attempt: 1, running: false, retry: 500,
-    domains: [], opened: false };
+    domains: [], opened: false, waiting: false, showSessions: () => {} };
 
   function csrf() {
     const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -83,6 +84,8 @@
     conversation.replaceChildren();
     for (const message of body.messages) conversation.append(R.fill(R.message(message.role), message));
     showHint();
+    state.showSessions(false);
+    L.scrollToEnd($("thread"));
     loadSessions();
     $("question").focus();
   }
@@ -92,6 +95,7 @@
     state.session = null;
     $("conversation").replaceChildren();
     showHint();
+    state.showSessions(false);
     loadSessions();
     $("question").focus();
   }
@@ -122,7 +126,14 @@
     const scheme = window.location.protocol === "https:" ? "wss" : "ws";
     const socket = new WebSocket(`${scheme}://${window.location.host}/ws/chat/`);
     state.socket = socket;
-    socket.addEventListener("open", () => { state.retry = 500; $("connection").textContent = ""; });
+    socket.addEventListener("open", () => {
+      state.retry = 500;
+      $("connection").textContent = "";
+      if (state.waiting) {  // a question asked while connecting goes now
+        state.waiting = false;
+        submit();
+      }
+    });
     socket.addEventListener("message", (message) => onEvent(JSON.parse(message.data)));
     socket.addEventListener("close", (closing) => {
       if (state.running) finish("The connection was lost; the answer is incomplete.");
@@ -134,10 +145,6 @@
   }
 
   function ask(text) {
-    if (!state.socket || state.socket.readyState !== WebSocket.OPEN) {
-      $("connection").textContent = "Not connected yet; try again in a moment.";
-      return;
-    }
     const frame = { type: "query", session: state.session, text };
     const domains = pickedDomains();
     if (domains.length) frame.domains = domains;
@@ -149,8 +156,9 @@
     showHint();
     state.attempt = 1;
     setRunning(true);
+    showStage("Starting…");
     state.socket.send(JSON.stringify(frame));
-    state.current.scrollIntoView({ block: "end" });
+    L.scrollToEnd($("thread"));
   }
 
   function setRunning(running) {
@@ -188,18 +196,16 @@
       case "token":
         if (!item) break;
         if (event.attempt !== state.attempt) {  // a new attempt replaces the text so far
-          item.querySelector(".text").textContent = "";
+          R.answerText(item, "");
           state.attempt = event.attempt;
         }
-        item.querySelector(".text").append(event.text);
+        R.appendText(item, event.text);
         break;
       case "tool":
         if (item) item.querySelector(".tools").append(R.el("li", { class: "tool", text: R.toolLine(event) }));
         break;
       case "references":
-        if (item && event.references.length) {
-          item.querySelector(".refs-slot").replaceChildren(R.references(event.references));
-        }
+        if (item && event.references.length) R.setReferences(item, event.references);
         break;
       case "answer":
         if (!item) break;
@@ -224,11 +230,27 @@
   /* --- the form ------------------------------------------------------------------- */
   function submit(formEvent) {
     if (formEvent) formEvent.preventDefault();
+    if (state.running) return;
     const box = $("question");
     const text = box.value.trim();
-    if (!text || state.running) return;
+    if (!text) {  // nothing but spaces or new lines: say so, send nothing
+      showQuestionHint("Type a question first: there is nothing to send.");
+      box.focus();
+      return;
+    }
+    if (!state.socket || state.socket.readyState !== WebSocket.OPEN) {  // kept in the box meanwhile
+      state.waiting = true;
+      $("connection").textContent = "Connecting… the question goes as soon as the connection is up.";
+      return;
+    }
     box.value = "";
+    L.fit(box);
     ask(text);
+  }
+
+  function showQuestionHint(text) {
+    $("question-hint").textContent = text;
+    $("question").setAttribute("aria-invalid", text ? "true" : "false");
   }
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -236,6 +258,13 @@
     $("question").addEventListener("keydown", (key) => {
       if (key.key === "Enter" && !key.shiftKey && !key.isComposing) submit(key);
     });
+    $("question").addEventListener("input", () => {
+      showQuestionHint("");
+      L.fit($("question"));
+    });
+    state.showSessions = L.drawer($("sessions-toggle"), $("sessions"));
+    L.follow($("thread"), $("conversation"), () => state.current && state.current.querySelector(".text"),
+      () => state.running);
     $("cancel").addEventListener("click", () => {
       if (state.running && state.socket) state.socket.send(JSON.stringify({ type: "cancel" }));
     });

@@ -1,5 +1,6 @@
-/* Rendering of messages and references. Every piece of model or user text goes through
-   textContent (never innerHTML), and only http(s) URLs become links. */
+/* Rendering of messages and references. User text and source text go through
+   textContent (never innerHTML); answers are Markdown rendered by markdown.js (raw HTML
+   off, sanitised). Only http(s) URLs become links. */
 "use strict";
 
 const KleaRender = (() => {
@@ -98,9 +99,7 @@ const KleaRender = (() => {
   }
 
   function fill(item, data) {
-    if (data.references && data.references.length) {
-      item.querySelector(".refs-slot").replaceChildren(references(data.references));
-    }
+    if (data.references && data.references.length) setReferences(item, data.references);
     answerText(item, data.content || "");
     if (data.warnings && data.warnings.length) {
       item.querySelector(".warnings-slot").replaceChildren(warnings(data.warnings));
@@ -108,6 +107,14 @@ const KleaRender = (() => {
     if (data.status === "interrupted") addError(item, "Stopped: the answer is incomplete.");
     if (data.status === "failed" && data.error) addError(item, data.error);
     return item;
+  }
+
+  /* The references of a message (the list under the answer, and the data that citation
+     events carry); the answer is rendered again so that its [n] markers open them. */
+  function setReferences(item, refs) {
+    item.kleaReferences = refs;
+    item.querySelector(".refs-slot").replaceChildren(references(refs));
+    if (item.kleaText !== undefined) answerText(item, item.kleaText);
   }
 
   /* Open reference n of a message: its cited text shown, scrolled into view, focused. */
@@ -118,27 +125,50 @@ const KleaRender = (() => {
     ref.focus();
   }
 
-  /* The text of a message; each [n] with a reference n in the message becomes a button. */
+  /* A citation marker [n] as a button, when the message has a reference n. A click first
+     dispatches a cancelable "klea:cite" event on the message, detail {number, reference
+     (its data), element (its list item)}; a listener that calls preventDefault() replaces
+     the default action, openReference(). */
+  function citeButton(item, number, marker) {
+    const element = item.querySelector(`.reference[data-number="${number}"]`);
+    if (!element) return null;
+    const button = el("button", { type: "button", class: "cite", text: marker, "aria-label": `Reference ${number}` });
+    button.addEventListener("click", () => {
+      const reference = (item.kleaReferences || []).find((ref) => ref.number === number) || null;
+      const cite = new CustomEvent("klea:cite", { bubbles: true, cancelable: true,
+        detail: { number, reference, element } });
+      if (item.dispatchEvent(cite)) openReference(element);
+    });
+    return button;
+  }
+
+  /* The text of a message: the user's as typed, Klea's as Markdown with citation buttons. */
   function answerText(item, text) {
+    clearTimeout(item.kleaPending);
+    item.kleaPending = undefined;
+    item.kleaText = text;
     const box = item.querySelector(".text");
-    box.replaceChildren();
-    let last = 0;
-    for (const match of text.matchAll(/\[(\d+)\]/g)) {
-      const ref = item.querySelector(`.reference[data-number="${match[1]}"]`);
-      if (!ref) continue;
-      box.append(text.slice(last, match.index));
-      const cite = el("button", { type: "button", class: "cite", text: match[0],
-        "aria-label": `Reference ${match[1]}` });
-      cite.addEventListener("click", () => openReference(ref));
-      box.append(cite);
-      last = match.index + match[0].length;
+    if (item.classList.contains("user")) {
+      box.textContent = text;
+      return;
     }
-    box.append(text.slice(last));
+    box.classList.add("answer");
+    box.replaceChildren(KleaMarkdown.render(text, (number, marker) => citeButton(item, number, marker)));
+  }
+
+  /* Streamed text: appended at once, rendered at most every RENDER_MS (a long answer is
+     parsed again on each render, so not on every token). */
+  const RENDER_MS = 80;
+  function appendText(item, piece) {
+    item.kleaText = (item.kleaText || "") + piece;
+    if (item.kleaPending !== undefined) return;
+    item.kleaPending = setTimeout(() => answerText(item, item.kleaText), RENDER_MS);
   }
 
   function addError(item, text) {
     item.querySelector(".errors").append(el("p", { class: "error", role: "alert", text }));
   }
 
-  return { el, message, fill, answerText, references, warnings, toolLine, addError };
+  return { el, message, fill, answerText, appendText, setReferences, openReference, references, warnings, toolLine,
+    addError };
 })();

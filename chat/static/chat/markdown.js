@@ -1,0 +1,79 @@
+/* Answers as Markdown, safely. Two independent layers (vendored, see vendor/README.md):
+   markdown-it with raw HTML off, only http(s)/mailto links, no images and no link
+   reference definitions; then DOMPurify against an allow-list of tags and attributes.
+   Citation markers [n] outside code and links are handed to a callback (render.js turns
+   them into buttons that open reference n). */
+"use strict";
+
+const KleaMarkdown = (() => {
+  const SAFE_URL = /^(?:https?:|mailto:)/i;
+  const md = window.markdownit({ html: false, linkify: true, typographer: false });
+  // Images would make the browser fetch any URL a source names; a definition "[1]: url"
+  // would turn the citation marker [1] into a link to it.
+  md.disable(["image", "reference"]);
+  md.validateLink = (url) => SAFE_URL.test(url.trim());  // anything else stays literal text
+
+  const purifier = DOMPurify(window);  // our own instance: its hooks touch nothing else
+  const CONFIG = {
+    ALLOWED_TAGS: ["p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "s", "code", "pre",
+      "blockquote", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td", "a"],
+    ALLOWED_ATTR: ["href", "title", "start", "style", "class"],
+    ALLOWED_URI_REGEXP: SAFE_URL,
+    RETURN_DOM_FRAGMENT: true,
+  };
+  purifier.addHook("uponSanitizeAttribute", (node, data) => {
+    // markdown-it's own table alignment and fenced-code language, nothing else
+    if (data.attrName === "style") data.keepAttr = /^text-align:(left|right|center)$/.test(data.attrValue);
+    if (data.attrName === "class") data.keepAttr = node.nodeName === "CODE" && /^language-[\w+#.-]+$/.test(data.attrValue);
+  });
+  purifier.addHook("afterSanitizeAttributes", (node) => {
+    if (node.nodeName === "A") {
+      node.setAttribute("target", "_blank");
+      node.setAttribute("rel", "noopener noreferrer nofollow");
+    }
+  });
+
+  const CITATION = /\[(\d+)\]/g;
+
+  /* Replace [n] in the text nodes of `root` (outside code, pre and links) by cite(n), when
+     cite returns a node for it. */
+  function linkCitations(root, cite) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: (node) => (node.parentElement && node.parentElement.closest("code, pre, a")
+        ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+    });
+    const texts = [];
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) texts.push(node);
+    for (const node of texts) {
+      const text = node.nodeValue;
+      const parts = [];
+      let last = 0;
+      for (const match of text.matchAll(CITATION)) {
+        const button = cite(Number(match[1]), match[0]);
+        if (!button) continue;
+        parts.push(text.slice(last, match.index), button);
+        last = match.index + match[0].length;
+      }
+      if (parts.length) node.replaceWith(...parts, text.slice(last));
+    }
+  }
+
+  /* Markdown text -> a sanitised DocumentFragment. `cite(n, marker)` may return a node to
+     put in place of the citation marker [n], or null to keep it as text. */
+  function render(text, cite) {
+    const wrapper = document.createElement("div");  // the fragment's root for closest()
+    wrapper.append(purifier.sanitize(md.render(text), CONFIG));
+    for (const table of wrapper.querySelectorAll("table")) {  // wide tables scroll, not the page
+      const scroller = document.createElement("div");
+      scroller.className = "table-scroll";
+      table.replaceWith(scroller);
+      scroller.append(table);
+    }
+    if (cite) linkCitations(wrapper, cite);
+    const fragment = document.createDocumentFragment();
+    fragment.append(...wrapper.childNodes);
+    return fragment;
+  }
+
+  return { render };
+})();

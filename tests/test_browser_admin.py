@@ -1,0 +1,82 @@
+"""The admin's upload page and a job page following its job live, in a real browser
+(tests/browser.py) against a real daphne: the page shows each file's outcome as the tasks
+record it, then the final state, and stops polling."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import expect
+
+from domains.models import Domain, Store
+from ingestion.files import FileOutcome
+from ingestion.jobs import record, start_job
+from ingestion.models import IngestionJob
+
+from .browser import PHONE, browser_page, screenshot
+from .chat_world import PASSWORD, in_thread
+from .live_daphne import LiveDaphne
+
+pytestmark = pytest.mark.django_db
+ENCRYPTED = "b.pdf: encrypted (a password is needed to open it)"
+
+
+@pytest.fixture
+def job(db):
+    """A committed running job of three files, created by a staff user."""
+
+    def create():
+        user = User.objects.create_user("jobs-admin", password=PASSWORD, is_staff=True, is_superuser=True)
+        store = Store.objects.create(name="live-store", domain=Domain.objects.create(name="live", description="Live"))
+        return start_job("build", 3, {"directory": "/uploads/live-store"}, store=store, user=user)
+
+    def remove():
+        IngestionJob.objects.filter(store__name="live-store").delete()
+        Domain.objects.filter(name="live").delete()
+        User.objects.filter(username="jobs-admin").delete()
+
+    try:
+        yield in_thread(create)
+    finally:
+        in_thread(remove)
+
+
+def test_the_job_page_follows_its_job_live_and_the_upload_page_uses_admin_rows(job, tmp_path):
+    polls: list[str] = []
+    with LiveDaphne(tmp_path / "daphne.log", KLEA_WARM_START="false") as server, browser_page() as page:
+        page.on("request", lambda request: polls.append(request.url) if "/api/jobs/" in request.url else None)
+        page.goto(f"{server.url}/admin/login/?next=/admin/ingestion/ingestionjob/{job.pk}/change/")
+        page.fill("#id_username", "jobs-admin")
+        page.fill("#id_password", PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        panel = page.locator(".klea-job-live")
+        count, rows = panel.locator(".klea-job-count"), panel.locator("tbody tr")
+        expect(count).to_have_text("0/3 (0%) running")
+        expect(rows).to_have_text(["3 more file(s)waiting"])
+
+        in_thread(record, job.pk, FileOutcome("a.md", "stored", chunks=2))
+        expect(count).to_have_text("1/3 (33%) running")
+        expect(rows).to_have_text(["a.mdstored", "2 more file(s)waiting"])
+        in_thread(record, job.pk, FileOutcome("b.pdf", "failed", error=ENCRYPTED))
+        in_thread(record, job.pk, FileOutcome("c.md", "stored", chunks=1), True)
+        expect(count).to_have_text("3/3 (100%) succeeded with errors")
+        expect(rows).to_have_text(["a.mdstored", f"b.pdffailed{ENCRYPTED}", "c.mdstored"])
+        expect(panel.locator(".klea-job-messages li")).to_have_text(["1 failed, 2 stored"])
+        expect(panel.locator(".klea-job-finished")).to_contain_text("Finished")
+        expect(panel.locator("progress")).to_have_attribute("value", "3")
+        screenshot(page, "admin-job")
+        seen = len(polls)
+        page.wait_for_timeout(4000)  # more than two polling intervals: a finished job is not polled
+        assert len(polls) == seen >= 2
+
+        # the upload page: admin breadcrumbs and form rows, on a laptop and on a phone
+        page.goto(f"{server.url}/admin/ingestion/ingestionjob/upload/")
+        expect(page.locator(".breadcrumbs")).to_have_text("Home › Ingestion › Ingestion jobs › Upload documents")
+        expect(page.locator("fieldset.module.aligned .form-row")).to_have_count(5)
+        expect(page.locator("fieldset h2")).to_have_text(["Options"])
+        expect(page.get_by_label("Files:")).to_be_visible()
+        screenshot(page, "admin-upload")
+        page.set_viewport_size(PHONE)
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        screenshot(page, "admin-upload-phone")
+    assert "Traceback" not in (tmp_path / "daphne.log").read_text()

@@ -1,0 +1,226 @@
+"""Answers as Markdown in a real browser, safely, and the chat layout on a phone.
+
+A fake Ollama (tests/fake_ollama.py) streams chosen answers through the real pipeline and
+a real daphne; Chromium renders them (tests/browser.py). Screenshots: test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from playwright.sync_api import expect
+
+from domains.models import Domain
+
+from .browser import DESKTOP, PHONE, browser_page, screenshot, sign_in
+from .chat_world import in_thread, world  # noqa: F401
+from .fake_ollama import FakeOllama, Reply
+from .live_daphne import LiveDaphne
+from .pipeline_data import make_domain, material_files
+
+pytestmark = pytest.mark.django_db
+HOSTILE_SOURCE = 'Rendering notes: <img src=x onerror="window.pwned=1"> and [run](javascript:window.pwned=2) stay text.'
+LIST = "Klea renders answers as **Markdown** [{n}]:\n\n- lists stay lists\n- with `inline code`\n\n"
+REST = (
+    "| Format | Extension |\n| --- | --- |\n| Markdown | `.md` |\n| PDF | `.pdf` |\n\n"
+    "```python\nprint(\"<b>not bold</b>\")  # [{n}] in code is text\n```\n\n"
+    'Raw HTML stays text: <img src=x onerror="window.pwned=1">\n\n'
+    "Links: [docs](https://example.org/docs), [bad](javascript:window.pwned=2), "
+    "[data](data:text/html,hi) and <mailto:team@example.org>."
+)
+WHITESPACE_HINT = "Type a question first: there is nothing to send."
+# Classic script injections, each rendered by the page's own KleaMarkdown.render.
+PAYLOADS = [
+    "<script>window.pwned=1</script>", '<a href="javascript:window.pwned=1">x</a>', "<svg onload=window.pwned=1>",
+    "<iframe src=javascript:window.pwned=1>", "<details open ontoggle=window.pwned=1>x</details>",
+    "[x](javascript:window.pwned=1)", "[x](JaVaScRiPt:window.pwned=1)", "[x](&#106;avascript:window.pwned=1)",
+    "[x](java\tscript:window.pwned=1)", "[x]( javascript:window.pwned=1 )", "<javascript:window.pwned=1>",
+    "![x](javascript:window.pwned=1)", "[x](vbscript:msgbox(1))", "[x](data:text/html;base64,PHNjcmlwdD4=)",
+    "[x](file:///etc/passwd)", "[x](//evil.example/x)", "[x]: javascript:window.pwned=1\n\n[x]",
+    '[a](http://example.org "t\\" onmouseover=\\"window.pwned=1")', "`<b>` <b>bold</b> &lt;i&gt;",
+]
+AUDIT = """(payloads) => {
+  const allowed = /^(https?:|mailto:)/i, found = [];
+  for (const text of payloads) {
+    const box = document.createElement("div");
+    box.append(KleaMarkdown.render(text, null));
+    document.body.append(box);  // in the document, so that any handler could fire
+    for (const node of box.querySelectorAll("*")) {
+      if (!["P", "A", "CODE", "STRONG", "EM"].includes(node.nodeName)) found.push(`${text}: <${node.nodeName}>`);
+      for (const attr of node.attributes) {
+        if (attr.name.startsWith("on") || (attr.name === "href" && !allowed.test(attr.value))) {
+          found.push(`${text}: ${attr.name}=${attr.value}`);
+        }
+      }
+    }
+  }
+  return found;
+}"""
+
+
+@pytest.fixture
+def hostile(world):
+    """A domain whose only source carries raw HTML and a javascript: link."""
+    source = {"hostile.md": ({"title": "Rendering notes"}, [(["Rendering"], HOSTILE_SOURCE)])}
+    in_thread(make_domain, "wshtml", "Notes on how answers are rendered in the browser.", source)
+    try:
+        yield
+    finally:
+        in_thread(lambda: Domain.objects.filter(name="wshtml").delete())
+
+
+def cited(template: str, pieces: int = 9, hang: bool = False) -> Reply:
+    """An answer citing hostile.md as [n] (its number in the request), streamed in pieces."""
+
+    def compute(body):
+        number = {name: n for n, name in material_files(body["messages"][0]["content"]).items()}["hostile.md"]
+        text = template.format(n=number)
+        split = [text[i:i + pieces] for i in range(0, len(text), pieces)]
+        return Reply.hang(split) if hang else Reply.text("", pieces=split)
+
+    return Reply.using(compute)
+
+
+def scores() -> Reply:
+    values = dict.fromkeys(("confidence", "coverage", "relevance", "groundedness", "coherence", "conciseness"), 0.9)
+    return Reply.json({**values, "next_step": "continue", "summary": "Fine."})
+
+
+def queries() -> Reply:
+    return Reply.json({"queries": ["rendering answers"], "filters": {}})
+
+
+def expect_rendered(answer) -> None:
+    """The Markdown of LIST + REST as HTML: list, table, code, links; no raw HTML."""
+    expect(answer.locator("ul > li")).to_have_text(["lists stay lists", "with inline code"])
+    expect(answer.locator("li code")).to_have_text("inline code")
+    expect(answer.locator("strong")).to_have_text("Markdown")
+    expect(answer.locator(".table-scroll > table th")).to_have_text(["Format", "Extension"])
+    expect(answer.locator("table td")).to_have_text(["Markdown", ".md", "PDF", ".pdf"])
+    expect(answer.locator("pre > code.language-python")).to_have_text(
+        'print("<b>not bold</b>")  # [1] in code is text\n')
+    expect(answer.locator("pre b")).to_have_count(0)
+    expect(answer.locator("button.cite")).to_have_text(["[1]"])  # not the [1] in the code block
+    # only http(s) and mailto links, opened in a new tab without access to this page
+    links = answer.locator("a")
+    expect(links).to_have_text(["docs", "mailto:team@example.org"])
+    assert [links.nth(i).get_attribute("href") for i in range(2)] == ["https://example.org/docs",
+                                                                      "mailto:team@example.org"]
+    expect(links.first).to_have_attribute("rel", "noopener noreferrer nofollow")
+    expect(links.first).to_have_attribute("target", "_blank")
+    expect(answer).to_contain_text('Raw HTML stays text: <img src=x onerror="window.pwned=1">')
+    expect(answer).to_contain_text("[bad](javascript:window.pwned=2), [data](data:text/html,hi)")
+    expect(answer.locator("img, script, iframe")).to_have_count(0)
+
+
+def test_markdown_answers_render_safely_stream_progressively_and_cite(world, hostile, tmp_path):
+    sent: list[dict] = []
+    with FakeOllama() as fake:
+        fake.script(queries(), cited(LIST, hang=True), queries(), cited(LIST + REST), scores())
+        env = {"KLEA_LLM_BACKEND": "ollama", "OLLAMA_HOST": fake.url}
+        with LiveDaphne(tmp_path / "daphne.log", **env) as server, browser_page() as page:
+            page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(json.loads(payload))))
+            sign_in(page, server, world.bob)
+            page.get_by_label("wshtml").check()
+
+            # while the answer streams, what has arrived is already rendered
+            page.get_by_label("Your question").fill("How are answers rendered?")
+            page.get_by_label("Your question").press("Enter")
+            streaming = page.locator(".message.assistant.streaming .text")
+            expect(streaming.locator("ul > li")).to_have_text(["lists stay lists", "with inline code"])
+            expect(streaming.locator("strong")).to_have_text("Markdown")
+            page.get_by_role("button", name="Stop").click()
+            expect(page.locator(".message.assistant .error")).to_have_text("Stopped: the answer is incomplete.")
+
+            # the whole answer: list, table, code, safe links; [1] opens reference 1
+            page.get_by_label("Your question").fill("And tables and code?")
+            page.get_by_label("Your question").press("Enter")
+            expect(page.locator(".message.assistant.streaming")).to_have_count(0)
+            answer = page.locator(".message.assistant .text").nth(1)
+            expect_rendered(answer)
+            reference = page.locator(".message.assistant").nth(1).locator(".reference").first
+            chunk = reference.locator(".chunk-text")
+            expect(chunk).to_be_hidden()
+            answer.locator("button.cite").click()
+            expect(chunk).to_be_visible()
+            expect(chunk).to_have_text(HOSTILE_SOURCE)  # the source's HTML is text too
+            expect(reference).to_be_focused()
+            screenshot(page, "chat-markdown")
+
+            # known injections: no element, attribute or URL that could run script
+            assert page.evaluate(AUDIT, PAYLOADS) == []
+            page.wait_for_timeout(200)
+
+            # the same rendering when the conversation is reloaded from history
+            page.reload()
+            answer = page.locator(".message.assistant .text").nth(1)
+            expect_rendered(answer)
+            answer.locator("button.cite").click()
+            expect(page.locator(".message.assistant").nth(1).locator(".reference").first).to_be_focused()
+            assert page.evaluate("window.pwned === undefined")
+            assert page.locator("img").count() == 0
+        assert [(frame["type"], frame.get("text")) for frame in sent] == [
+            ("query", "How are answers rendered?"), ("cancel", None), ("query", "And tables and code?")]
+        assert fake.unexpected == [] and fake.pending == 0
+    assert "Traceback" not in (tmp_path / "daphne.log").read_text()
+
+
+def test_phone_layout_keeps_the_question_box_and_collapses_the_conversation_list(world, hostile, tmp_path):
+    long_answer = "Everything the notes say [{n}]:\n\n" + "\n".join(f"- point {i}" for i in range(1, 61))
+    sent: list[dict] = []
+    with FakeOllama() as fake:
+        fake.script(queries(), cited(long_answer, pieces=40), scores())
+        env = {"KLEA_LLM_BACKEND": "ollama", "OLLAMA_HOST": fake.url}
+        with LiveDaphne(tmp_path / "daphne.log", **env) as server, browser_page(PHONE) as page:
+            page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(json.loads(payload))))
+            sign_in(page, server, world.bob)
+            toggle = page.get_by_role("button", name="Conversations", exact=True)
+            expect(toggle).to_have_attribute("aria-expanded", "false")
+            expect(page.locator("#sessions")).to_be_hidden()  # collapsed behind the toggle
+
+            # a question of spaces and new lines is refused with a hint, and nothing is sent
+            box = page.get_by_label("Your question")
+            expect(box).to_be_in_viewport()
+            box.fill("  \n\t  ")
+            page.get_by_role("button", name="Send").click()
+            expect(page.locator("#question-hint")).to_have_text(WHITESPACE_HINT)
+            expect(box).to_have_attribute("aria-invalid", "true")
+            box.press("Enter")
+            expect(page.locator(".message")).to_have_count(0)
+            box.fill("What do the rendering notes say?")
+            expect(page.locator("#question-hint")).to_have_text("")  # typing clears it
+            page.get_by_label("wshtml").check()
+
+            # a long answer scrolls inside the thread; the question box stays on screen
+            box.press("Enter")
+            expect(page.locator(".message.assistant.streaming")).to_have_count(0)
+            expect(page.locator(".message.assistant .text li")).to_have_count(60)
+            thread = page.locator("#thread")
+            assert thread.evaluate("(t) => t.scrollHeight > 2 * t.clientHeight")
+            thread.evaluate("(t) => { t.scrollTop = 0; }")
+            expect(box).to_be_in_viewport()
+            expect(page.get_by_role("button", name="Send")).to_be_in_viewport()
+            assert page.evaluate("document.documentElement.scrollHeight") <= PHONE["height"]
+            assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+            screenshot(page, "chat-phone-long")
+
+            # the toggle opens the list; picking a conversation closes it again
+            toggle.click()
+            expect(toggle).to_have_attribute("aria-expanded", "true")
+            title = page.locator("#session-list .open")
+            expect(title).to_have_text(["What do the rendering notes say?"])
+            screenshot(page, "chat-phone-conversations")
+            title.click()
+            expect(page.locator("#sessions")).to_be_hidden()
+            expect(toggle).to_have_attribute("aria-expanded", "false")
+            expect(page.locator(".message.assistant .text li")).to_have_count(60)
+
+            # on a laptop the list is always shown and the toggle is not
+            page.set_viewport_size(DESKTOP)
+            expect(page.locator("#sessions")).to_be_visible()
+            expect(toggle).to_be_hidden()
+            expect(box).to_be_in_viewport()
+        assert [(frame["type"], frame["text"]) for frame in sent] == [("query", "What do the rendering notes say?")]
+        assert fake.unexpected == [] and fake.pending == 0
+    assert "Traceback" not in (tmp_path / "daphne.log").read_text()
