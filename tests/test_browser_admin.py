@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from domains.models import Domain, Store
-from ingestion.files import FileOutcome
+from ingestion.outcomes import FileOutcome
 from ingestion.jobs import record, start_job
 from ingestion.models import IngestionJob
 
