@@ -9,9 +9,9 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from domains.models import Domain, Store
-from ingestion.outcomes import FileOutcome
-from ingestion.jobs import record, start_job
 from ingestion.models import IngestionJob
+from ingestion.outcomes import FileOutcome
+from ingestion.runs.jobs import record, start_job
 
 from .browser import PHONE, browser_page, screenshot
 from .chat_world import PASSWORD, in_thread
