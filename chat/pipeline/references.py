@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from domains.retrieval import Source, serialize_reference_material
+from domains.retrieval import Source, page_span, serialize_reference_material
 
 _URL_KEY = re.compile(r"^url(?:_(.+))?$")
 
@@ -183,15 +183,24 @@ def reference_item(number: int, source: Source | ToolSource) -> dict:
         "doi": str(metadata.get("doi") or ""),
         "url": primary_url(metadata),
         "urls": labelled_urls(metadata),
-        "chunks": [
-            {
-                "chunk_id": chunk.chunk_id,
-                "headings": list(chunk.headings),
-                "heading_chain": chunk.heading_chain,
-                "text": chunk.text,
-            }
-            for chunk in source.chunks
-        ],
+        "pages": page_span(source.chunks),
+        "chunks": [chunk_item(chunk) for chunk in source.chunks],
+    }
+
+
+def chunk_item(chunk) -> dict:
+    """One cited chunk of a document reference: text, heading chain and where it is
+    (``pages`` [first, last] for PDFs; ``lines`` [first, last] and ``anchor`` for text
+    sources; None / "" when unknown)."""
+    provenance = chunk.provenance or {}
+    return {
+        "chunk_id": chunk.chunk_id,
+        "headings": list(chunk.headings),
+        "heading_chain": chunk.heading_chain,
+        "text": chunk.text,
+        "pages": provenance.get("pages"),
+        "lines": provenance.get("lines"),
+        "anchor": provenance.get("anchor", ""),
     }
 
 
