@@ -27,6 +27,7 @@ from ingestion.convert.html import convert_html
 from ingestion.convert.markdown import convert_markdown
 from ingestion.convert.pdf import convert_pdf
 from ingestion.convert.pdf_layout import join_lines, line_spans
+from ingestion.convert.plain import convert_plain
 from ingestion.convert.rst import convert_rst
 from ingestion.runs.ingest import ingest
 
@@ -119,6 +120,8 @@ def test_text_sources_record_source_lines_offset_and_heading_anchor():
         ("Sodium channels open when the membrane depolarises.", (3, 4), HTML.index("<p>"), "gating"),
         ("- alpha rises", (6, 6), HTML.index("<ul>"), "rate-equations"),
     ]
+    plain = "Title line\n\nPara one\nwraps here.\n"
+    assert [(b.lines, b.offset, b.anchor) for b in convert_plain(plain).blocks] == [((1, 1), 0, ""), ((3, 4), 12, "")]
     drafts = chunk_blocks(convert_markdown(MARKDOWN).blocks, lambda t: len(t.split()))
     assert [d.provenance for d in drafts] == [
         {"lines": [7, 8], "offset": MARKDOWN.index("Sodium"), "anchor": "gating"},

@@ -68,9 +68,12 @@ def test_chunk_stages_without_touching_stored_chunks(domain, folder):
     }
     staged = StagedFile.objects.get(directory=str(folder), file_name="guide.md")
     assert staged.chunks == [
-        {"headings": ["Guide"], "text": "Intro text about neurons.", "tokens": staged.chunks[0]["tokens"]},
-        {"headings": ["Guide", "Channels"], "text": "Sodium channels open.", "tokens": staged.chunks[1]["tokens"]},
-        {"headings": ["Guide", "Channels", "Gating"], "text": "Gates move.", "tokens": staged.chunks[2]["tokens"]},
+        {"headings": ["Guide"], "text": "Intro text about neurons.", "tokens": staged.chunks[0]["tokens"],
+         "provenance": {"lines": [3, 3], "offset": GUIDE.index("Intro"), "anchor": "guide"}},
+        {"headings": ["Guide", "Channels"], "text": "Sodium channels open.", "tokens": staged.chunks[1]["tokens"],
+         "provenance": {"lines": [7, 7], "offset": GUIDE.index("Sodium"), "anchor": "channels"}},
+        {"headings": ["Guide", "Channels", "Gating"], "text": "Gates move.", "tokens": staged.chunks[2]["tokens"],
+         "provenance": {"lines": [11, 11], "offset": GUIDE.index("Gates"), "anchor": "gating"}},
     ]
     assert staged.metadata_map == {
         "DEFAULT": {"title": "Guide"}, "Guide": {}, "Guide > Channels": {}, "Guide > Channels > Gating": {}
