@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from chat.console import reference_lines
-from chat.pipeline.references import reference_list
+from chat.pipeline.references import reference_list, source_line
 from chat.rag import Knowledge
 from chat.rag.citations import DefaultCitationFormatter
 from domains.models import Chunk, Domain
@@ -152,6 +152,7 @@ def test_reference_material_and_reference_items_name_the_pages():
     assert [(c["pages"], c["lines"], c["anchor"]) for c in item["chunks"]] == [([4, 5], None, ""), ([7, 7], None, ""),
                                                                               (None, None, "")]
     assert reference_lines([item])[0] == "[1] paper.pdf, p. 4–7 — Results; Notes"
+    assert source_line(item) == "[1] Paper (paper.pdf, p. 4–7 — Results; Notes)"
 
 
 @pytest.mark.django_db

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from domains.retrieval import Source, page_span, serialize_reference_material
+from domains.text import page_label
 
 _URL_KEY = re.compile(r"^url(?:_(.+))?$")
 
@@ -210,12 +211,13 @@ def reference_list(cited: Sequence[Source | ToolSource]) -> list[dict]:
 
 
 def source_line(ref: dict) -> str:
-    """One reference as one line of text: ``[n] title (file — heading chain), authors
-    (year). url`` for a document, ``[n] tool (server) {arguments}`` for a tool result."""
+    """One reference as one line of text: ``[n] title (file, p. 4–5 — heading chain),
+    authors (year). url`` for a document (pages for PDFs only), ``[n] tool (server) {arguments}`` for a tool result."""
     if ref.get("kind") == "tool":
         return f"[{ref['number']}] {ref['title']} {json.dumps(ref['arguments'], ensure_ascii=False, sort_keys=True)}"
     chains = list(dict.fromkeys(c["heading_chain"] for c in ref["chunks"] if c.get("heading_chain")))
-    where = ref["file_name"] + (" — " + "; ".join(chains) if chains else "")
+    pages = page_label(ref.get("pages"))
+    where = ref["file_name"] + (f", {pages}" if pages else "") + (" — " + "; ".join(chains) if chains else "")
     line = f"[{ref['number']}] {ref['title']} ({where})" if ref["title"] else f"[{ref['number']}] {where}"
     if ref["authors"]:
         line += ", " + ", ".join(ref["authors"])
