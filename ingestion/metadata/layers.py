@@ -350,7 +350,13 @@ def apply_folder_sources(directory: Path | str, libraries: list[Path | str] | No
                 entries = edited[row.file_name]
                 base = sources.get(MAP_FILE)
                 if base != entries:
-                    result = merge(row.metadata_map, base if base is not None else row.metadata_map, entries)
+                    # First import: only what differs from the staged map is an edit (keys
+                    # the file does not name stay).
+                    first = base is None
+                    result = merge(row.metadata_map, row.metadata_map if first else base, entries)
+                    if first:
+                        result.entries.update({k: v for k, v in row.metadata_map.items() if k not in entries})
+                    row.metadata_map = result.entries
                     changes += result.changes
                     sources[MAP_FILE] = entries
                     report.map_file_changed += bool(result.changes)

@@ -12,6 +12,7 @@ line): nothing of it is applied.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +22,10 @@ from bibtexparser.middlewares import SeparateCoAuthors, SplitNameParts
 from bibtexparser.model import DuplicateBlockKeyBlock
 from pylatexenc.latex2text import LatexNodes2Text
 
+from ingestion.sources import LIBRARY_SUFFIXES
+
 from .biblio.doi import normalize_doi
 
-LIBRARY_SUFFIXES = (".bib", ".json")
 # Fields a record may give a file's DEFAULT entry (in this order).
 RECORD_FIELDS = ("title", "authors", "year", "journal", "doi", "keywords", "collections", "abstract", "url_1",
                  "url_arxiv")
@@ -31,6 +33,8 @@ _YEAR = re.compile(r"(?<!\d)(1[5-9]\d\d|20\d\d|2100)(?!\d)")
 _JABREF_ENCODING = re.compile(rb"^\s*%\s*Encoding:\s*([\w.-]+)", re.I)
 _TAG = re.compile(r"</?(?:i|b|em|strong|sup|sub|sc|span)\b[^>]*>", re.I)  # CSL rich-text markup
 _LATEX = LatexNodes2Text(math_mode="text")
+# bibtexparser logs each failed block itself; LibraryError says it once, with the line.
+logging.getLogger("bibtexparser").setLevel(logging.ERROR)
 
 
 class LibraryError(ValueError):
@@ -67,17 +71,23 @@ def read_library(path: Path | str) -> list[Record]:
         items with ids. The message names the file and the line.
     """
     path = Path(path)
-    if path.suffix.lower() not in LIBRARY_SUFFIXES:
-        raise LibraryError(f"{path.name}: not a library (expected .bib or CSL-JSON .json)")
-    text = _read_text(path)
-    return _bibtex_records(text, path.name) if path.suffix.lower() == ".bib" else csl_records(text, path.name)
-
-
-def _read_text(path: Path) -> str:
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise LibraryError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
+    return parse_library(path.name, raw)
+
+
+def parse_library(name: str, raw: bytes) -> list[Record]:
+    """:func:`read_library` of bytes named ``name`` (an upload). :raises LibraryError."""
+    suffix = Path(name).suffix.lower()
+    if suffix not in LIBRARY_SUFFIXES:
+        raise LibraryError(f"{name}: not a library (expected .bib or CSL-JSON .json)")
+    text = _decode(name, raw)
+    return _bibtex_records(text, name) if suffix == ".bib" else csl_records(text, name)
+
+
+def _decode(name: str, raw: bytes) -> str:
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     declared = _JABREF_ENCODING.match(raw[:200])
@@ -85,11 +95,12 @@ def _read_text(path: Path) -> str:
     try:
         return raw.decode(encoding)
     except LookupError:
-        raise LibraryError(f"{path.name}: line 1: unknown encoding {encoding!r}") from None
+        raise LibraryError(f"{name}: line 1: unknown encoding {encoding!r}") from None
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
+        shown = "UTF-8" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
         raise LibraryError(
-            f"{path.name}: line {line}: not {encoding} (byte 0x{raw[exc.start]:02x}); export the library as UTF-8"
+            f"{name}: line {line}: not {shown} (byte 0x{raw[exc.start]:02x}); export the library as UTF-8"
         ) from None
 
 
@@ -122,24 +133,31 @@ def _failure(block) -> str:
         return f"line {line}: duplicate entry key '{block.key}' (first at line {first})"
     error = block.error
     reason = getattr(error, "abort_reason", "") or str(error) or type(error).__name__
-    reason = reason.split(". Note:")[0]  # bibtexparser's hint about its own API
-    return f"line {line}: {' '.join(reason.split())}"
-
-
-def _value(entry, key: str) -> str:
-    found = entry.get(key)
-    return "" if found is None else str(found.value).strip()
+    reason = " ".join(reason.split(". Note:")[0].split())  # without bibtexparser's hint about its own API
+    head = re.match(r"\s*@(\w+)\s*[{(]\s*([^,\s]*)", block.raw or "")
+    if head and getattr(error, "abort_reason", ""):
+        return f"line {line}: @{head.group(1)}{{{head.group(2)}, ... does not parse (unbalanced braces?): {reason}"
+    return f"line {line}: {reason}"
 
 
 def _bibtex_fields(entry) -> dict:
+    fields = {f.key.lower(): f.value for f in entry.fields}  # field names are case-insensitive
+
+    def _value(_entry, key: str) -> str:
+        value = fields.get(key)
+        return "" if value is None or isinstance(value, list) else str(value).strip()
+
     out: dict = {}
     title = _latex(_value(entry, "title"))
     if title:
         out["title"] = title
-    author = entry.get("author")
-    if author is not None and isinstance(author.value, list):
-        names = [_latex(parts.merge_first_name_first) for parts in author.value]
+    author = fields.get("author")
+    if isinstance(author, list):
+        names = [_latex(parts.merge_first_name_first) for parts in author]
+        others = bool(names) and names[-1].lower() == "others"  # BibTeX's "and others": et al.
         names = [n for n in names if n and n.lower() != "others"]
+        if names and others:
+            names[-1] += " et al."
         if names:
             out["authors"] = names
     year = _year(_value(entry, "date")) or _year(_value(entry, "year"))
@@ -162,12 +180,14 @@ def _bibtex_fields(entry) -> dict:
     if abstract:
         out["abstract"] = abstract
     url = _value(entry, "url")
-    if url.startswith(("http://", "https://")):
-        out["url_1"] = url
     eprint = _value(entry, "eprint")
     if eprint and (_value(entry, "archiveprefix") or _value(entry, "eprinttype")).lower() == "arxiv":
         out["url_arxiv"] = f"https://arxiv.org/abs/{eprint}"
-    return out
+    elif "arxiv.org/abs/" in url:
+        out["url_arxiv"] = url
+    if url.startswith(("http://", "https://")) and "arxiv.org/abs/" not in url:
+        out["url_1"] = url
+    return {key: out[key] for key in RECORD_FIELDS if key in out}
 
 
 def _year(text: str) -> int | None:

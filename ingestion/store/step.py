@@ -167,6 +167,22 @@ def write(store: Store, pending: _Pending, vectors, fields: list[str]) -> FileOu
     return FileOutcome(staged.file_name, "stored", chunks=len(rows), pages=staged.pages, notes=notes)
 
 
+def reapply_maps(directory: Path | str, store: Store) -> StepReport:
+    """Apply the folder's libraries and map file, then re-apply the changed maps of the
+    store's documents from it (no conversion, no embedding): what an uploaded library
+    needs. :returns: StepReport with one ``metadata`` outcome per document changed."""
+    directory = resolve_directory(directory)
+    report = StepReport("store", str(directory), store=store.name)
+    apply_sources(directory, report, IngestOptions())
+    stored = {d.file_name: d for d in Document.objects.filter(store=store, status=Document.Status.STORED)}
+    for staged in StagedFile.objects.filter(directory=str(directory), status=StagedFile.Status.CHUNKED):
+        document = stored.get(staged.file_name)
+        if (document is not None and document.content_hash == staged.content_hash
+                and _stored_map(staged, store) != staged.metadata_map):
+            report.outcomes.append(apply_map(store, staged))
+    return report
+
+
 def _embed(store: Store, group: list[_Pending]):
     """Vectors per pending file (None for a BM25-only store), one model call per group."""
     if not store.uses_vector:
