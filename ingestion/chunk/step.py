@@ -73,7 +73,10 @@ def chunk_file(
             path, ocr=options.ocr, pipeline=settings.KLEA_PDF_PIPELINE
         )
         drafts = chunk_document(converted, embeddings.count_tokens, options.max_tokens)
-        chunks = [{"headings": list(d.headings), "text": d.text, "tokens": d.token_count} for d in drafts]
+        chunks = [
+            {"headings": list(d.headings), "text": d.text, "tokens": d.token_count, "provenance": d.provenance}
+            for d in drafts
+        ]
         # The cascade is one source of the map: only the fields it changed since it was
         # last applied are written over the staged map (edits and library fields stay).
         layered = StagedFile(
