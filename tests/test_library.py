@@ -132,6 +132,7 @@ def test_matching_by_file_field_then_doi_then_title():
         Record("c", "l.bib", 3, {"title": "Gamma rays in the {early} universe"}),
         Record("d", "l.bib", 4, {"title": "Delta"}),
         Record("e", "l.bib", 5, {"title": "Epsilon and something else entirely"}),
+        Record("b2", "l.json", 1, {"title": "Beta (another export)", "doi": "10.1000/b"}),
     ]
     files = {
         "sub/alpha.pdf": {"title": "Wrong title"},
@@ -143,6 +144,7 @@ def test_matching_by_file_field_then_doi_then_title():
     assert {name: (r.key, rule) for name, (r, rule) in matching.files.items()} == {
         "sub/alpha.pdf": ("a", "file"), "beta.pdf": ("b", "doi"), "gamma.pdf": ("c", "title")}
     assert [r.key for r in matching.unmatched_records] == ["d", "e"]
+    assert [(r.key, twin.key) for r, twin in matching.duplicates] == [("b2", "b")]  # the same work twice
     assert matching.unmatched_files == ["epsilon.pdf"]
     assert matching.counts() == {"file": 1, "doi": 1, "title": 1}
 

@@ -124,14 +124,25 @@ def _norm_path(path: str) -> str:
 
 @dataclass
 class Matching:
-    """``files``: file name -> (record, rule) with rule one of :data:`RULES`."""
+    """``files``: file name -> (record, rule) with rule one of :data:`RULES`;
+    ``duplicates``: records left over because another record of the same work (same
+    DOI or title) was matched; ``unmatched_records``: the other records left over."""
 
     files: dict[str, tuple[Record, str]] = field(default_factory=dict)
     unmatched_records: list[Record] = field(default_factory=list)
+    duplicates: list[tuple[Record, Record]] = field(default_factory=list)  # (unused record, the matched one)
     unmatched_files: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {rule: sum(1 for _, r in self.files.values() if r == rule) for rule in RULES}
+
+
+def _same_work(a: Record, b: Record) -> bool:
+    doi_a, doi_b = a.fields.get("doi"), b.fields.get("doi")
+    if doi_a and doi_b:
+        return doi_key(doi_a) == doi_key(doi_b)
+    title = _norm_title(a.fields.get("title", ""))
+    return bool(title) and title == _norm_title(b.fields.get("title", ""))
 
 
 def match_records(records: list[Record], files: dict[str, dict]) -> Matching:
@@ -176,11 +187,19 @@ def match_records(records: list[Record], files: dict[str, dict]) -> Matching:
                 ratio = difflib.SequenceMatcher(None, title, found).ratio()
                 if ratio >= TITLE_THRESHOLD:
                     pairs.append((ratio, index, name))
-    for _, index, name in sorted(pairs, reverse=True):
+    for _, index, name in sorted(pairs, key=lambda p: (-p[0], p[1], p[2])):  # ties: the earlier record
         if index not in used and name not in matching.files:
             matching.files[name] = (records[index], "title")
             used.add(index)
-    matching.unmatched_records = [r for i, r in enumerate(records) if i not in used]
+    matched = [r for i, r in enumerate(records) if i in used]
+    for index, record in enumerate(records):
+        if index in used:
+            continue
+        twin = next((m for m in matched if _same_work(record, m)), None)
+        if twin is not None:
+            matching.duplicates.append((record, twin))
+        else:
+            matching.unmatched_records.append(record)
     matching.unmatched_files = sorted(n for n in files if n not in matching.files)
     return matching
 
