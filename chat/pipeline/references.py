@@ -190,3 +190,27 @@ def reference_item(number: int, source: Source | ToolSource) -> dict:
 def reference_list(cited: Sequence[Source | ToolSource]) -> list[dict]:
     """``cited`` in citation order -> items numbered 1..n."""
     return [reference_item(number, source) for number, source in enumerate(cited, start=1)]
+
+
+def source_line(ref: dict) -> str:
+    """One reference as one line of text: ``[n] title (file — heading chain), authors
+    (year). url`` for a document, ``[n] tool (server) {arguments}`` for a tool result."""
+    if ref.get("kind") == "tool":
+        return f"[{ref['number']}] {ref['title']} {json.dumps(ref['arguments'], ensure_ascii=False, sort_keys=True)}"
+    chains = list(dict.fromkeys(c["heading_chain"] for c in ref["chunks"] if c.get("heading_chain")))
+    where = ref["file_name"] + (" — " + "; ".join(chains) if chains else "")
+    line = f"[{ref['number']}] {ref['title']} ({where})" if ref["title"] else f"[{ref['number']}] {where}"
+    if ref["authors"]:
+        line += ", " + ", ".join(ref["authors"])
+    if ref["year"]:
+        line += f" ({ref['year']})"
+    return line + (f". {ref['url']}" if ref["url"] else "")
+
+
+def sources_text(references: Sequence[dict]) -> str:
+    """The "Sources" list that ends an answer given as plain text or Markdown
+    (the OpenAI-compatible endpoint, the MCP ``ask`` tool): ``"\\n\\nSources:\\n- [1] ..."``,
+    "" without references."""
+    if not references:
+        return ""
+    return "\n\nSources:\n" + "\n".join(f"- {source_line(ref)}" for ref in references)
