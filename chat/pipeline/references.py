@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chat.answers.material import Material
-from domains.retrieval import Source, serialize_reference_material
+from domains.retrieval import Source, page_span, serialize_reference_material
+from domains.text import page_label
 
 _URL_KEY = re.compile(r"^url(?:_(.+))?$")
 
@@ -175,15 +176,24 @@ def reference_item(number: int, source: Source | ToolSource) -> dict:
         "doi": str(metadata.get("doi") or ""),
         "url": primary_url(metadata),
         "urls": labelled_urls(metadata),
-        "chunks": [
-            {
-                "chunk_id": chunk.chunk_id,
-                "headings": list(chunk.headings),
-                "heading_chain": chunk.heading_chain,
-                "text": chunk.text,
-            }
-            for chunk in source.chunks
-        ],
+        "pages": page_span(source.chunks),
+        "chunks": [chunk_item(chunk) for chunk in source.chunks],
+    }
+
+
+def chunk_item(chunk) -> dict:
+    """One cited chunk of a document reference: text, heading chain and where it is
+    (``pages`` [first, last] for PDFs; ``lines`` [first, last] and ``anchor`` for text
+    sources; None / "" when unknown)."""
+    provenance = chunk.provenance or {}
+    return {
+        "chunk_id": chunk.chunk_id,
+        "headings": list(chunk.headings),
+        "heading_chain": chunk.heading_chain,
+        "text": chunk.text,
+        "pages": provenance.get("pages"),
+        "lines": provenance.get("lines"),
+        "anchor": provenance.get("anchor", ""),
     }
 
 
@@ -193,12 +203,13 @@ def reference_list(cited: Sequence[Source | ToolSource]) -> list[dict]:
 
 
 def source_line(ref: dict) -> str:
-    """One reference as one line of text: ``[n] title (file — heading chain), authors
-    (year). url`` for a document, ``[n] tool (server) {arguments}`` for a tool result."""
+    """One reference as one line of text: ``[n] title (file, p. 4–5 — heading chain),
+    authors (year). url`` for a document (pages for PDFs only), ``[n] tool (server) {arguments}`` for a tool result."""
     if ref.get("kind") == "tool":
         return f"[{ref['number']}] {ref['title']} {json.dumps(ref['arguments'], ensure_ascii=False, sort_keys=True)}"
     chains = list(dict.fromkeys(c["heading_chain"] for c in ref["chunks"] if c.get("heading_chain")))
-    where = ref["file_name"] + (" — " + "; ".join(chains) if chains else "")
+    pages = page_label(ref.get("pages"))
+    where = ref["file_name"] + (f", {pages}" if pages else "") + (" — " + "; ".join(chains) if chains else "")
     line = f"[{ref['number']}] {ref['title']} ({where})" if ref["title"] else f"[{ref['number']}] {where}"
     if ref["authors"]:
         line += ", " + ", ".join(ref["authors"])
