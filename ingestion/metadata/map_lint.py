@@ -134,6 +134,9 @@ def map_lint(directory: Path | str) -> LintReport:
         for record in sources.matching.unmatched_records:
             title = record.fields.get("title", "(no title)")
             report.add("library records matching no file", f"{record.label} (line {record.line}): {title}")
+        for record, twin in sources.matching.duplicates:
+            report.add("library records of works already matched", f"{record.label} (line {record.line}): same work as "
+                       f"{twin.label}")
         for name in sources.matching.unmatched_files:
             report.add("files matching no library record", name)
     staged = {s.file_name: s for s in StagedFile.objects.filter(directory=str(directory))}

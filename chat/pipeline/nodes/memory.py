@@ -12,12 +12,12 @@ import asyncio
 from asgiref.sync import sync_to_async
 
 from chat import memory as store
+from chat.answers.citations import strip_think
 from chat.backends import extractive
 from chat.backends.base import BackendError
 from chat.models import ChatMessage
 
 from .. import prompts
-from ..citations import strip_think
 from ..events import Error
 from ..graph import Step
 from ..references import reference_list
