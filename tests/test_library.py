@@ -381,3 +381,31 @@ def test_admin_upload_of_a_library_beside_the_files(domain, tmp_path, admin_clie
     assert (metadata["title"], metadata["year"], metadata["_sources"]) == (
         "Cells in the Cortex: a LaTeX study", 2014, ["library"])
     assert set(Chunk.objects.filter(document__store=store).values_list("year", flat=True)) == {2014}
+
+
+def test_queued_build_applies_the_library_per_file_and_a_gone_library_is_forgotten(domain, folder, tmp_path):
+    outside = tmp_path / "elsewhere.bib"
+    (folder / "refs.bib").rename(outside)
+    output = run("build", str(folder), "--collection", "lib-store", "--domain", "library", "--async",
+                 "--library", str(outside))
+    assert output.startswith("queued 3 file(s) as job ")  # eager without Redis: done by now
+    metadata = Document.objects.get(file_name="cortex.md").metadata
+    assert (metadata["year"], metadata["_library"]) == (2014, "elsewhere.bib: smith_cells_2014 (matched by file)")
+    outside.unlink()
+    lint = "\n".join(map_lint(folder).lines())
+    assert f"library {outside}: gone, no longer applied" in lint
+    assert StagedFile.objects.get(directory=str(folder), file_name="cortex.md").metadata_map["DEFAULT"] == {
+        "title": "Cells in the Cortex"}
+    assert "gone" not in "\n".join(map_lint(folder).lines())  # forgotten
+
+
+def test_an_edit_of_the_staged_map_that_a_library_change_replaces_is_reported(domain, folder):
+    run("chunk", str(folder))
+    staged = StagedFile.objects.get(directory=str(folder), file_name="hippo.md")
+    staged.metadata_map["DEFAULT"]["year"] = 2000  # the staged-file admin page
+    staged.save()
+    (folder / "refs.bib").write_text(BIB.replace("year = {2019}", "year = {2018}"), encoding="utf-8")
+    lines = map_lint(folder).lines()
+    assert ("  hippo.md: conflict: [DEFAULT] year: edit 2000 -> 2018 (the cascade or library changed; "
+            "the change wins)") in lines
+    assert StagedFile.objects.get(pk=staged.pk).metadata_map["DEFAULT"]["year"] == 2018
