@@ -409,3 +409,10 @@ def test_an_edit_of_the_staged_map_that_a_library_change_replaces_is_reported(do
     assert ("  hippo.md: conflict: [DEFAULT] year: edit 2000 -> 2018 (the cascade or library changed; "
             "the change wins)") in lines
     assert StagedFile.objects.get(pk=staged.pk).metadata_map["DEFAULT"]["year"] == 2018
+
+
+def test_map_lint_command_is_fatal_for_a_library_that_does_not_parse(domain, folder):
+    run("chunk", str(folder))
+    shutil.copy(DATA / "malformed" / "duplicate.bib", folder / "more.bib")
+    with pytest.raises(CommandError, match=r"^a library does not parse \(see above\); nothing of it was applied$"):
+        run("map-lint", str(folder))
