@@ -409,3 +409,22 @@ def test_an_edit_of_the_staged_map_that_a_library_change_replaces_is_reported(do
     assert ("  hippo.md: conflict: [DEFAULT] year: edit 2000 -> 2018 (the cascade or library changed; "
             "the change wins)") in lines
     assert StagedFile.objects.get(pk=staged.pk).metadata_map["DEFAULT"]["year"] == 2018
+
+
+def test_map_lint_command_is_fatal_for_a_library_that_does_not_parse(domain, folder):
+    run("chunk", str(folder))
+    shutil.copy(DATA / "malformed" / "duplicate.bib", folder / "more.bib")
+    with pytest.raises(CommandError, match=r"^a library does not parse \(see above\); nothing of it was applied$"):
+        run("map-lint", str(folder))
+
+
+def test_python_api_add_takes_a_library(domain, folder, tmp_path):
+    from chat.rag import Knowledge
+
+    outside = tmp_path / "elsewhere.bib"
+    (folder / "refs.bib").rename(outside)
+    Knowledge(store="api-lib", domain="library", create=True).add(folder, library=outside)
+    assert Document.objects.get(store__name="api-lib", file_name="hippo.md").metadata["year"] == 2019
+    shutil.copy(DATA / "malformed" / "latin1.bib", tmp_path / "bad.bib")
+    with pytest.raises(LibraryError, match=r"^bad.bib: line 7: not UTF-8 \(byte 0xe9\)"):
+        Knowledge(store="api-lib", domain="library").add(folder, library=tmp_path / "bad.bib")
