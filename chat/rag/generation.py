@@ -1,13 +1,13 @@
-"""The answer from a context: the configured LLM backend, or extractive sentences.
+"""The answer from a context: the configured backend's
+:meth:`~chat.backends.base.LLMBackend.answer`.
 
-A generative backend (Ollama, OpenAI-compatible) gets ``[system_prompt?, user:
-template with {context} and {question}]`` and its reply is the answer; its failures
-are raised as the backend's typed errors (:mod:`chat.backends.base`: ModelNotFound,
-Unreachable, Timeout, BackendError), never returned as text. The extractive backend
-(no model server) answers with the used results' sentences closest to the question
-(:class:`chat.backends.extractive.Composer`), each run of sentences from one result
-followed by its citation marker ``[id]``. With an empty context no model is asked: the
-answer is NO_CONTEXT_ANSWER after a genuine empty match, and "" when retrieval failed
+A model backend (Ollama, OpenAI-compatible) gets ``[system_prompt?, user: template with
+{context} and {question}]`` and its reply is the answer; its failures are raised as the
+backend's typed errors (:mod:`chat.backends.base`: ModelNotFound, Unreachable, Timeout,
+BackendError), never returned as text. The extractive backend (no model server) quotes
+the passages of the used results that state the answer, each followed by its citation
+marker ``[id]``. With an empty context no backend is asked: the answer is
+NO_CONTEXT_ANSWER after a genuine empty match, and "" when retrieval failed
 (``metadata["retrieval_failed"]`` and ``metadata["error"]`` say why).
 """
 
@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from chat.backends import LLMBackend, get_backend
-from chat.backends.base import Message
+from chat.backends.base import AnswerTask, Citer, Message
 from domains import embeddings
 from domains.retrieval import Source
 
@@ -27,7 +27,7 @@ from .context import item_label, item_score, item_text
 from .results import Citation
 
 NO_CONTEXT_ANSWER = "The knowledge base has nothing relevant to this question."
-# Extractive fallback when no sentence of the results is long enough to be picked.
+# When the backend finds no passage that answers, the start of the best result is shown.
 FALLBACK_CHARS = 300
 
 
@@ -44,10 +44,21 @@ def prompt_messages(config: RAGConfig, question: str, context: str) -> list[Mess
 
 @dataclass
 class _Passage:
-    """What the Composer reads of a chunk."""
+    """A used result as a chunk of an answer task's source."""
 
     text: str
     score: float
+    headings: tuple[str, ...] = ()
+
+
+class _Markers(Citer):
+    """Source n (1-based, in ``used`` order) is cited as its citation's ``[id]``."""
+
+    def __init__(self, markers: Sequence[str]):
+        self.markers = markers
+
+    def cite(self, number: int) -> str:
+        return self.markers[number - 1]
 
 
 class Generator:
@@ -65,8 +76,8 @@ class Generator:
             self.backend, self.model, self._owned = llm, None, False
         elif llm is None or isinstance(llm, str):
             self.backend, self.model, self._owned = get_backend(), llm or None, True
-            if self.model and not self.backend.generative:
-                raise ValueError(f"llm={llm!r} names a chat model, but the configured backend is extractive")
+            if self.model and not self.backend.can_compose:
+                raise ValueError(f"llm={llm!r} names a chat model, but the configured backend is {self.backend.name}")
         else:
             raise TypeError(f"llm must be None, a model name or an LLMBackend, got {type(llm).__name__}")
 
@@ -83,9 +94,7 @@ class Generator:
         """The whole answer. :raises BackendError: the model server failed."""
         if not context.strip():
             return "" if failed else NO_CONTEXT_ANSWER
-        if self.backend.generative:
-            return await self.backend.chat(prompt_messages(config, question, context), model=self.model)
-        return "".join([piece async for piece in self._extractive(question, used, citations)])
+        return "".join([piece async for piece in self._answer(config, question, context, used, citations, False)])
 
     async def pieces(self, config: RAGConfig, question: str, context: str, used: Sequence,
                      citations: Sequence[Citation], failed: bool = False) -> AsyncIterator[str]:
@@ -96,16 +105,11 @@ class Generator:
             if not failed:
                 yield NO_CONTEXT_ANSWER
             return
-        if self.backend.generative:
-            async for piece in self.backend.stream(prompt_messages(config, question, context), model=self.model):
-                yield piece
-            return
-        async for piece in self._extractive(question, used, citations):
+        async for piece in self._answer(config, question, context, used, citations, True):
             yield piece
 
-    async def _extractive(self, question: str, used: Sequence, citations: Sequence[Citation]):
-        from chat.backends.extractive import Composer
-
+    async def _answer(self, config: RAGConfig, question: str, context: str, used: Sequence,
+                      citations: Sequence[Citation], stream: bool) -> AsyncIterator[str]:
         if not used:
             yield NO_CONTEXT_ANSWER
             return
@@ -117,9 +121,14 @@ class Generator:
                    chunks=[_Passage(item_text(item), item_score(item))])
             for n, item in enumerate(used, start=1)
         ]
-        vector = await asyncio.to_thread(embeddings.embed_query, question)
+
+        async def vector():
+            return await asyncio.to_thread(embeddings.embed_query, question)
+
+        task = AnswerTask(question, sources, prompt_messages(config, question, context), vector=vector,
+                          citer=_Markers(markers), model=self.model, stream=stream)
         spoke = False
-        async for piece in Composer(vector, sources, question).pieces(lambda number: markers[number - 1]):
+        async for piece in self.backend.answer(task):
             spoke = True
             yield piece
         if not spoke:

@@ -1,22 +1,25 @@
 """answer: the cited answer from the numbered reference material, streamed.
 
-Generative backends stream the model's text; the extractive backend streams the best
-sentences of the sources (:class:`chat.backends.extractive.Composer`), each run of
-sentences from one source cited once.
-Either way the text passes through :class:`~chat.pipeline.citations.AnswerCleaner`:
-``<think>`` removed, citations renumbered 1..m in citation order, invalid ones dropped
-and counted. With no sources at all, no model is asked: the answer says so.
+The backend writes it (:meth:`chat.backends.base.LLMBackend.answer`): a model from the
+answer prompt, the extractive backend by quoting the passages of the sources that state
+the answer (:mod:`chat.backends.extractive`). Either way citations go through one
+:class:`~chat.pipeline.citations.AnswerCleaner`: ``<think>`` removed, citations
+renumbered 1..m in citation order, invalid ones dropped and counted. With no sources at
+all, no backend is asked; when the backend finds nothing in them that answers, the
+answer says so.
 """
 
 from __future__ import annotations
 
-from chat.backends import extractive
+from contextlib import aclosing
+
+from chat.backends.base import AnswerTask
 
 from .. import prompts
 from ..citations import AnswerCleaner
 from ..graph import Step
 from ..state import TurnState
-from .classify import query_vector
+from .question import query_vector
 from .streaming import say, stream_attempt
 
 
@@ -24,14 +27,14 @@ def no_source_text(domains: list[str]) -> str:
     return f"No source in {', '.join(domains)} answers this question."
 
 
-async def _extractive_pieces(state: TurnState, cleaner: AnswerCleaner):
-    """The composed sentences as text pieces (:meth:`Composer.pieces`); when no sentence
-    of the sources is similar enough to the question, the no-source text instead."""
-    vector = await query_vector(state)
+async def _pieces(state: TurnState, task: AnswerTask):
+    """The backend's answer pieces; when it finds nothing in the sources that answers
+    the question, the no-source text instead."""
     spoke = False
-    async for piece in extractive.Composer(vector, state.material.sources, state.question).pieces(cleaner.cite):
-        spoke = True
-        yield piece
+    async with aclosing(state.backend.answer(task)) as pieces:  # a model's HTTP stream closes with it
+        async for piece in pieces:
+            spoke = True
+            yield piece
     if not spoke:
         state.declined = True
         yield no_source_text(state.domain_names)
@@ -45,22 +48,20 @@ async def answer(state: TurnState) -> Step:
         await say(state, no_source_text(state.domain_names))
         return Step("next", "no sources")
     rewrite = state.evaluation is not None and state.evaluation.decision == "rewrite_answer"
-    if state.backend.generative:
-        messages = prompts.answer(
-            state.question,
-            state.material.text,
-            len(sources),
-            [d.instructions for d in state.routed],
-            state.summary,
-            state.history,
-            previous_answer=state.answer_text if rewrite else "",
-            evaluator_summary=state.evaluation.summary if rewrite else "",
-            tool_results=bool(state.tool_results),
-        )
-        cleaner = await stream_attempt(state, state.backend.stream(messages), valid=[s.number for s in sources])
-    else:
-        cleaner = AnswerCleaner([s.number for s in sources])
-        await stream_attempt(state, _extractive_pieces(state, cleaner), cleaner=cleaner)
+    messages = prompts.answer(
+        state.question,
+        state.material.text,
+        len(sources),
+        [d.instructions for d in state.routed],
+        state.summary,
+        state.history,
+        previous_answer=state.answer_text if rewrite else "",
+        evaluator_summary=state.evaluation.summary if rewrite else "",
+        tool_results=bool(state.tool_results),
+    )
+    cleaner = AnswerCleaner([s.number for s in sources])
+    task = AnswerTask(state.question, sources, messages, vector=lambda: query_vector(state), citer=cleaner)
+    await stream_attempt(state, _pieces(state, task), cleaner=cleaner)
     by_number = {s.number: s for s in sources}
     state.cited = [by_number[n] for n in cleaner.cited]
     state.dropped_citations = cleaner.dropped
