@@ -5,6 +5,7 @@ from . import api, health, views
 urlpatterns = [
     path("", views.home, name="home"),
     path("health", health.health, name="health"),
+    path("tokens/", views.api_tokens, name="api-tokens"),
     path("api/query", api.query, name="api-query"),
     path("api/domains", api.domains, name="api-domains"),
     path("api/sessions", api.session_list, name="api-sessions"),
