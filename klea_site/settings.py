@@ -238,6 +238,9 @@ KLEA_CHAT_PUBLIC = env.bool("KLEA_CHAT_PUBLIC", default=False)
 # Largest websocket frame the chat accepts (bytes); larger ones get a `too_large` error.
 # daphne's own cap (--websocket-max-message-size, set by `make run`) must be above it.
 KLEA_WS_MAX_FRAME_BYTES = env.int("KLEA_WS_MAX_FRAME_BYTES", default=64 * 1024)
+# Turns one user may run at once through /v1/ and the MCP server (docs/clients.md);
+# one more is answered 429 busy. The chat is limited per session instead.
+KLEA_API_CONCURRENT_TURNS = env.int("KLEA_API_CONCURRENT_TURNS", default=4)
 # Seconds /health waits for Redis and for the model server, each.
 KLEA_HEALTH_TIMEOUT = env.float("KLEA_HEALTH_TIMEOUT", default=2.0)
 
@@ -252,3 +255,6 @@ KLEA_CONVERT_TIMEOUT = env.float("KLEA_CONVERT_TIMEOUT", default=1800.0)
 KLEA_PDF_PIPELINE = env("KLEA_PDF_PIPELINE", default="auto")
 # Where admin uploads are kept (one folder per store); they are the documents' sources.
 KLEA_UPLOAD_DIR = Path(env("KLEA_UPLOAD_DIR", default=str(VAR_DIR / "uploads")))
+# Rendered PDF pages of the chat's source view (docs/api.md, "The source view"), one
+# folder per file version; safe to delete at any time.
+KLEA_PAGE_CACHE_DIR = Path(env("KLEA_PAGE_CACHE_DIR", default=str(VAR_DIR / "page-cache")))

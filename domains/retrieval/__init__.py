@@ -5,7 +5,7 @@ from .engine import retrieve
 from .filters import CompiledFilter, FieldSpec, compile_filter
 from .fusion import RRF_K, convex_fusion, fuse, reciprocal_rank_fusion
 from .probe import nearest_chunk_similarity
-from .references import ReferenceMaterial, Source, serialize_reference_material
+from .references import ReferenceMaterial, Source, page_label, page_span, serialize_reference_material
 from .types import RetrievalResult, RetrievedChunk
 from .vector import VectorHits, vector_search
 
@@ -24,6 +24,8 @@ __all__ = [
     "convex_fusion",
     "fuse",
     "nearest_chunk_similarity",
+    "page_label",
+    "page_span",
     "query_lexemes",
     "reciprocal_rank_fusion",
     "retrieve",

@@ -16,7 +16,7 @@ from chat.backends.base import ClassifyTask
 from .. import prompts
 from ..graph import Step
 from ..state import TurnState
-from .question import query_vector
+from .question import question_vector
 
 UNDEFINED = "undefined"
 
@@ -64,7 +64,7 @@ async def classify(state: TurnState) -> Step:
         messages=prompts.classify(state.question, state.allowed, state.summary, state.history),
         schema=classification_schema(names),
         validate=_validate,
-        vector=lambda: query_vector(state),
+        vector=lambda: question_vector(state),
     )
     result = await state.backend.classify(task)
     state.query_domains = clean_domains(result.domains, names)

@@ -3,8 +3,9 @@
 
 Deterministic checks: ``no_sources``, ``no_valid_citation``, ``answer_empty``. With no
 sources or an empty answer the model is not asked. A backend that cannot review
-(``can_review`` False, the extractive one) has the checks only (``scores`` is None). Best-effort and fallback answers get a warning, except
-an answer saying that no source answers the question.
+(``can_review`` False, the extractive one) has the checks only (``scores`` is None).
+Best-effort and fallback answers get a warning, except an answer saying that no source
+answers the question.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ The schema is built per turn from the routed domains' declared fields
 (:mod:`chat.pipeline.filters`). An empty or invalid result falls back to the user's own
 question (never a skipped search). On a retry the previous queries and the evaluator's
 summary are shown. A backend that writes no queries (``can_modify_query`` False, the
-extractive one) searches with the question itself. Filters the
-user chose win over generated ones.
+extractive one) searches with the question itself. Filters the user chose win over
+generated ones.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The question's embedding (store model), computed once per turn and shared by the
-nodes that need it (classification, retrieval, a model-free answer)."""
+"""The question's embedding (the store model's), computed once per turn: classification
+and the extractive answer read it, retrieval reuses it for a single query."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from domains import embeddings
 from ..state import TurnState
 
 
-async def query_vector(state: TurnState):
-    """The question's embedding, shape (384,), L2-normalised."""
+async def question_vector(state: TurnState):
+    """numpy (384,), L2-normalised; cached in ``state.query_vector``."""
     if state.query_vector is None:
         state.query_vector = await asyncio.to_thread(embeddings.embed_query, state.question)
     return state.query_vector
