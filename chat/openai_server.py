@@ -78,7 +78,8 @@ def _model(model_id: str) -> dict:
 
 
 def _model_ids(user) -> list[str]:
-    return [CLASSIFY_MODEL] + [DOMAIN_MODEL_PREFIX + name for name in queryable_domains(user).values_list("name", flat=True)]
+    names = queryable_domains(user).values_list("name", flat=True)
+    return [CLASSIFY_MODEL] + [DOMAIN_MODEL_PREFIX + name for name in names]
 
 
 @csrf_exempt

@@ -55,8 +55,8 @@ def test_a_token_acts_as_its_user_with_the_same_domain_groups(setup):
     assert domain_names(client.get("/api/domains", **bearer(bob))) == ["arrays", "empty"]
     # a POST needs no CSRF token with a Bearer header (browsers never add one by themselves)
     csrf_client = Client(enforce_csrf_checks=True)
-    response = csrf_client.post("/api/query", json.dumps({"text": "Which neuron model is cheap?", "domains": ["neuro"]}),
-                                content_type="application/json", **bearer(bob))
+    body = json.dumps({"text": "Which neuron model is cheap?", "domains": ["neuro"]})
+    response = csrf_client.post("/api/query", body, content_type="application/json", **bearer(bob))
     assert (response.status_code, response.json()["error"]["code"]) == (400, "unknown_domain")
     response = csrf_client.post("/api/sessions", "{}", content_type="application/json", **bearer(alice))
     assert response.status_code == 201
