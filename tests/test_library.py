@@ -428,3 +428,17 @@ def test_python_api_add_takes_a_library(domain, folder, tmp_path):
     shutil.copy(DATA / "malformed" / "latin1.bib", tmp_path / "bad.bib")
     with pytest.raises(LibraryError, match=r"^bad.bib: line 7: not UTF-8 \(byte 0xe9\)"):
         Knowledge(store="api-lib", domain="library").add(folder, library=tmp_path / "bad.bib")
+
+
+def test_staged_map_edited_in_the_admin_is_stored_and_sources_are_read_only(domain, folder, admin_client):
+    run("chunk", str(folder))
+    staged = StagedFile.objects.get(directory=str(folder), file_name="other.md")
+    url = f"/admin/ingestion/stagedfile/{staged.pk}/change/"
+    page = admin_client.get(url).content.decode()
+    assert '<div class="form-row field-sources">' in page and 'name="sources"' not in page
+    entries = {**staged.metadata_map, "DEFAULT": {"title": "Something else", "year": 1999}}
+    response = admin_client.post(url, {"metadata_map": json.dumps(entries)})
+    assert response.status_code == 302
+    output = run("store", str(folder), "--collection", "lib-store", "--domain", "library")
+    assert "  stored                 3\n" in output
+    assert set(Chunk.objects.filter(document__file_name="other.md").values_list("year", flat=True)) == {1999}
