@@ -122,3 +122,17 @@ def no_pages(path: Path) -> Path:
     """A valid PDF whose page tree is empty (``/Count 0``)."""
     canvas.Canvas(str(path)).save()  # nothing drawn: no page is emitted
     return path
+
+
+def scan_of(source: Path, path: Path, dpi: int = 300) -> Path:
+    """An image-only copy of ``source``: each page rendered at ``dpi`` in grey levels and
+    wrapped as a PDF page of the same size (no text layer), so its expected text is known."""
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(str(source))
+    try:
+        images = [pdf[i].render(scale=dpi / 72, grayscale=True).to_pil().convert("L") for i in range(len(pdf))]
+    finally:
+        pdf.close()
+    images[0].save(path, format="PDF", resolution=dpi, save_all=True, append_images=images[1:])
+    return path

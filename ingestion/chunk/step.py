@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import transaction
 
 from domains import embeddings
-from ingestion.convert import ConversionError
+from ingestion.convert import ConversionError, OcrConfig
 from ingestion.convert.worker import ConversionWorker
 from ingestion.metadata.defaults import default_metadata
 from ingestion.metadata.map import DEFAULT, template_for
@@ -47,6 +47,15 @@ def shared_worker() -> ConversionWorker:
         return _shared["worker"]
 
 
+def ocr_config() -> OcrConfig:
+    """OCR settings of this deployment (docs/configuration.md: ``KLEA_OCR_*``)."""
+    return OcrConfig(
+        cache_dir=str(settings.KLEA_OCR_CACHE_DIR),
+        page_timeout=settings.KLEA_OCR_PAGE_TIMEOUT,
+        workers=settings.KLEA_OCR_WORKERS or None,
+    )
+
+
 def _merged_map(fresh: dict[str, dict], old: StagedFile | None, same_content: bool) -> dict[str, dict]:
     """A re-chunked file keeps what was edited: the whole map when only the options
     changed, the non-empty heading entries that still exist when the content changed."""
@@ -63,10 +72,16 @@ def _merged_map(fresh: dict[str, dict], old: StagedFile | None, same_content: bo
 
 
 def chunk_file(
-    directory: Path, path: Path, options: IngestOptions, *, worker: ConversionWorker | None = None
+    directory: Path, path: Path, options: IngestOptions, *, worker: ConversionWorker | None = None,
+    on_page: Callable[[str, int, int], None] | None = None,
 ) -> tuple[StagedFile | None, FileOutcome]:
-    """Stage one file (idempotent). :returns: its StagedFile (None when the file
-    vanished or cannot be read: nothing is staged) and the outcome of this call."""
+    """Stage one file (idempotent).
+
+    :param on_page: called with (file name, pages OCRed, pages to OCR) during OCR.
+    :returns: its StagedFile (None when the file vanished or cannot be read: nothing is
+        staged) and the outcome of this call; a file converted with losses (pages whose
+        OCR failed) is ``chunked`` with the losses in ``error``.
+    """
     recorded = options.chunking()
     file_name = relative_name(path, directory)
     try:
@@ -84,8 +99,9 @@ def chunk_file(
         return old, FileOutcome(file_name, "unchanged", chunks=old.chunk_count, pages=old.pages)
     values: dict = {"content_hash": content_hash, "options": recorded, "chunks": [], "reason": "", "error": ""}
     try:
+        progress = (lambda done, total: on_page(file_name, done, total)) if on_page else None
         converted = (worker or shared_worker()).convert(
-            path, ocr=options.ocr, pipeline=settings.KLEA_PDF_PIPELINE
+            path, on_progress=progress, ocr=options.ocr, pipeline=settings.KLEA_PDF_PIPELINE, ocr_config=ocr_config()
         )
         drafts = chunk_document(converted, embeddings.count_tokens, options.max_tokens)
         fresh = template_for(default_metadata(path, converted, file_name), (d.headings for d in drafts))
@@ -96,8 +112,11 @@ def chunk_file(
             converter=converted.converter,
             chunks=[{"headings": list(d.headings), "text": d.text, "tokens": d.token_count} for d in drafts],
             metadata_map=_merged_map(fresh, old, same_content),
+            error="\n".join(converted.warnings),
         )
-        outcome = FileOutcome(file_name, "chunked", chunks=len(drafts), pages=converted.pages)
+        outcome = FileOutcome(
+            file_name, "chunked", chunks=len(drafts), pages=converted.pages, error="; ".join(converted.warnings)
+        )
     except ConversionError as exc:
         status = {"needs_ocr": StagedFile.Status.NEEDS_OCR, "no_text": StagedFile.Status.SKIPPED}.get(
             exc.reason, StagedFile.Status.FAILED
