@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from statistics import median
 
 from .base import Block
 from .pdf_layout import Paragraph, merge_continued, page_paragraphs
@@ -52,7 +53,8 @@ def _mask(text: str) -> str:
 def drop_furniture(
     pages: list[list[Line]], heights: list[float], printed: frozenset[int] = frozenset()
 ) -> list[list[Line]]:
-    """Remove running heads/feet and page numbers from every page.
+    """Remove running heads/feet and page numbers from every page. A line set clearly
+    larger than the other copies of its text stays: a title that the running heads repeat.
 
     :param printed: indexes of pages whose zones are measured on the printed area (the
         extent of their lines) instead of the page: scans, where the page image often
@@ -63,19 +65,29 @@ def drop_furniture(
         for index, (lines, height) in enumerate(zip(pages, heights))
     ]
     counts: Counter = Counter()
+    sizes: dict[str, list[float]] = {}
     for lines, frame in zip(pages, frames):
-        seen = {_mask(line.text) for line in lines if _in_margin(line, frame)}
-        counts.update(seen)
-    repeated = {text for text, n in counts.items() if n >= max(2, FURNITURE_SHARE * len(pages))}
-    out = []
-    for lines, frame in zip(pages, frames):
-        kept = [
-            line
-            for line in lines
-            if not (_in_margin(line, frame) and (_mask(line.text) in repeated or _PAGE_NUMBER.match(line.text.strip())))
-        ]
-        out.append(kept)
-    return out
+        seen = {}
+        for line in lines:
+            if _in_margin(line, frame):
+                seen.setdefault(_mask(line.text), line.size)
+        counts.update(seen.keys())
+        for text, size in seen.items():
+            sizes.setdefault(text, []).append(size)
+    repeated = {
+        text: median(sizes[text]) for text, n in counts.items() if n >= max(2, FURNITURE_SHARE * len(pages))
+    }
+
+    def furniture(line: Line) -> bool:
+        text = _mask(line.text)
+        if text in repeated:
+            return line.size < repeated[text] * TITLE_LARGER
+        return bool(_PAGE_NUMBER.match(line.text.strip()))
+
+    return [
+        [line for line in lines if not (_in_margin(line, frame) and furniture(line))]
+        for lines, frame in zip(pages, frames)
+    ]
 
 
 def _printed_frame(lines: list[Line]) -> tuple[float, float]:
@@ -159,36 +171,43 @@ def _heading_style(paragraph: Paragraph, body: float) -> tuple | None:
 
 
 def _title(paragraphs: list[Paragraph], body: float) -> list[Paragraph]:
-    """The title paragraphs: the largest text of page one and what follows in its style."""
+    """The title paragraphs: the largest text of page one and the paragraphs around it in
+    its style (a centred title's lines can read as separate paragraphs)."""
     first_page = [p for p in paragraphs if p.page == paragraphs[0].page and _letters(p.text) >= 4]
     if not first_page:
         return []
     best = max(first_page, key=lambda p: p.size)
     if best.size < body * TITLE_LARGER or len(best.text) > 300:
         return []
-    title = [best]
-    index = paragraphs.index(best) + 1
-    while index < len(paragraphs) and _same_style(paragraphs[index], best) and len(title) < 3:
-        title.append(paragraphs[index])
-        index += 1
-    return title
+    start = end = paragraphs.index(best)
+    while start > 0 and _same_style(paragraphs[start - 1], best) and end - start < 2:
+        start -= 1
+    while end + 1 < len(paragraphs) and _same_style(paragraphs[end + 1], best) and end - start < 2:
+        end += 1
+    return paragraphs[start : end + 1]
 
 
 def _same_style(a: Paragraph, b: Paragraph) -> bool:
-    return a.page == b.page and abs(a.size - b.size) <= 0.5 and a.bold == b.bold
+    # OCR and glyph-height sizes wobble by a point or so between lines of one style.
+    tolerance = 0.1 * b.size if a.estimated or b.estimated else 0.5
+    return a.page == b.page and abs(a.size - b.size) <= tolerance and a.bold == b.bold
 
 
 def _demote_front_matter(paragraphs: list[Paragraph], styles: dict, title: list[Paragraph]) -> None:
     """Authors and affiliations are not headings: drop the candidates that come before
     the first Abstract/Introduction-like or numbered heading of the first two pages (or,
-    without one, before the title)."""
+    without one, before the title). A letter is no section number here: "G. NIGEL
+    MARTIN" is a byline."""
     first = [p for p in paragraphs if p.page <= paragraphs[0].page + 1]
     anchor = next(
         (
             i
             for i, p in enumerate(first)
             if styles.get(id(p)) is not None
-            and (numbering_level(p.text) is not None or _plain(p.text).startswith(FRONT_MATTER_END))
+            and (
+                (numbering_level(p.text) is not None and not _LETTER.match(p.text))
+                or _plain(p.text).startswith(FRONT_MATTER_END)
+            )
         ),
         None,
     )
