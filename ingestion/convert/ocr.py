@@ -39,12 +39,13 @@ OCR_DPI = 300
 LANGUAGE = "eng"
 INSTALL_HINT = "install Tesseract: `make tesseract` (Debian: apt-get install tesseract-ocr tesseract-ocr-eng)"
 # Bump when the lines made from hOCR change, so cached pages are read again.
-_FORMAT = 1
+_FORMAT = 2
 # Dark edge bands (clear_dark_edges): darker than this share, within this share of the
 # page, measured over this many pixel rows or columns.
 _EDGE_DARK = 0.15
 _EDGE_MAX = 0.15
 _EDGE_WINDOW = 9
+_BAND_GAP = 2  # blank pixel rows that still belong to one band of ink (thin strokes)
 _LINE_CLASSES = {"ocr_line", "ocr_caption", "ocr_header", "ocr_textfloat"}
 _BBOX = re.compile(r"bbox (\d+) (\d+) (\d+) (\d+)")
 # Letters by vertical extent, for the size estimate: a word of tall letters without
@@ -150,17 +151,41 @@ def clear_dark_edges(pixels: np.ndarray) -> np.ndarray:
     return out
 
 
-def render_png(page: pdfium.PdfPage, dpi: int) -> bytes:
-    """The page rendered upright in grey levels at ``dpi``, dark edges cleared
-    (:func:`clear_dark_edges`), as PNG bytes."""
+def render_page(page: pdfium.PdfPage, dpi: int) -> np.ndarray:
+    """The page rendered upright in grey levels (0 black .. 255 white) at ``dpi``, dark
+    edges cleared (:func:`clear_dark_edges`)."""
     bitmap = page.render(scale=dpi / 72, grayscale=True)
     try:
-        pixels = clear_dark_edges(np.asarray(bitmap.to_pil().convert("L")))
+        return clear_dark_edges(np.asarray(bitmap.to_pil().convert("L")))
     finally:
         bitmap.close()
+
+
+def png_bytes(pixels: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, format="PNG")
     return buffer.getvalue()
+
+
+def ink_rows(pixels: np.ndarray, box: tuple[int, int, int, int]) -> tuple[int, int]:
+    """The rows (top, bottom) of the main band of ink inside a word's box: a box that
+    also took in specks, a logo or part of the next line (bands apart by blank rows)
+    keeps the band with the most ink. The box itself when there is no ink in it."""
+    left, top, right, bottom = box
+    dark = (pixels[top:bottom, left:right] < 128).sum(axis=1)
+    bands: list[list[int]] = []  # [first row, last row, ink]
+    for row, ink in enumerate(dark):
+        if not ink:
+            continue
+        if bands and row - bands[-1][1] <= _BAND_GAP:
+            bands[-1][1] = row
+            bands[-1][2] += int(ink)
+        else:
+            bands.append([row, row, int(ink)])
+    if not bands:
+        return top, bottom
+    first, last, _ = max(bands, key=lambda band: band[2])
+    return top + first, top + last + 1
 
 
 def run_tesseract(png: bytes, timeout: float, dpi: int = OCR_DPI) -> str:
@@ -222,9 +247,10 @@ def _line(words: list[tuple[str, tuple[int, int, int, int]]], page: int, scale: 
     return Line(page, x0, height - bottom, x1, height - top, size=size, bold=False, text=text, estimated=True, ocr=True)
 
 
-def hocr_lines(hocr: str, page: int, scale: float) -> tuple[list[Line], float]:
+def hocr_lines(hocr: str, page: int, scale: float, pixels: np.ndarray | None = None) -> tuple[list[Line], float]:
     """Lines of one page's hOCR (pixel boxes at ``scale`` pixels per point) as
-    :class:`Line` objects, and the page height in points.
+    :class:`Line` objects, and the page height in points. With the page's ``pixels``,
+    each word's height is its main band of ink (:func:`ink_rows`).
 
     A hOCR line is split where two words are further apart than 1.5 x its size (a column
     gutter), as text-layer lines are; lines without a letter or digit (speckles) are dropped.
@@ -247,7 +273,10 @@ def hocr_lines(hocr: str, page: int, scale: float) -> tuple[list[Line], float]:
             text = "".join(word.itertext()).strip()
             match = _BBOX.search(word.get("title", ""))
             if text and match:
-                words.append((text, tuple(int(v) for v in match.groups())))
+                left, top, right, bottom = (int(v) for v in match.groups())
+                if pixels is not None:
+                    top, bottom = ink_rows(pixels, (left, top, right, bottom))
+                words.append((text, (left, top, right, bottom)))
         if not words:
             continue
         size = _estimate_size(words, scale)
@@ -336,12 +365,12 @@ def ocr_pages(
             on_page(done, len(todo))
 
     workers = max(1, min(config.workers or os.cpu_count() or 1, len(todo) or 1))
-    pending: deque = deque()  # (index, future), at most 2 x workers page images in memory
+    pending: deque = deque()  # (index, future, pixels), at most 2 x workers page images in memory
 
     def collect() -> None:
-        index, future = pending.popleft()
+        index, future, pixels = pending.popleft()
         try:
-            lines, height = hocr_lines(future.result(), index, scale)
+            lines, height = hocr_lines(future.result(), index, scale, pixels)
         except OcrError as exc:
             result.failed[index] = f"page {index + 1}: {exc}"
         except ET.ParseError as exc:
@@ -362,14 +391,15 @@ def ocr_pages(
             try:
                 page = pdf[index]
                 try:
-                    png = render_png(page, config.dpi)
+                    pixels = render_page(page, config.dpi)
                 finally:
                     page.close()
             except (pdfium.PdfiumError, OSError, ValueError) as exc:
                 result.failed[index] = f"page {index + 1}: could not be rendered ({exc})"
                 finished()
                 continue
-            pending.append((index, pool.submit(run_tesseract, png, config.page_timeout, config.dpi)))
+            png = png_bytes(pixels)
+            pending.append((index, pool.submit(run_tesseract, png, config.page_timeout, config.dpi), pixels))
             while len(pending) >= 2 * workers:
                 collect()
         while pending:
