@@ -265,3 +265,26 @@ def test_a_shared_scan_reads_under_its_headings_without_running_heads(scans, tmp
     texts = [block.text for block in document.blocks]
     assert not [t for t in texts if "FLAJOLET AND MARTIN" in t or "PROBABILISTIC COUNTING ALGORITHMS" in t]
     assert not [t for t in texts if t.strip().isdigit()]
+
+
+def test_stores_chunk_shows_ocr_progress_per_page_on_the_terminal_and_the_job(db, scans, tmp_path, settings):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from ingestion.models import IngestionJob
+
+    settings.KLEA_OCR_CACHE_DIR = tmp_path / "cache"
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(scans["scan"], folder)
+    out, err = StringIO(), StringIO()
+    call_command("stores", "chunk", str(folder), stdout=out, stderr=err)
+    assert "paper_scan.pdf OCR 1/2" in err.getvalue() and "paper_scan.pdf OCR 2/2" in err.getvalue()
+    job = IngestionJob.objects.get(kind="chunk", arguments__directory=str(folder))
+    assert (job.status, job.outcomes) == ("succeeded", {"paper_scan.pdf": "chunked"})
+    assert [m for m in job.messages if "OCR page" in m] == ["paper_scan.pdf: OCR page 2 of 2"]
+    staged = StagedFile.objects.get(directory=str(folder))
+    assert [(tuple(c["headings"]), c["text"]) for c in staged.chunks][0] == (
+        ("Abstract",), "We study how cortical neurons fire action potentials in vivo."
+    )

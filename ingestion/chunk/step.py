@@ -141,13 +141,15 @@ def chunk_directory(
     worker: ConversionWorker | None = None,
     on_start: Callable[[int], None] | None = None,
     on_file: Callable[[FileOutcome], None] | None = None,
+    on_page: Callable[[str, int, int], None] | None = None,
     **options,
 ) -> StepReport:
     """Chunk every supported file under ``directory``.
 
     :param options: :class:`ingestion.options.IngestOptions` fields (``max_tokens``,
         ``ocr`` auto/on/off as ``--ocr`` / ``--no-ocr``, ``force``).
-    :param on_start: called with the number of files; :param on_file: once per file.
+    :param on_start: called with the number of files; :param on_file: once per file;
+        :param on_page: (file name, pages OCRed, pages to OCR) during OCR.
     :returns: StepReport (outcomes chunked / unchanged / skipped / needs_ocr / failed /
         unsupported / pruned); ``notes`` holds the PDF conversion path line.
     :raises IngestError: not a directory, or no supported file in it.
@@ -162,7 +164,7 @@ def chunk_directory(
         on_start(len(files))
     paths_logged: set[str] = set()
     for path in files:
-        staged, outcome = chunk_file(directory, path, chunking, worker=worker)
+        staged, outcome = chunk_file(directory, path, chunking, worker=worker, on_page=on_page)
         converter = staged.converter if staged is not None else ""
         if outcome.status == "chunked" and converter.startswith("pdf") and converter not in paths_logged:
             paths_logged.add(converter)
