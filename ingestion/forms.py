@@ -9,6 +9,7 @@ from django import forms
 from domains.models import Store
 
 from .convert import SUPPORTED_EXTENSIONS
+from .metadata.library import LIBRARY_SUFFIXES, LibraryError, parse_library
 from .options import MIN_MAX_TOKENS, default_max_tokens
 
 
@@ -32,7 +33,9 @@ class MultipleFileField(forms.FileField):
 
 class UploadForm(forms.Form):
     store = forms.ModelChoiceField(queryset=Store.objects.select_related("domain").order_by("name"))
-    files = MultipleFileField(help_text="PDF, DOCX, Markdown/MyST, reStructuredText, HTML or plain text.")
+    files = MultipleFileField(help_text="PDF, DOCX, Markdown/MyST, reStructuredText, HTML or plain text; and a "
+                                        "reference-manager library (BibTeX .bib or CSL-JSON .json) whose records "
+                                        "fill the metadata of the files they match.")
     max_tokens = forms.IntegerField(
         label="Chunk size", initial=default_max_tokens, min_value=MIN_MAX_TOKENS, max_value=2048,
         help_text="At most this many tokens of the embedding model per chunk.",
@@ -45,11 +48,20 @@ class UploadForm(forms.Form):
 
     def clean_files(self):
         files = self.cleaned_data["files"]
-        bad = [f.name for f in files if Path(f.name).suffix.lower() not in SUPPORTED_EXTENSIONS]
+        allowed = SUPPORTED_EXTENSIONS | set(LIBRARY_SUFFIXES)
+        bad = [f.name for f in files if Path(f.name).suffix.lower() not in allowed]
         if bad:
             raise forms.ValidationError(
-                f"unsupported file type: {', '.join(bad)} (supported: {', '.join(sorted(SUPPORTED_EXTENSIONS))})"
+                f"unsupported file type: {', '.join(bad)} (supported: {', '.join(sorted(allowed))})"
             )
+        for upload in files:
+            if Path(upload.name).suffix.lower() in LIBRARY_SUFFIXES:
+                try:
+                    parse_library(Path(upload.name).name, upload.read())
+                except LibraryError as exc:  # refused whole, before anything is saved
+                    raise forms.ValidationError(str(exc)) from None
+                finally:
+                    upload.seek(0)
         names = [Path(f.name).name for f in files]
         if len(set(names)) != len(names):
             raise forms.ValidationError("two files have the same name")

@@ -44,6 +44,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Authorization: Bearer <personal API token> acts as the token's user (docs/clients.md)
+    "chat.tokens.BearerTokenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -236,6 +238,9 @@ KLEA_CHAT_PUBLIC = env.bool("KLEA_CHAT_PUBLIC", default=False)
 # Largest websocket frame the chat accepts (bytes); larger ones get a `too_large` error.
 # daphne's own cap (--websocket-max-message-size, set by `make run`) must be above it.
 KLEA_WS_MAX_FRAME_BYTES = env.int("KLEA_WS_MAX_FRAME_BYTES", default=64 * 1024)
+# Turns one user may run at once through /v1/ and the MCP server (docs/clients.md);
+# one more is answered 429 busy. The chat is limited per session instead.
+KLEA_API_CONCURRENT_TURNS = env.int("KLEA_API_CONCURRENT_TURNS", default=4)
 # Seconds /health waits for Redis and for the model server, each.
 KLEA_HEALTH_TIMEOUT = env.float("KLEA_HEALTH_TIMEOUT", default=2.0)
 

@@ -103,6 +103,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        with self.server.fake.lock:
+            self.server.fake.gets.append(self.path)
         if self.path in ("/", "/api/version"):
             return self._send_json(200, {"version": "0.6.3-fake"})
         return self._send_json(404, {"error": "not found"})
@@ -217,6 +219,7 @@ class FakeOllama:
         self.replies: deque[Reply] = deque()
         self.tool_replies: deque[Reply] = deque()
         self.requests: list[dict] = []
+        self.gets: list[str] = []  # paths of GET requests (health probes), in order
         self.unexpected: list[dict] = []
         self.lock = threading.Lock()
         self.release = threading.Event()

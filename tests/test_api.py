@@ -200,7 +200,8 @@ def test_public_chat_without_sign_in(setup, settings):
 
 
 def test_health(setup, settings):
-    client = Client()
+    staff = User.objects.create_user("ops", password="pw-ops-123", is_staff=True)
+    client = client_for(staff)
     database = {"ok": True, "pgvector": "0.6.2"}
     extractive = {"backend": "extractive", "ok": True, "url": None}
     assert client.get("/health").json() == {"status": "ok", "ready": False, "database": database, "redis": None,
@@ -221,6 +222,34 @@ def test_health(setup, settings):
     assert (response.status_code, response.json()["status"], response.json()["model_server"]["ok"]) == (
         200, "degraded", False)
     assert response.json()["model_server"]["url"] == url
+
+
+def test_health_tells_strangers_only_liveness_and_never_credentials(setup, settings, caplog):
+    """Anonymous and non-staff callers get status and readiness, with no outgoing request;
+    staff details and the log never show a URL's user info, query string or API key."""
+    settings.KLEA_LLM_BACKEND = "openai"
+    settings.KLEA_OPENAI_API_KEY = "sk-live-key-0123456789"
+    with FakeOllama() as fake:
+        host = fake.url.removeprefix("http://")
+        settings.KLEA_OPENAI_BASE_URL = f"http://klea:hunter2-pw@{host}/v1"
+        settings.REDIS_URL = closed_port_url().replace("http://", "redis://:redis-pw-77@")
+        for client in (Client(), client_for(setup["bob"])):
+            response = client.get("/health")
+            assert (response.status_code, response.json()) == (200, {"status": "ok", "ready": False})
+        assert fake.gets == []  # no outgoing request for an anonymous or non-staff call
+        staff = client_for(User.objects.create_user("ops", password="pw-ops-123", is_staff=True))
+        body = staff.get("/health").json()
+        assert fake.gets == ["/v1/models"]
+    assert body["model_server"] == {"backend": "openai", "ok": False, "url": f"http://{host}/v1",
+                                    "error": body["model_server"]["error"]}
+    assert body["model_server"]["error"].startswith("HTTPStatusError: Client error '404 Not Found' for url ")
+    assert body["redis"]["error"].startswith("ConnectionError: Error 111 connecting to 127.0.0.1:")
+    seen = json.dumps(body) + caplog.text
+    for secret in ("hunter2-pw", "klea:", "redis-pw-77", "sk-live-key"):
+        assert secret not in seen, secret
+    assert "[secret]" in body["model_server"]["error"]
+    assert [r.getMessage().split(":")[0] for r in caplog.records if r.name == "klea.health"] == [
+        "health", "health"]
 
 
 def bad(status: int, code: str, message: str) -> tuple:

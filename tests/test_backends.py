@@ -154,6 +154,17 @@ def test_openai_compatible_unreachable_and_timeout():
             call(_chat, USER, backend=OpenAIBackend(fake.url, chat_model="m", timeout=0.3))
 
 
+def test_backend_errors_name_the_server_without_credentials():
+    url = closed_port_url().replace("http://", "http://klea:hunter2-pw@")
+    public = url.replace("klea:hunter2-pw@", "")
+    with pytest.raises(Unreachable) as openai_failed:
+        call(_chat, USER, backend=OpenAIBackend(url + "/v1?key=tok-abcdef", chat_model="m", timeout=5))
+    assert str(openai_failed.value) == f"cannot reach the OpenAI-compatible server at {public}/v1"
+    with pytest.raises(Unreachable) as ollama_failed:
+        call(_chat, USER, backend=OllamaBackend(url, chat_model="m", timeout=5))
+    assert str(ollama_failed.value) == f"cannot reach the Ollama server at {public} (is it running?)"
+
+
 def test_extractive_backend_writes_no_text_but_embeds():
     with pytest.raises(NotSupported, match="the extractive backend writes no free text"):
         call(_chat, USER, backend=ExtractiveBackend())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chat.pipeline import Answer, Done, Error, PipelineConfig, References, Stage, Token
-from chat.pipeline.citations import AnswerCleaner, strip_think
+from chat.answers.citations import AnswerCleaner, strip_think
 from chat.pipeline.evaluation import SCORE_KEYS, Options, apply_checks, decide, validate_evaluation
 from chat.pipeline.filters import FieldSpec, merge_filters, query_schema, to_filter_dsl
 from chat.pipeline.flow import EDGES, build_graph

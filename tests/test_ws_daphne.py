@@ -129,6 +129,4 @@ def test_health_is_503_when_the_database_is_down(tmp_path):
         with pytest.raises(urllib.error.HTTPError) as failed:
             urllib.request.urlopen(f"{server.url}/health", timeout=10)
         body = json.loads(failed.value.read())
-    assert failed.value.code == 503
-    assert (body["status"], body["database"]["ok"]) == ("down", False)
-    assert "Connection refused" in body["database"]["error"] or "connection" in body["database"]["error"]
+    assert (failed.value.code, body) == (503, {"status": "down", "ready": False})  # no driver text for strangers

@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 import httpx
 import ollama
 
+from ..redact import public_url
 from .base import BackendError, LLMBackend, Message, ModelNotFound, Timeout, ToolRequest, Unreachable
 
 # Structured calls (classification, queries, evaluation) want the likeliest answer.
@@ -107,6 +108,7 @@ class OllamaBackend(LLMBackend):
         timeout: float = 120.0,
     ):
         self.host = host
+        self.where = public_url(host)  # messages never show user info or query strings
         self._chat_model = chat_model
         self._guard_model = guard_model
         self.embedding_model = embedding_model
@@ -130,15 +132,15 @@ class OllamaBackend(LLMBackend):
         except ollama.ResponseError as exc:
             if exc.status_code == 404:
                 raise ModelNotFound(
-                    f"model '{model}' is not on the Ollama server at {self.host}; run `ollama pull {model}`",
+                    f"model '{model}' is not on the Ollama server at {self.where}; run `ollama pull {model}`",
                     model=model,
                 ) from None
             raise BackendError(f"Ollama server error for model '{model}': {exc.error}", model=model) from None
         except (ConnectionError, httpx.ConnectError):
-            raise Unreachable(f"cannot reach the Ollama server at {self.host} (is it running?)", model=model) from None
+            raise Unreachable(f"cannot reach the Ollama server at {self.where} (is it running?)", model=model) from None
         except httpx.TimeoutException:
             raise Timeout(
-                f"the Ollama server at {self.host} sent nothing for {self.timeout:g} s (model '{model}')", model=model
+                f"the Ollama server at {self.where} sent nothing for {self.timeout:g} s (model '{model}')", model=model
             ) from None
         except httpx.HTTPError as exc:
             raise BackendError(f"Ollama HTTP error ({type(exc).__name__}): {exc}", model=model) from None

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 
 import httpx
 
+from ..redact import public_url
 from .base import BackendError, LLMBackend, Message, ModelNotFound, Timeout, ToolRequest, Unreachable
 from .ollama import MAX_CONNECT_TIMEOUT
 
@@ -57,6 +58,7 @@ class OpenAIBackend(LLMBackend):
         timeout: float = 120.0,
     ):
         self.base_url = base_url.rstrip("/")
+        self.where = public_url(self.base_url)  # messages never show user info or query strings
         self._chat_model = chat_model
         self._guard_model = guard_model
         self.embedding_model = embedding_model
@@ -81,13 +83,13 @@ class OpenAIBackend(LLMBackend):
         try:
             yield
         except httpx.ConnectError:
-            raise Unreachable(f"cannot reach the OpenAI-compatible server at {self.base_url}", model=model) from None
+            raise Unreachable(f"cannot reach the OpenAI-compatible server at {self.where}", model=model) from None
         except httpx.TimeoutException:
             raise Timeout(
-                f"the server at {self.base_url} sent nothing for {self.timeout:g} s (model '{model}')", model=model
+                f"the server at {self.where} sent nothing for {self.timeout:g} s (model '{model}')", model=model
             ) from None
         except httpx.HTTPError as exc:
-            raise BackendError(f"HTTP error from {self.base_url} ({type(exc).__name__}): {exc}", model=model) from None
+            raise BackendError(f"HTTP error from {self.where} ({type(exc).__name__})", model=model) from None
 
     async def _check(self, response: httpx.Response, model: str) -> None:
         if response.status_code < 400:
@@ -99,8 +101,8 @@ class OpenAIBackend(LLMBackend):
         except ValueError:
             detail = response.text
         if response.status_code == 404:
-            raise ModelNotFound(f"model '{model}' is not served at {self.base_url}: {detail}", model=model)
-        raise BackendError(f"server error {response.status_code} from {self.base_url}: {detail}", model=model)
+            raise ModelNotFound(f"model '{model}' is not served at {self.where}: {detail}", model=model)
+        raise BackendError(f"server error {response.status_code} from {self.where}: {detail}", model=model)
 
     async def chat(self, messages: Sequence[Message], *, schema: dict | None = None, model: str | None = None) -> str:
         model = model or self._chat_model
@@ -117,7 +119,7 @@ class OpenAIBackend(LLMBackend):
         try:
             return response.json()["choices"][0]["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError):
-            raise BackendError(f"unexpected reply from {self.base_url}: {response.text[:200]}", model=model) from None
+            raise BackendError(f"unexpected reply from {self.where}: {response.text[:200]}", model=model) from None
 
     async def choose_tools(
         self, messages: Sequence[Message], tools: Sequence[dict], *, model: str | None = None
@@ -138,7 +140,7 @@ class OpenAIBackend(LLMBackend):
             calls = response.json()["choices"][0]["message"].get("tool_calls") or []
             requests = [(call["function"]["name"], call["function"].get("arguments") or "{}") for call in calls]
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise BackendError(f"unexpected reply from {self.base_url}: {response.text[:200]}", model=model) from None
+            raise BackendError(f"unexpected reply from {self.where}: {response.text[:200]}", model=model) from None
         return [ToolRequest(name, _arguments(raw)) for name, raw in requests]
 
     async def stream(self, messages: Sequence[Message], *, model: str | None = None) -> AsyncIterator[str]:
@@ -156,7 +158,7 @@ class OpenAIBackend(LLMBackend):
                     try:
                         delta = json.loads(data)["choices"][0].get("delta", {})
                     except (ValueError, KeyError, IndexError, AttributeError):
-                        raise BackendError(f"malformed stream event from {self.base_url}: {data[:200]}", model=model)
+                        raise BackendError(f"malformed stream event from {self.where}: {data[:200]}", model=model)
                     if delta.get("content"):
                         yield delta["content"]
 

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from chat.answers.material import Material
 from chat.backends.base import LLMBackend
 from domains.models import Domain
 from domains.retrieval import ReferenceMaterial, RetrievalResult, Source
 
 from .events import Event
-from .references import Material, ToolSource
+from .references import ToolSource
 
 GUARD_POLICIES = ("decline", "allow")
 
@@ -82,6 +83,10 @@ class TurnRequest:
         classification, these are routed.
     :param filters: filter DSL chosen by the user; it wins over generated filter values
         on the same field.
+    :param history: for a stateless turn (no ``session_id``), the earlier messages the
+        caller holds (the OpenAI-compatible endpoint's), ``[{"role": "user" |
+        "assistant", "content": str}]`` oldest first; the most recent ones up to
+        KLEA_RAG_HISTORY_CHARS are the conversation. Ignored with a session.
     """
 
     question: str
@@ -89,6 +94,7 @@ class TurnRequest:
     session_id: int | None = None
     pick: Sequence[str] | None = None
     filters: dict | None = None
+    history: Sequence[dict] = ()
 
 
 @dataclass

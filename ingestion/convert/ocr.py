@@ -39,7 +39,7 @@ OCR_DPI = 300
 LANGUAGE = "eng"
 INSTALL_HINT = "install Tesseract: `make tesseract` (Debian: apt-get install tesseract-ocr tesseract-ocr-eng)"
 # Bump when the lines made from hOCR change, so cached pages are read again.
-_FORMAT = 2
+_FORMAT = 3
 # Dark edge bands (clear_dark_edges): darker than this share, within this share of the
 # page, measured over this many pixel rows or columns.
 _EDGE_DARK = 0.15
@@ -72,12 +72,13 @@ class OcrConfig:
 
 @dataclass
 class OcrResult:
-    """The OCR of some pages: ``lines`` and ``heights`` (points) by page index,
-    ``failed`` page index -> one-line error, ``cached`` pages read from the cache."""
+    """The OCR of some pages: ``lines``, ``heights`` and ``widths`` (points) by page
+    index, ``failed`` page index -> one-line error, ``cached`` pages read from the cache."""
 
     engine: str
     lines: dict[int, list[Line]] = field(default_factory=dict)
     heights: dict[int, float] = field(default_factory=dict)
+    widths: dict[int, float] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
     cached: int = 0
 
@@ -247,23 +248,25 @@ def _line(words: list[tuple[str, tuple[int, int, int, int]]], page: int, scale: 
     return Line(page, x0, height - bottom, x1, height - top, size=size, bold=False, text=text, estimated=True, ocr=True)
 
 
-def hocr_lines(hocr: str, page: int, scale: float, pixels: np.ndarray | None = None) -> tuple[list[Line], float]:
+def hocr_lines(
+    hocr: str, page: int, scale: float, pixels: np.ndarray | None = None
+) -> tuple[list[Line], float, float]:
     """Lines of one page's hOCR (pixel boxes at ``scale`` pixels per point) as
-    :class:`Line` objects, and the page height in points. With the page's ``pixels``,
+    :class:`Line` objects, and the page height and width in points. With the page's ``pixels``,
     each word's height is its main band of ink (:func:`ink_rows`).
 
     A hOCR line is split where two words are further apart than 1.5 x its size (a column
     gutter), as text-layer lines are; lines without a letter or digit (speckles) are dropped.
     """
     root = ET.fromstring(hocr.encode("utf-8"))
-    height = 0.0
+    height = width = 0.0
     lines: list[Line] = []
     for element in root.iter():
         cls = element.get("class", "")
         if cls == "ocr_page":
             match = _BBOX.search(element.get("title", ""))
             if match:
-                height = int(match.group(4)) / scale
+                width, height = int(match.group(3)) / scale, int(match.group(4)) / scale
         if cls not in _LINE_CLASSES:
             continue
         words = []
@@ -287,7 +290,7 @@ def hocr_lines(hocr: str, page: int, scale: float, pixels: np.ndarray | None = N
                 run = []
             run.append(word)
         lines.append(_line(run, page, scale, height))
-    return [line for line in lines if any(ch.isalnum() for ch in line.text)], height
+    return [line for line in lines if any(ch.isalnum() for ch in line.text)], height, width
 
 
 def file_hash(path: Path) -> str:
@@ -309,23 +312,23 @@ class _Cache:
     def _path(self, page: int) -> Path:
         return self.root / self.prefix[:2] / f"{self.prefix}-p{page}.json"
 
-    def get(self, page: int) -> tuple[list[Line], float] | None:
+    def get(self, page: int) -> tuple[list[Line], float, float] | None:
         if self.root is None:
             return None
         try:
             data = json.loads(self._path(page).read_text())
-            return [Line(**line) for line in data["lines"]], float(data["height"])
+            return [Line(**line) for line in data["lines"]], float(data["height"]), float(data["width"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def put(self, page: int, lines: list[Line], height: float) -> None:
+    def put(self, page: int, lines: list[Line], height: float, width: float) -> None:
         if self.root is None:
             return
         target = self._path(page)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             temporary = target.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps({"height": height, "lines": [asdict(line) for line in lines]}))
+            temporary.write_text(json.dumps({"height": height, "width": width, "lines": [asdict(line) for line in lines]}))
             temporary.replace(target)  # atomic: a reader never sees half a file
         except OSError:
             pass  # a read-only or full cache costs a re-OCR later, never this run
@@ -370,21 +373,21 @@ def ocr_pages(
     def collect() -> None:
         index, future, pixels = pending.popleft()
         try:
-            lines, height = hocr_lines(future.result(), index, scale, pixels)
+            lines, height, width = hocr_lines(future.result(), index, scale, pixels)
         except OcrError as exc:
             result.failed[index] = f"page {index + 1}: {exc}"
         except ET.ParseError as exc:
             result.failed[index] = f"page {index + 1}: unreadable OCR output ({exc})"
         else:
-            result.lines[index], result.heights[index] = lines, height
-            cache.put(index, lines, height)
+            result.lines[index], result.heights[index], result.widths[index] = lines, height, width
+            cache.put(index, lines, height, width)
         finished()
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for index in todo:
             hit = cache.get(index)
             if hit is not None:
-                result.lines[index], result.heights[index] = hit
+                result.lines[index], result.heights[index], result.widths[index] = hit
                 result.cached += 1
                 finished()
                 continue

@@ -21,7 +21,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from .base import OCR_MODES, ConversionError, ConvertedDocument
-from .ocr import OcrConfig, OcrError, ocr_pages, unavailable_reason as ocr_unavailable
+from .ocr import OcrConfig, OcrError, OcrResult, ocr_pages, unavailable_reason as ocr_unavailable
 from .pdf_chars import page_char_count
 from .pdf_lines import Line, page_lines
 from .pdf_structure import structure
@@ -107,25 +107,28 @@ def inspect_pdf(path: Path) -> PdfCheck:
         pdf.close()
 
 
-def convert_native(pdf: pdfium.PdfDocument, ocr_lines: dict[int, list[Line]] | None = None,
-                   ocr_heights: dict[int, float] | None = None) -> tuple[str, list]:
-    """Title and blocks of an opened PDF through the model-free path; the pages in
-    ``ocr_lines`` (index -> OCR lines, with ``ocr_heights`` in points) use those lines
-    instead of their text layer."""
-    pages, heights = [], []
+def convert_native(pdf: pdfium.PdfDocument, ocr: OcrResult | None = None) -> tuple[str, list]:
+    """Title and blocks of an opened PDF through the model-free path; each block carries
+    the boxes of its lines (page provenance). The pages in ``ocr`` (:class:`.ocr.OcrResult`)
+    use their OCR lines, measured in the same frame, instead of their text layer."""
+    pages, heights, widths = [], [], []
     for index in range(len(pdf)):
-        if ocr_lines and index in ocr_lines:
-            pages.append(ocr_lines[index])
-            heights.append(ocr_heights[index])
+        if ocr is not None and index in ocr.lines:
+            pages.append(ocr.lines[index])
+            heights.append(ocr.heights[index])
+            widths.append(ocr.widths[index])
             continue
         page = pdf[index]
         try:
             lines, height = page_lines(page, index)
+            width, shown_height = page.get_size()
             pages.append(lines)
             heights.append(height)
+            # Lines are measured upright; on a page set sideways the frame is turned.
+            widths.append(width if abs(height - shown_height) < 1 else shown_height)
         finally:
             page.close()
-    return structure(pages, heights, frozenset(ocr_lines or ()))
+    return structure(pages, heights, widths, frozenset(ocr.lines) if ocr is not None else frozenset())
 
 
 def convert_pdf(
@@ -188,7 +191,7 @@ def convert_pdf(
             else:
                 result = _ocr(path, pdf, targets, check, ocr_config, on_page, document)
                 converter += f"; image pages OCRed ({result.engine})"
-        title, blocks = convert_native(pdf, result.lines if result else None, result.heights if result else None)
+        title, blocks = convert_native(pdf, result)
     finally:
         pdf.close()
     reason = unavailable_reason()

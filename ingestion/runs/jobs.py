@@ -50,11 +50,14 @@ def record(job_id: int, outcome: FileOutcome, finish_when_done: bool = False) ->
         job.errors.pop(outcome.file_name, None)
     job.done = len(job.outcomes)
     fields = ["outcomes", "errors", "done"]
+    if outcome.notes:
+        job.messages = (job.messages + [f"{outcome.file_name}: {note}" for note in outcome.notes])[-MAX_MESSAGES:]
+        fields.append("messages")
     if finish_when_done and job.done >= job.total and job.finished_at is None:
         job.status = _status(job.outcomes)
         job.finished_at = timezone.now()
         job.messages = (job.messages + [summary_line(job.outcomes)])[-MAX_MESSAGES:]
-        fields += ["status", "finished_at", "messages"]
+        fields += ["status", "finished_at"] + ([] if "messages" in fields else ["messages"])
     job.save(update_fields=fields)
     return job
 
@@ -82,8 +85,10 @@ def finish(job_id: int, report: StepReport) -> None:
         job.done = len(job.outcomes)
         job.total = max(job.total, job.done)
         job.status = _status(job.outcomes)
+        if report.errors and job.status == IngestionJob.Status.SUCCEEDED:
+            job.status = IngestionJob.Status.PARTIAL
         job.finished_at = timezone.now()
-        job.messages = (job.messages + report.notes + notes + [summary_line(job.outcomes)])[-MAX_MESSAGES:]
+        job.messages = (job.messages + report.notes + report.errors + notes + [summary_line(job.outcomes)])[-MAX_MESSAGES:]
         job.save()
 
 

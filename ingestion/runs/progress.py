@@ -11,7 +11,7 @@ LOUD = {"failed", "needs_ocr", "skipped"}
 ROWS = {
     "chunk": [("chunked", "chunked"), ("unchanged", "unchanged"), ("skipped", "skipped"),
               ("needs OCR", "needs_ocr"), ("failed", "failed"), ("unsupported", "unsupported"), ("pruned", "pruned")],
-    "store": [("stored", "stored"), ("unchanged", "unchanged"), ("skipped", "skipped"), ("failed", "failed"),
+    "store": [("stored", "stored"), ("map re-applied", "metadata"), ("unchanged", "unchanged"), ("skipped", "skipped"), ("failed", "failed"),
               ("pruned", "pruned"), ("needs OCR", "needs_ocr"), ("unsupported", "unsupported")],
 }
 
@@ -64,7 +64,7 @@ def summary_lines(report: StepReport, header: str) -> list[str]:
     """``header`` then one ``  label value`` row per outcome kind, chunks, pages, time."""
     lines = [header]
     for label, status in ROWS[report.step]:
-        if status in ("needs_ocr", "unsupported") and not report.count(status):
+        if status in ("needs_ocr", "unsupported", "metadata") and not report.count(status):
             continue  # rows that are usually empty stay out of the way
         lines.append(f"  {label:<15} {report.count(status):>8}")
     seconds = max(report.seconds, 1e-9)
@@ -76,5 +76,6 @@ def summary_lines(report: StepReport, header: str) -> list[str]:
     lines.append(f"  {'seconds':<15} {report.seconds:>8.1f}")
     lines.append(f"  {'files/s':<15} {files / seconds:>8.2f}")
     lines.append(f"  {'chunks/s':<15} {report.chunks / seconds:>8.1f}")
-    lines.extend(f"  {note}" for note in report.notes)
+    lines.extend(f"  {note}" for note in report.notes + report.errors)
+    lines.extend(f"  {o.file_name}: {note}" for o in report.outcomes for note in o.notes)
     return lines

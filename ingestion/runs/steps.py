@@ -15,6 +15,7 @@ from pathlib import Path
 
 from domains.models import Store
 from ingestion.chunk.step import chunk_directory, chunk_file, prune_staged
+from ingestion.metadata.layers import apply_folder_sources
 from ingestion.models import IngestionJob
 from ingestion.options import IngestOptions
 from ingestion.outcomes import FileOutcome, IngestError, StepReport
@@ -152,6 +153,9 @@ def enqueue(
     job = jobs.start_job(step, len(names), arguments, store=store, user=user)
 
     def queue() -> None:
+        if step == "store":  # a library or map file edited since `chunk` (build/chunk tasks apply per file)
+            apply_folder_sources(directory, [checked.library] if checked.library else None, only=(
+                set(file_names) if file_names is not None else None))
         if file_names is None:
             pruned = set(prune_staged(directory, set(names))) if step != "store" else set()
             if store is not None:
@@ -184,7 +188,9 @@ def run_file(
         return unreadable(file_name, FileNotFoundError(str(path)))  # queued, then gone
     outcome = None
     if step in ("chunk", "build"):
-        _, outcome = chunk_file(folder, path, checked, on_page=on_page)
+        staged, outcome = chunk_file(folder, path, checked, on_page=on_page)
+        if staged is not None:
+            apply_folder_sources(folder, [checked.library] if checked.library else None, only={file_name})
     if step in ("store", "build"):
         outcome = store_file(Store.objects.get(pk=store_id), path, folder, checked)
     return outcome

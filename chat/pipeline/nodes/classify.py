@@ -10,17 +10,15 @@ The extractive backend classifies by embedding similarity
 
 from __future__ import annotations
 
-import asyncio
-
 from asgiref.sync import sync_to_async
 
 from chat.backends import extractive
-from domains import embeddings
 
 from .. import prompts
 from ..graph import Step
 from ..state import TurnState
 from ..structured import ask_json
+from .question import question_vector
 
 UNDEFINED = "undefined"
 
@@ -54,13 +52,6 @@ def _validate(value: object) -> list:
     return items
 
 
-async def query_vector(state: TurnState):
-    """The question's embedding (store model), computed once per turn."""
-    if state.query_vector is None:
-        state.query_vector = await asyncio.to_thread(embeddings.embed_query, state.question)
-    return state.query_vector
-
-
 async def classify(state: TurnState) -> Step:
     names = [d.name for d in state.allowed]
     if state.request.pick is not None:
@@ -75,7 +66,7 @@ async def classify(state: TurnState) -> Step:
         state.query_domains = clean_domains(values or [], names)
         note = " (invalid JSON twice)" if values is None else " (retried once)" if invalid else ""
         return Step("next", ", ".join(state.query_domains) + note)
-    vector = await query_vector(state)
+    vector = await question_vector(state)
     scores = await sync_to_async(extractive.classify)(vector, state.allowed)
     state.query_domains = [s.domain.name for s in scores] or [UNDEFINED]
     return Step("next", ", ".join(f"{s.domain.name} {s.score:.2f}" for s in scores) or UNDEFINED)
