@@ -260,3 +260,6 @@ KLEA_OCR_PAGE_TIMEOUT = env.float("KLEA_OCR_PAGE_TIMEOUT", default=120.0)
 KLEA_OCR_WORKERS = env.int("KLEA_OCR_WORKERS", default=0)
 # Where admin uploads are kept (one folder per store); they are the documents' sources.
 KLEA_UPLOAD_DIR = Path(env("KLEA_UPLOAD_DIR", default=str(VAR_DIR / "uploads")))
+# Rendered PDF pages of the chat's source view (docs/api.md, "The source view"), one
+# folder per file version; safe to delete at any time.
+KLEA_PAGE_CACHE_DIR = Path(env("KLEA_PAGE_CACHE_DIR", default=str(VAR_DIR / "page-cache")))

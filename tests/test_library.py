@@ -409,3 +409,36 @@ def test_an_edit_of_the_staged_map_that_a_library_change_replaces_is_reported(do
     assert ("  hippo.md: conflict: [DEFAULT] year: edit 2000 -> 2018 (the cascade or library changed; "
             "the change wins)") in lines
     assert StagedFile.objects.get(pk=staged.pk).metadata_map["DEFAULT"]["year"] == 2018
+
+
+def test_map_lint_command_is_fatal_for_a_library_that_does_not_parse(domain, folder):
+    run("chunk", str(folder))
+    shutil.copy(DATA / "malformed" / "duplicate.bib", folder / "more.bib")
+    with pytest.raises(CommandError, match=r"^a library does not parse \(see above\); nothing of it was applied$"):
+        run("map-lint", str(folder))
+
+
+def test_python_api_add_takes_a_library(domain, folder, tmp_path):
+    from chat.rag import Knowledge
+
+    outside = tmp_path / "elsewhere.bib"
+    (folder / "refs.bib").rename(outside)
+    Knowledge(store="api-lib", domain="library", create=True).add(folder, library=outside)
+    assert Document.objects.get(store__name="api-lib", file_name="hippo.md").metadata["year"] == 2019
+    shutil.copy(DATA / "malformed" / "latin1.bib", tmp_path / "bad.bib")
+    with pytest.raises(LibraryError, match=r"^bad.bib: line 7: not UTF-8 \(byte 0xe9\)"):
+        Knowledge(store="api-lib", domain="library").add(folder, library=tmp_path / "bad.bib")
+
+
+def test_staged_map_edited_in_the_admin_is_stored_and_sources_are_read_only(domain, folder, admin_client):
+    run("chunk", str(folder))
+    staged = StagedFile.objects.get(directory=str(folder), file_name="other.md")
+    url = f"/admin/ingestion/stagedfile/{staged.pk}/change/"
+    page = admin_client.get(url).content.decode()
+    assert '<div class="form-row field-sources">' in page and 'name="sources"' not in page
+    entries = {**staged.metadata_map, "DEFAULT": {"title": "Something else", "year": 1999}}
+    response = admin_client.post(url, {"metadata_map": json.dumps(entries)})
+    assert response.status_code == 302
+    output = run("store", str(folder), "--collection", "lib-store", "--domain", "library")
+    assert "  stored                 3\n" in output
+    assert set(Chunk.objects.filter(document__file_name="other.md").values_list("year", flat=True)) == {1999}

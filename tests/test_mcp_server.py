@@ -82,8 +82,8 @@ async def check_tools(session: ClientSession, member: bool) -> None:
     # typed errors
     found = await session.call_tool("search", {"domain": "wsneuro", "query": "spiking", "k": 99})
     assert error_text(found) == "bad_request: \"k\" must be an integer from 1 to 10 (the domain's k_max)"
-    assert found.structuredContent == {"error": {"code": "bad_request",
-                                                 "message": "\"k\" must be an integer from 1 to 10 (the domain's k_max)"}}
+    assert found.structuredContent == {"error": {
+        "code": "bad_request", "message": "\"k\" must be an integer from 1 to 10 (the domain's k_max)"}}
     assert error_text(await session.call_tool("search", {"domain": "wsneuro", "query": "  "})) == (
         'bad_request: "query" must be a non-empty string')
     assert error_text(await session.call_tool("ask", {"question": "x" * 70_000})) == (

@@ -44,6 +44,15 @@ class LintReport:
     def add(self, section: str, item: str) -> None:
         self.sections.setdefault(section, []).append(item)
 
+    def fatal_findings(self) -> str:
+        """What was fatal, in one line (the command's error)."""
+        reasons = []
+        if any(name.startswith("source files without") for name in self.sections):
+            reasons.append("a source file has no metadata map entry (see above); run `stores chunk` on it")
+        if any(name.startswith("libraries refused") for name in self.sections):
+            reasons.append("a library does not parse (see above); nothing of it was applied")
+        return "; ".join(reasons)
+
     def lines(self) -> list[str]:
         out = [self.title] + [f"  {line}" for line in self.totals]
         for section, items in self.sections.items():
