@@ -13,7 +13,7 @@ from chat.pipeline.flow import EDGES, build_graph
 from chat.pipeline.graph import END, Graph, GraphError, Node, Step
 from chat.pipeline.nodes.guard import GuardVerdict, parse_verdict
 from chat.pipeline.references import labelled_urls, primary_url
-from chat.pipeline.structured import parse_json
+from chat.backends.structured import parse_json
 
 
 def clean(pieces, valid=(1, 2, 3)):
