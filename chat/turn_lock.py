@@ -1,13 +1,17 @@
-"""One turn at a time per chat session, across every server process.
+"""One turn at a time per chat session, and at most KLEA_MAX_TURNS_PER_USER turns at
+once per user, across every socket, session and server process.
 
-With REDIS_URL set the lock is a Redis key (``SET NX`` with an expiry, so a crashed
-process cannot hold a session forever); without it, a set in this process (the
-in-memory channel layer means one server process anyway).
+With REDIS_URL set the session lock is a Redis key (``SET NX`` with an expiry, so a
+crashed process cannot hold a session forever) and a user's running turns are members
+of a Redis sorted set scored by their start time (members older than LOCK_SECONDS no
+longer count); without REDIS_URL, both live in this process (the in-memory channel
+layer means one server process anyway).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 
 from django.conf import settings
@@ -19,11 +23,23 @@ LOCK_SECONDS = 900
 REDIS_TIMEOUT = 10.0
 logger = logging.getLogger("klea.chat")
 _local: set[int] = set()
+_local_turns: dict[str, set[str]] = {}
 _KEY = "klea:turn:{}"
+_USER_KEY = "klea:turns:{}"
 
 
 class LockUnavailable(Exception):
     """Redis, which holds the locks, did not answer."""
+
+
+class TooManyTurns(Exception):
+    """The user already runs KLEA_MAX_TURNS_PER_USER turns (code ``too_many_turns``)."""
+
+    code = "too_many_turns"
+
+    def __init__(self, limit: int):
+        super().__init__(f"you already have {limit} questions being answered; wait for one to finish "
+                         f"(KLEA_MAX_TURNS_PER_USER)")
 
 
 class TurnLock:
@@ -37,13 +53,66 @@ class TurnLock:
         try: ... finally: await lock.release()
     """
 
-    def __init__(self, session_id: int):
+    def __init__(self, session_id: int, owner: str | None = None):
+        """:param owner: who asks (:func:`chat.turn_setup.turn_owner`); None: no per-user limit."""
         self.session_id = session_id
+        self.owner = owner
         self.token = uuid.uuid4().hex
         self._held = False
+        self._slot = False
 
     async def acquire(self) -> bool:
-        """:raises LockUnavailable: Redis did not answer."""
+        """:returns: False when the session is busy.
+        :raises TooManyTurns: the owner already runs KLEA_MAX_TURNS_PER_USER turns (the
+            session lock is not kept).
+        :raises LockUnavailable: Redis did not answer."""
+        if not await self._acquire_session():
+            return False
+        if self.owner is not None:
+            try:
+                self._slot = await self._take_slot()
+            except BaseException:
+                await self.release()
+                raise
+            if not self._slot:
+                await self.release()
+                raise TooManyTurns(settings.KLEA_MAX_TURNS_PER_USER)
+        return True
+
+    async def _take_slot(self) -> bool:
+        limit = settings.KLEA_MAX_TURNS_PER_USER
+        if not settings.REDIS_URL:
+            running = _local_turns.setdefault(self.owner, set())
+            if len(running) >= limit:
+                return False
+            running.add(self.token)
+            return True
+        client = _client()
+        try:
+            return bool(await client.eval(_TAKE_SLOT, 1, _USER_KEY.format(self.owner), self.token,
+                                          time.time(), LOCK_SECONDS, limit))
+        except RedisError as exc:
+            raise LockUnavailable(f"the session lock store (Redis) did not answer: {exc}") from None
+        finally:
+            await client.aclose()
+
+    async def _release_slot(self) -> None:
+        self._slot = False
+        if not settings.REDIS_URL:
+            running = _local_turns.get(self.owner, set())
+            running.discard(self.token)
+            if not running:
+                _local_turns.pop(self.owner, None)
+            return
+        client = _client()
+        try:
+            await client.zrem(_USER_KEY.format(self.owner), self.token)
+        except RedisError:  # the member stops counting after LOCK_SECONDS anyway
+            logger.warning("could not release a turn slot of %s", self.owner, exc_info=True)
+        finally:
+            await client.aclose()
+
+    async def _acquire_session(self) -> bool:
         if settings.REDIS_URL:
             client = _client()
             try:
@@ -60,6 +129,8 @@ class TurnLock:
 
     async def release(self) -> None:
         """Idempotent; removes the Redis key only while it is still ours."""
+        if self._slot:
+            await self._release_slot()
         if not self._held:
             return
         self._held = False
@@ -77,6 +148,16 @@ class TurnLock:
 
 # Delete the key only if it still holds our token (it may have expired and been retaken).
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+# Drop members older than LOCK_SECONDS (turns of a crashed process), then add ours if
+# fewer than the limit run. ARGV: token, now (s), LOCK_SECONDS, limit.
+_TAKE_SLOT = """
+redis.call('zremrangebyscore', KEYS[1], '-inf', tonumber(ARGV[2]) - tonumber(ARGV[3]))
+if redis.call('zcard', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('zadd', KEYS[1], ARGV[2], ARGV[1])
+redis.call('expire', KEYS[1], ARGV[3])
+return 1
+"""
 
 
 def _client():

@@ -219,6 +219,9 @@ KLEA_RAG_HISTORY_CHARS = env.int("KLEA_RAG_HISTORY_CHARS", default=10_000)
 KLEA_BM25_K1 = env.float("KLEA_BM25_K1", default=1.2)
 KLEA_BM25_B = env.float("KLEA_BM25_B", default=0.75)
 KLEA_VECTOR_EXACT_MAX_ROWS = env.int("KLEA_VECTOR_EXACT_MAX_ROWS", default=10_000)
+# Seconds one retrieval SQL statement may run (PostgreSQL statement_timeout, set for the
+# retrieval's transaction only); a list that runs longer fails as "statement timeout". 0: none.
+KLEA_RETRIEVAL_STATEMENT_TIMEOUT = env.float("KLEA_RETRIEVAL_STATEMENT_TIMEOUT", default=10.0)
 
 # --- MCP tools per domain (chat/mcp; docs/mcp.md) -----------------------------------
 # Seconds one tool call may take (also the bound on starting a server and its handshake).
@@ -236,6 +239,11 @@ KLEA_CHAT_PUBLIC = env.bool("KLEA_CHAT_PUBLIC", default=False)
 # Largest websocket frame the chat accepts (bytes); larger ones get a `too_large` error.
 # daphne's own cap (--websocket-max-message-size, set by `make run`) must be above it.
 KLEA_WS_MAX_FRAME_BYTES = env.int("KLEA_WS_MAX_FRAME_BYTES", default=64 * 1024)
+# Limits per caller (docs/security.md): characters of one question (HTTP and websocket;
+# longer ones get `too_large`), turns one user (or anonymous visitor's session) may run
+# at once across all sockets, sessions and server processes (more get `too_many_turns`).
+KLEA_MAX_QUESTION_CHARS = env.int("KLEA_MAX_QUESTION_CHARS", default=4_000)
+KLEA_MAX_TURNS_PER_USER = env.int("KLEA_MAX_TURNS_PER_USER", default=3)
 # Seconds /health waits for Redis and for the model server, each.
 KLEA_HEALTH_TIMEOUT = env.float("KLEA_HEALTH_TIMEOUT", default=2.0)
 
