@@ -39,7 +39,9 @@ def setup_django(database: str = BENCH_DATABASE) -> None:
         "host": db.get("HOST") or None,
         "port": db.get("PORT") or None,
     }
-    with psycopg.connect(**{k: v for k, v in params.items() if v}, autocommit=True) as conn:
+    # OPTIONS: e.g. host=<socket folder> from DATABASE_URL's query string
+    params = {**db.get("OPTIONS", {}), **{k: v for k, v in params.items() if v}}
+    with psycopg.connect(**params, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{database}"')

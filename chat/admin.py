@@ -1,7 +1,8 @@
 from django.contrib import admin, messages
 from django.db import models
 
-from .models import ChatMessage, ChatSession, McpServer, McpTool
+from . import tokens
+from .models import ApiToken, ChatMessage, ChatSession, McpServer, McpTool
 
 
 class ChatMessageInline(admin.TabularInline):
@@ -85,3 +86,36 @@ class McpServerAdmin(admin.ModelAdmin):
                 self.message_user(request, str(exc), level=messages.ERROR)
             else:
                 self.message_user(request, f"{server.name}: {report.summary()}", level=messages.SUCCESS)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Personal API tokens (docs/clients.md). Adding one shows the token once, in a
+    message; only its digest is stored. Tokens are revoked (kept, for the record), not
+    edited."""
+
+    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    search_fields = ("name", "prefix", "user__username")
+    readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
+    actions = ["revoke_tokens"]
+
+    def get_fields(self, request, obj=None):
+        return ("user", "name") if obj is None else ("user", "name", *self.readonly_fields)
+
+    def get_readonly_fields(self, request, obj=None):
+        return () if obj is None else ("user", *self.readonly_fields)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        row, token = tokens.create_token(obj.user, obj.name)
+        obj.pk, obj.prefix, obj.digest, obj.created_at = row.pk, row.prefix, row.digest, row.created_at
+        obj._state.adding = False
+        self.message_user(request, f"New token for {row.user.get_username()} (shown once, copy it now): {token}",
+                          messages.WARNING)
+
+    @admin.action(description="Revoke the selected tokens", permissions=["change"])
+    def revoke_tokens(self, request, queryset):
+        revoked = sum(tokens.revoke(row) for row in queryset)
+        self.message_user(request, f"{revoked} token(s) revoked.", messages.SUCCESS)

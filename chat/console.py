@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from domains.retrieval import page_label
+
 from .pipeline.events import Answer, Done, Error, Event, References, Stage, Token, ToolCall
 
 
@@ -24,7 +26,7 @@ def tool_line(event: ToolCall) -> str:
 
 
 def reference_lines(references: list[dict]) -> list[str]:
-    """``[n] file — heading chain`` (``[n] tool (server) {arguments}`` for a tool result)
+    """``[n] file, p. 4–5 — heading chain`` (``[n] tool (server) {arguments}`` for a tool result)
     then an indented details line, per reference."""
     lines = []
     for ref in references:
@@ -34,6 +36,8 @@ def reference_lines(references: list[dict]) -> list[str]:
             continue
         chains = list(dict.fromkeys(c["heading_chain"] for c in ref["chunks"] if c["heading_chain"]))
         line = f"[{ref['number']}] {ref['file_name']}"
+        if ref.get("pages"):
+            line += ", " + page_label(ref["pages"])
         if chains:
             line += " — " + "; ".join(chains)
         lines.append(line)

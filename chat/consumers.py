@@ -39,6 +39,7 @@ from domains.access import may_chat
 
 from .models import ChatSession
 from .parsing import BadRequest, decode_json
+from .tokens import authenticate as authenticate_token
 from .pipeline import Done, Error, Turn
 from .turn_lock import LockUnavailable, TooManyTurns, TurnLock
 from .turn_setup import PreparedTurn, prepare_turn
@@ -64,12 +65,15 @@ def current_user(scope):
     The scope's user was read once, at connect; this reads the session again from its
     store, so a signed-out session (deleted), a changed password (its hash no longer
     matches) or a deactivated user (the backend refuses it) all give AnonymousUser, as
-    ``django.contrib.auth.get_user`` does for an HTTP request.
+    ``django.contrib.auth.get_user`` does for an HTTP request. A socket opened with an
+    API token checks the token again (revoked, or its user inactive: AnonymousUser).
     """
     user = scope.get("user")
     session = scope.get("session")
     if user is None or not user.is_authenticated:
         return user
+    if scope.get("api_token") is not None:  # a Bearer socket: the token must still be valid
+        return authenticate_token(scope["api_token"]) or AnonymousUser()
     if session is None or not session.session_key:
         return AnonymousUser()
     fresh = auth.get_user(SimpleNamespace(session=SessionStore(session.session_key)))

@@ -23,11 +23,12 @@ def _unsummarised(session: ChatSession):
     return messages.order_by("id")
 
 
-def _window(messages: list[ChatMessage], history_chars: int) -> int:
-    """Index of the first message of the most recent run that fits in ``history_chars``."""
+def _window(lengths: list[int], history_chars: int) -> int:
+    """Index of the first message of the most recent run that fits in ``history_chars``
+    (``lengths``: the messages' content lengths, oldest first)."""
     used = 0
-    for index in range(len(messages) - 1, -1, -1):
-        used += len(messages[index].content)
+    for index in range(len(lengths) - 1, -1, -1):
+        used += lengths[index]
         if used > history_chars:
             return index + 1
     return 0
@@ -40,8 +41,17 @@ def load_history(session_id: int, history_chars: int) -> tuple[str, list[dict]]:
     """
     session = ChatSession.objects.get(pk=session_id)
     messages = list(_unsummarised(session))
-    recent = messages[_window(messages, history_chars):]
+    recent = messages[_window([len(m.content) for m in messages], history_chars):]
     return session.summary, [{"role": m.role, "content": m.content} for m in recent]
+
+
+def recent(messages, history_chars: int) -> list[dict]:
+    """A caller's own history (a stateless turn): the user and assistant messages with
+    text, the most recent ones up to ``history_chars`` characters, as ``[{"role",
+    "content"}]`` oldest first."""
+    kept = [{"role": m["role"], "content": m["content"]} for m in messages
+            if m.get("role") in (ChatMessage.Role.USER, ChatMessage.Role.ASSISTANT) and m.get("content")]
+    return kept[_window([len(m["content"]) for m in kept], history_chars):]
 
 
 def add_message(session_id: int, role: str, content: str, **fields) -> int:
@@ -64,7 +74,7 @@ def messages_to_fold(session_id: int, history_chars: int) -> list[dict]:
     ``[{"id", "role", "content"}]`` oldest first ([] when everything fits)."""
     session = ChatSession.objects.get(pk=session_id)
     messages = list(_unsummarised(session))
-    older = messages[: _window(messages, history_chars)]
+    older = messages[: _window([len(m.content) for m in messages], history_chars)]
     return [{"id": m.id, "role": m.role, "content": m.content} for m in older]
 
 

@@ -199,3 +199,32 @@ class McpTool(models.Model):
     @property
     def offered(self) -> bool:
         return self.allowed and self.read_only
+
+
+class ApiToken(models.Model):
+    """A personal API token: ``Authorization: Bearer <token>`` acts as ``user`` on the
+    JSON API, the OpenAI-compatible endpoint and the MCP server (docs/clients.md).
+
+    Only the SHA-256 ``digest`` of the token is stored (the token is 256 random bits, so
+    a slow hash adds nothing); ``prefix`` (its first characters) tells tokens apart in
+    lists. A revoked token (``revoked_at`` set) is refused from the next request on.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, help_text="What the token is for, e.g. open-webui.")
+    prefix = models.CharField(max_length=16, editable=False, help_text="The token's first characters.")
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["user", "-created_at", "-id"]
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None

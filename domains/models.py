@@ -235,6 +235,11 @@ class Chunk(models.Model):
     followed by the text (:func:`domains.text.indexed_text`).
     ``embedding``: 384 floats (KLEA_EMBEDDING_DIM), L2-normalised, never all zero.
     ``search_vector``: tsvector of headings + text, kept by a database trigger.
+    ``provenance``: where the text is in its source (docs/ingestion.md, "Provenance"):
+    ``{"pages": [first, last], "boxes": [[page, left, top, right, bottom], ...]}`` for
+    PDFs (pages 1-based, boxes as fractions of the page, origin top-left);
+    ``{"lines": [first, last], "offset": int, "anchor": str}`` for Markdown, reST and
+    HTML (1-based lines, character offset, heading anchor); ``{}`` when unknown.
     """
 
     store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="chunks")
@@ -245,6 +250,7 @@ class Chunk(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     year = models.IntegerField(null=True, blank=True)
     token_count = models.PositiveIntegerField(default=0)
+    provenance = models.JSONField(default=dict, blank=True)
     embedding = VectorField(dimensions=settings.KLEA_EMBEDDING_DIM, null=True, blank=True)
     search_vector = SearchVectorField(null=True, editable=False)
 
@@ -314,6 +320,11 @@ class Chunk(models.Model):
     @property
     def heading_chain(self) -> str:
         return HEADING_SEPARATOR.join(self.headings)
+
+    @property
+    def pages(self) -> list[int] | None:
+        """[first, last] 1-based page of a PDF chunk, None for other sources."""
+        return self.provenance.get("pages") if self.provenance else None
 
 
 class Bm25Stats(models.Model):

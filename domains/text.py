@@ -36,6 +36,14 @@ def heading_chain(headings: Sequence[str]) -> str:
     return HEADING_SEPARATOR.join(h for h in headings if h)
 
 
+def page_label(pages) -> str:
+    """``[4, 4]`` -> ``"p. 4"``, ``[4, 5]`` -> ``"p. 4–5"``, None or ``[]`` -> ``""``."""
+    if not pages:
+        return ""
+    first, last = pages[0], pages[-1]
+    return f"p. {first}" if first == last else f"p. {first}–{last}"
+
+
 def indexed_text(headings: Sequence[str], text: str) -> str:
     """What is embedded for a chunk: its heading chain on the first line, then the text."""
     chain = heading_chain(headings)

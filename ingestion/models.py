@@ -71,7 +71,9 @@ class DoiRecord(models.Model):
 class StagedFile(models.Model):
     """One file converted and chunked by ``stores chunk``, waiting for ``stores store``.
 
-    ``chunks``: list of {"headings": [str], "text": str, "tokens": int} in order.
+    ``chunks``: list of {"headings": [str], "text": str, "tokens": int, "provenance":
+    dict} in order (provenance: :func:`ingestion.chunk.chunker.provenance`; absent in
+    files staged before it existed).
     ``metadata_map``: {"DEFAULT": {...}, "<heading chain>": {...}} for this file.
     ``options``: the chunking options it was made with (max_tokens, ocr); a file is
     re-chunked when its content hash or these options change.

@@ -14,6 +14,9 @@ from django.conf import settings
 from .convert import OCR_MODES
 
 MIN_MAX_TOKENS = 32
+# What staged chunks hold; a file staged in an older format is chunked again.
+# 2: chunks carry their provenance (pages and line boxes, source lines and anchor).
+CHUNK_FORMAT = 2
 
 
 def default_max_tokens() -> int:
@@ -48,7 +51,7 @@ class IngestOptions:
 
     def chunking(self) -> dict:
         """What a StagedFile records of the options: a change re-chunks the file."""
-        return {"max_tokens": self.max_tokens, "ocr": self.ocr}
+        return {"max_tokens": self.max_tokens, "ocr": self.ocr, "format": CHUNK_FORMAT}
 
     def as_dict(self) -> dict:
         """Plain JSON values (a job's ``arguments``, a Celery task's ``options``)."""

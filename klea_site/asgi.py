@@ -1,6 +1,7 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
-Websockets pass the allowed-hosts origin check, then the session/auth middleware. The
+Websockets pass the allowed-hosts origin check, then the session/auth middleware, then
+the API token check (``Authorization: Bearer``, chat/tokens.py). The
 embedding models start loading as the server process starts (``/health`` says
 ``"ready": true`` once they are in memory), so the first question does not wait for them.
 """
@@ -19,12 +20,15 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from chat.tokens import BearerTokenWebsocketMiddleware  # noqa: E402
 from domains.embeddings import start_warm_up  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(BearerTokenWebsocketMiddleware(URLRouter(websocket_urlpatterns)))
+        ),
     }
 )
 if settings.KLEA_WARM_START:

@@ -112,3 +112,14 @@ def test_window_and_fold_selection():
         {"role": "assistant", "content": "b" * 30}, {"role": "user", "content": "c" * 20},
     ])
     assert memory.messages_to_fold(session.pk, 10_000) == []
+
+
+def test_a_callers_own_history_is_windowed_like_a_sessions():
+    given = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "a" * 40},
+             {"role": "assistant", "content": "b" * 30}, {"role": "tool", "content": "x"},
+             {"role": "user", "content": "c" * 20}, {"role": "assistant", "content": ""}]
+    assert memory.recent(given, 50) == [{"role": "assistant", "content": "b" * 30}, {"role": "user", "content": "c" * 20}]
+    assert memory.recent(given, 10_000) == [{"role": "user", "content": "a" * 40},
+                                            {"role": "assistant", "content": "b" * 30},
+                                            {"role": "user", "content": "c" * 20}]
+    assert memory.recent([], 50) == []

@@ -148,6 +148,7 @@ def test_one_domain_answer_with_exact_events(fake, domains):
             {"label": "doi", "url": "https://doi.org/10.1113/jphysiol.1952.sp004764"},
             {"label": "orcid", "url": "https://orcid.org/0000-0000-0000-0001"},
         ],
+        "pages": None,  # a Markdown source: no pages
     }
     assert [(c["headings"], c["heading_chain"]) for c in reference["chunks"]] == [(["Model"], "Model")]
     assert reference["chunks"][0]["text"].startswith("The Hodgkin-Huxley model describes")

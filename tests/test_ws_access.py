@@ -15,8 +15,8 @@ from django.contrib.sessions.models import Session
 from django.db import connections
 from django.test import Client
 
-from chat import turn_lock
-from chat.models import ChatSession
+from chat import tokens, turn_lock
+from chat.models import ApiToken, ChatSession
 from domains.access import queryable_domains
 from klea_site.asgi import application
 
@@ -187,3 +187,16 @@ async def test_sign_in_is_checked_again_on_every_query_frame(world):
         assert await ws.receive_json_from(timeout=TIMEOUT) == SIGNED_OUT
         assert await ws.receive_output(timeout=TIMEOUT) == {"type": "websocket.close", "code": 4401}
     assert in_thread(lambda: ChatSession.objects.count()) == sessions_before
+
+
+@pytest.mark.asyncio
+async def test_a_token_revoked_while_its_socket_is_open_asks_no_more(world):
+    row, token = in_thread(tokens.create_token, world.bob, "socket")
+    headers = ws_headers() + [(b"authorization", f"Bearer {token}".encode())]
+    ws = WebsocketCommunicator(application, "/ws/chat/", headers=headers)
+    assert (await ws.connect(timeout=TIMEOUT))[0]
+    in_thread(tokens.revoke, row)
+    await ws.send_json_to({"type": "query", "session": None, "text": ZORBLAX})
+    assert await ws.receive_json_from(timeout=TIMEOUT) == SIGNED_OUT
+    assert await ws.receive_output(timeout=TIMEOUT) == {"type": "websocket.close", "code": 4401}
+    in_thread(lambda: ApiToken.objects.filter(pk=row.pk).delete())

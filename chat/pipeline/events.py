@@ -91,8 +91,11 @@ class References(Event):
 
     Documents (``"kind": "document"``): ``{"number", "kind", "domain", "store",
     "file_name", "document_id", "title", "authors" (list of str), "year" (int | None),
-    "journal", "doi", "url", "urls" ([{"label", "url"}]), "chunks" ([{"chunk_id",
-    "headings", "heading_chain", "text"}])}``, all built from stored metadata.
+    "journal", "doi", "url", "urls" ([{"label", "url"}]), "pages" ([first, last] over
+    the cited chunks of a PDF, else None), "chunks" ([{"chunk_id", "headings",
+    "heading_chain", "text", "pages" ([first, last] | None), "lines" ([first, last] |
+    None, text sources), "anchor" (str)}])}``, all built from stored metadata
+    (docs/pipeline.md, "Provenance").
     Tool results (``"kind": "tool"``): ``{"number", "kind", "domain", "server", "tool",
     "title", "arguments", "status" ("ok" | "error" | "timeout"), "text", "truncated"}``.
     """

@@ -23,7 +23,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from domains.retrieval import Source, serialize_reference_material
+from domains.retrieval import Source, page_span, serialize_reference_material
+from domains.text import page_label
 
 _URL_KEY = re.compile(r"^url(?:_(.+))?$")
 
@@ -183,18 +184,52 @@ def reference_item(number: int, source: Source | ToolSource) -> dict:
         "doi": str(metadata.get("doi") or ""),
         "url": primary_url(metadata),
         "urls": labelled_urls(metadata),
-        "chunks": [
-            {
-                "chunk_id": chunk.chunk_id,
-                "headings": list(chunk.headings),
-                "heading_chain": chunk.heading_chain,
-                "text": chunk.text,
-            }
-            for chunk in source.chunks
-        ],
+        "pages": page_span(source.chunks),
+        "chunks": [chunk_item(chunk) for chunk in source.chunks],
+    }
+
+
+def chunk_item(chunk) -> dict:
+    """One cited chunk of a document reference: text, heading chain and where it is
+    (``pages`` [first, last] for PDFs; ``lines`` [first, last] and ``anchor`` for text
+    sources; None / "" when unknown)."""
+    provenance = chunk.provenance or {}
+    return {
+        "chunk_id": chunk.chunk_id,
+        "headings": list(chunk.headings),
+        "heading_chain": chunk.heading_chain,
+        "text": chunk.text,
+        "pages": provenance.get("pages"),
+        "lines": provenance.get("lines"),
+        "anchor": provenance.get("anchor", ""),
     }
 
 
 def reference_list(cited: Sequence[Source | ToolSource]) -> list[dict]:
     """``cited`` in citation order -> items numbered 1..n."""
     return [reference_item(number, source) for number, source in enumerate(cited, start=1)]
+
+
+def source_line(ref: dict) -> str:
+    """One reference as one line of text: ``[n] title (file, p. 4–5 — heading chain),
+    authors (year). url`` for a document (pages for PDFs only), ``[n] tool (server) {arguments}`` for a tool result."""
+    if ref.get("kind") == "tool":
+        return f"[{ref['number']}] {ref['title']} {json.dumps(ref['arguments'], ensure_ascii=False, sort_keys=True)}"
+    chains = list(dict.fromkeys(c["heading_chain"] for c in ref["chunks"] if c.get("heading_chain")))
+    pages = page_label(ref.get("pages"))
+    where = ref["file_name"] + (f", {pages}" if pages else "") + (" — " + "; ".join(chains) if chains else "")
+    line = f"[{ref['number']}] {ref['title']} ({where})" if ref["title"] else f"[{ref['number']}] {where}"
+    if ref["authors"]:
+        line += ", " + ", ".join(ref["authors"])
+    if ref["year"]:
+        line += f" ({ref['year']})"
+    return line + (f". {ref['url']}" if ref["url"] else "")
+
+
+def sources_text(references: Sequence[dict]) -> str:
+    """The "Sources" list that ends an answer given as plain text or Markdown
+    (the OpenAI-compatible endpoint, the MCP ``ask`` tool): ``"\\n\\nSources:\\n- [1] ..."``,
+    "" without references."""
+    if not references:
+        return ""
+    return "\n\nSources:\n" + "\n".join(f"- {source_line(ref)}" for ref in references)

@@ -82,6 +82,10 @@ class TurnRequest:
         classification, these are routed.
     :param filters: filter DSL chosen by the user; it wins over generated filter values
         on the same field.
+    :param history: for a stateless turn (no ``session_id``), the earlier messages the
+        caller holds (the OpenAI-compatible endpoint's), ``[{"role": "user" |
+        "assistant", "content": str}]`` oldest first; the most recent ones up to
+        KLEA_RAG_HISTORY_CHARS are the conversation. Ignored with a session.
     """
 
     question: str
@@ -89,6 +93,7 @@ class TurnRequest:
     session_id: int | None = None
     pick: Sequence[str] | None = None
     filters: dict | None = None
+    history: Sequence[dict] = ()
 
 
 @dataclass

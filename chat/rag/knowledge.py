@@ -161,6 +161,10 @@ class Knowledge:
         return await sync_to_async(self.search)(query, **kwargs)
 
 
+# Provenance keys a result's metadata carries (the line boxes stay with the source view).
+PROVENANCE_KEYS = ("pages", "lines", "offset", "anchor")
+
+
 def _items(chunks: list[RetrievedChunk]) -> list[SearchResultItem]:
     """Result items with their documents' source paths (one query)."""
     paths = dict(Document.objects.filter(id__in={c.document_id for c in chunks}).values_list("id", "source_path"))
@@ -173,6 +177,8 @@ def _items(chunks: list[RetrievedChunk]) -> list[SearchResultItem]:
             store=chunk.store, domain=chunk.domain, headings=list(chunk.headings),
             source_scores=dict(chunk.source_scores),
         )
+        # Where the chunk is: pages of a PDF; source lines, character offset, anchor of a text
+        metadata.update({k: v for k, v in chunk.provenance.items() if k in PROVENANCE_KEYS})
         items.append(
             SearchResultItem(id=str(chunk.chunk_id), text=chunk.text, score=chunk.score,
                              metadata=metadata, source=source, filename=chunk.file_name)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
+from domains.text import page_label
+
 # Characters of a chunk shown in a citation's one-line rendering (``str(citation)``).
 PREVIEW_CHARS = 100
 
@@ -20,7 +22,9 @@ class SearchResultItem:
         (docs/retrieval.md), so the best result scores about 1.
     :param metadata: the chunk's metadata (bibliographic fields, ``_`` keys dropped)
         plus ``source``, ``filename``, ``doc_id``, ``chunk_id``, ``store``, ``domain``,
-        ``headings`` and ``source_scores`` (per ranked list, for debugging).
+        ``headings``, ``source_scores`` (per ranked list, for debugging) and, where the
+        converter recorded them, ``pages`` ([first, last], PDFs), ``lines`` ([first,
+        last]), ``offset`` (character offset in the file) and ``anchor`` (text sources).
     :param source: the path the document was ingested from.
     :param filename: the document's file name within its store.
     """
@@ -70,7 +74,9 @@ class Citation:
     :param text: the cited chunk text (at most 500 characters).
     :param score: the retrieval score in [0, 1].
     :param doc_id: the document's id; :param chunk_id: the chunk's id.
-    :param offset: character offset in the source (None: not tracked per chunk).
+    :param offset: character offset of the chunk's first source line in a Markdown,
+        reST or HTML file (None for PDFs and sources without provenance).
+    ``metadata["pages"]``: [first, last] 1-based pages of a PDF chunk (docs/python-api.md).
     """
 
     id: str
@@ -92,7 +98,8 @@ class Citation:
 
     def __str__(self) -> str:
         preview = self.text if len(self.text) <= PREVIEW_CHARS else self.text[:PREVIEW_CHARS] + "..."
-        return f"[{self.id}] {self.source}: {preview}"
+        pages = page_label(self.metadata.get("pages"))
+        return f"[{self.id}] {self.source}{', ' + pages if pages else ''}: {preview}"
 
 
 def _sources_block(citations: list[Citation], line) -> str:

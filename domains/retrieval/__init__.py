@@ -4,7 +4,7 @@ from .bm25 import Bm25Params, bm25_search, query_lexemes
 from .engine import retrieve
 from .filters import CompiledFilter, FieldSpec, compile_filter
 from .fusion import RRF_K, convex_fusion, fuse, reciprocal_rank_fusion
-from .references import ReferenceMaterial, Source, serialize_reference_material
+from .references import ReferenceMaterial, Source, page_label, page_span, serialize_reference_material
 from .types import RetrievalResult, RetrievedChunk
 from .vector import VectorHits, vector_search
 
@@ -22,6 +22,8 @@ __all__ = [
     "compile_filter",
     "convex_fusion",
     "fuse",
+    "page_label",
+    "page_span",
     "query_lexemes",
     "reciprocal_rank_fusion",
     "retrieve",

@@ -7,7 +7,7 @@ Layout (docs/pipeline.md, "Reference material")::
     ### Source document 1/3: [paper.pdf]
     Metadata: title=... | authors=A, B | year=2021 | doi=...
 
-      Chunk 1: Results > 2.1 Neurons
+      Chunk 1: Results > 2.1 Neurons (p. 4–5)
       Chunk metadata: section_url=...
     <chunk text>
 
@@ -16,13 +16,16 @@ the order they appear, and answers cite them as ``[n]``. Domains appear in the o
 of their best chunk, files by their best chunk, chunks by score. File-level keys
 (title, authors, keywords, year, journal, doi, and ``url*`` keys equal on every chunk
 of the file) are printed once on the header; other keys stay on their chunk. Keys
-starting with ``_`` and all scores are never printed.
+starting with ``_`` and all scores are never printed. A PDF chunk's pages follow its
+heading chain (``p. 4``, ``p. 4–5``), so the model can cite them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from domains.text import page_label
 
 from .types import RetrievedChunk
 
@@ -53,6 +56,12 @@ class ReferenceMaterial:
             if any(c.chunk_id == chunk_id for c in source.chunks):
                 return source
         return None
+
+
+def page_span(chunks: Sequence[RetrievedChunk]) -> list[int] | None:
+    """The [first, last] page over the chunks that have pages, None when none has."""
+    spans = [c.pages for c in chunks if c.pages]
+    return [min(s[0] for s in spans), max(s[-1] for s in spans)] if spans else None
 
 
 def _value(value) -> str:
@@ -128,6 +137,9 @@ def serialize_reference_material(
         for index, chunk in enumerate(source.chunks, start=1):
             lines.append("")
             heading = f"  Chunk {index}: {chunk.heading_chain}" if chunk.headings else f"  Chunk {index}"
+            pages = page_label(chunk.pages)
+            if pages:
+                heading += f" ({pages})" if chunk.headings else f": {pages}"
             lines.append(heading)
             inline = {
                 k: v

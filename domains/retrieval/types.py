@@ -12,6 +12,7 @@ class RetrievedChunk:
     ``score``: the final score in [0, 1] after fusion and the recency blend.
     ``source_scores``: per ranked list, e.g. {"docs:vector": 0.71, "docs:bm25": 5.1};
     for debugging only, never shown to the answer model.
+    ``provenance``: where the text is in its source (shape: ``domains.models.Chunk``).
     """
 
     chunk_id: int
@@ -25,12 +26,18 @@ class RetrievedChunk:
     year: int | None = None
     score: float = 0.0
     source_scores: dict[str, float] = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
 
     @property
     def heading_chain(self) -> str:
         from domains.text import heading_chain
 
         return heading_chain(self.headings)
+
+    @property
+    def pages(self) -> list[int] | None:
+        """[first, last] 1-based page of a PDF chunk, None for other sources."""
+        return self.provenance.get("pages")
 
 
 @dataclass

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import groupby
 
 from domains.text import heading_chain
-from ingestion.convert.base import Block, ConvertedDocument
+from ingestion.convert.base import Block, ConvertedDocument, LineBox
 
 DEFAULT_MAX_TOKENS = 450
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
@@ -23,11 +23,67 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 @dataclass(frozen=True)
 class ChunkDraft:
-    """A chunk before it is stored: heading chain, reader-facing text, token count."""
+    """A chunk before it is stored: heading chain, reader-facing text, token count and
+    where the text came from (``provenance``, shape in :func:`provenance`)."""
 
     headings: tuple[str, ...]
     text: str
     token_count: int
+    provenance: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass
+class _Origin:
+    """What one part of a block brings to its chunk's provenance."""
+
+    boxes: list[LineBox]
+    lines: tuple[int, int] | None
+    offset: int | None
+    anchor: str
+
+
+def _visible(text: str) -> int:
+    return sum(1 for ch in text if not ch.isspace())
+
+
+def _origins(block: Block, parts: list[tuple[str, int]]) -> list[_Origin]:
+    """Per part of ``block``, the PDF lines under its characters (parts split the block
+    only at white space, so counting the other characters finds them) and the block's
+    source lines."""
+    origins, start = [], 0
+    for text, _ in parts:
+        end = start + _visible(text)
+        boxes = [box for box in block.boxes if box.start < end and box.end > start]
+        origins.append(_Origin(boxes, block.lines, block.offset, block.anchor))
+        start = end
+    return origins
+
+
+def provenance(origins: list[_Origin]) -> dict:
+    """A chunk's provenance from its parts (docs/ingestion.md, "Provenance").
+
+    :returns: for PDF text ``{"pages": [first, last], "boxes": [[page, left, top, right,
+        bottom], ...]}`` (pages 1-based, boxes as fractions of the page, origin top-left);
+        for Markdown, reST and HTML ``{"lines": [first, last], "offset": int, "anchor":
+        str}`` (1-based source lines, character offset of the first); ``{}`` when the
+        converter recorded nothing.
+    """
+    out: dict = {}
+    boxes = [box for origin in origins for box in origin.boxes]
+    if boxes:
+        pages = [box.page for box in boxes]
+        out["pages"] = [min(pages), max(pages)]
+        out["boxes"] = [[box.page, *box.box] for box in dict.fromkeys(boxes)]
+    spans = [origin for origin in origins if origin.lines is not None]
+    if spans:
+        first = min(spans, key=lambda o: o.lines[0])
+        out["lines"] = [first.lines[0], max(o.lines[1] for o in spans)]
+        if first.offset is not None:
+            out["offset"] = first.offset
+    anchor = next((o.anchor for o in origins if o.anchor), "")
+    if anchor:
+        out["anchor"] = anchor
+    return out
 
 
 def _pieces(block: Block) -> list[str]:
@@ -119,17 +175,20 @@ def chunk_blocks(
         chain_tokens = count_tokens(heading_chain(headings)) + 1 if headings else 0
         budget = max(16, max_tokens - chain_tokens)
         texts: list[str] = []
+        origins: list[_Origin] = []
         used = 0
         for block in group:
-            for text, tokens in _fit(block, budget, count_tokens):
+            parts = _fit(block, budget, count_tokens)
+            for (text, tokens), origin in zip(parts, _origins(block, parts)):
                 cost = tokens + (2 if texts else 0)  # the blank line between packed blocks
                 if texts and used + cost > budget:
-                    chunks.append(ChunkDraft(headings, "\n\n".join(texts), used + chain_tokens))
-                    texts, used = [], 0
+                    chunks.append(ChunkDraft(headings, "\n\n".join(texts), used + chain_tokens, provenance(origins)))
+                    texts, origins, used = [], [], 0
                 texts.append(text)
+                origins.append(origin)
                 used += cost
         if texts:
-            chunks.append(ChunkDraft(headings, "\n\n".join(texts), used + chain_tokens))
+            chunks.append(ChunkDraft(headings, "\n\n".join(texts), used + chain_tokens, provenance(origins)))
     return chunks
 
 

@@ -94,7 +94,10 @@ def chunk_file(
             status=StagedFile.Status.CHUNKED,
             pages=converted.pages,
             converter=converted.converter,
-            chunks=[{"headings": list(d.headings), "text": d.text, "tokens": d.token_count} for d in drafts],
+            chunks=[
+                {"headings": list(d.headings), "text": d.text, "tokens": d.token_count, "provenance": d.provenance}
+                for d in drafts
+            ],
             metadata_map=_merged_map(fresh, old, same_content),
         )
         outcome = FileOutcome(file_name, "chunked", chunks=len(drafts), pages=converted.pages)

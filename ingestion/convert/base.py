@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 # OCR for PDFs: auto (only those the pre-check says need it), on (every PDF), off.
@@ -19,16 +20,40 @@ class ConversionError(ValueError):
 
 
 @dataclass(frozen=True)
+class LineBox:
+    """A printed line under part of a block's text (PDF provenance, docs/ingestion.md).
+
+    ``start``, ``end``: the block text's characters it holds, counted without white
+    space (so a chunk that splits the block at any white space still finds its lines).
+    ``page``: 1-based, as a PDF viewer numbers pages. ``box``: (left, top, right, bottom)
+    as fractions of the page's width and height, origin top-left (as the page is shown).
+    """
+
+    start: int
+    end: int
+    page: int
+    box: tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
 class Block:
     """One paragraph, list, table or code listing under its heading chain.
 
     ``headings``: the chain from the top heading down, e.g. ("Get NeuroML", "What you need").
     ``kind``: "text" | "code" | "list" | "table".
+    Provenance (docs/ingestion.md, "Provenance"): ``boxes`` the PDF lines the text came
+    from; ``lines`` the (first, last) 1-based source lines of a text source, ``offset``
+    the character offset of the first of them, ``anchor`` the heading anchor of its section.
     """
 
     headings: tuple[str, ...]
     text: str
     kind: str = "text"
+    # Provenance is where the text came from, not what it is: left out of equality.
+    boxes: tuple[LineBox, ...] = field(default=(), compare=False)
+    lines: tuple[int, int] | None = field(default=None, compare=False)
+    offset: int | None = field(default=None, compare=False)
+    anchor: str = field(default="", compare=False)
 
 
 class BlockCollector:
@@ -38,19 +63,51 @@ class BlockCollector:
     def __init__(self) -> None:
         self.blocks: list[Block] = []
         self.stack: list[tuple[int, str]] = []
+        self.anchors: list[str] = []  # the anchor of each open heading (parallel to stack)
+        self.source_lines: tuple[int, int] | None = None  # set by the walker before add()
+        self.line_offsets: list[int] | None = None  # character offset of each source line
 
     @property
     def headings(self) -> tuple[str, ...]:
         return tuple(text for _, text in self.stack if text)
 
-    def enter_heading(self, level: int, text: str) -> None:
-        """Close the headings at ``level`` and deeper, then open ``text``."""
-        self.stack = [(lvl, t) for lvl, t in self.stack if lvl < level] + [(level, text)]
+    @property
+    def anchor(self) -> str:
+        return next((a for a in reversed(self.anchors) if a), "")
+
+    def enter_heading(self, level: int, text: str, anchor: str = "") -> None:
+        """Close the headings at ``level`` and deeper, then open ``text`` (its ``anchor``:
+        an explicit label, else the slug of ``text``)."""
+        kept = [i for i, (lvl, _) in enumerate(self.stack) if lvl < level]
+        self.anchors = [self.anchors[i] if i < len(self.anchors) else "" for i in kept] + [anchor or slug(text)]
+        self.stack = [self.stack[i] for i in kept] + [(level, text)]
 
     def add(self, text: str, kind: str = "text") -> None:
         text = text.strip()
         if text:
-            self.blocks.append(Block(self.headings, text, kind))
+            lines = self.source_lines
+            offset = None
+            if lines is not None and self.line_offsets is not None and lines[0] - 1 < len(self.line_offsets):
+                offset = self.line_offsets[lines[0] - 1]
+            self.blocks.append(Block(self.headings, text, kind, lines=lines, offset=offset, anchor=self.anchor))
+
+
+_SLUG_DROP = re.compile(r"[^\w\- ]", re.UNICODE)
+
+
+def slug(heading: str) -> str:
+    """The anchor of a heading as Sphinx, MyST and GitHub make it: lower case, punctuation
+    dropped, spaces as ``-`` (``"2.1 What you need"`` -> ``"21-what-you-need"``)."""
+    return "-".join(_SLUG_DROP.sub("", heading.strip().lower()).split())
+
+
+def line_offsets(text: str) -> list[int]:
+    """The character offset at which each line of ``text`` starts (line n at index n - 1)."""
+    offsets = [0]
+    for index, ch in enumerate(text):
+        if ch == "\n":
+            offsets.append(index + 1)
+    return offsets
 
 
 @dataclass

@@ -6,7 +6,7 @@ import re
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
-from .base import BlockCollector, ConvertedDocument
+from .base import BlockCollector, ConvertedDocument, line_offsets
 
 CHROME = ["script", "style", "noscript", "nav", "header", "footer", "aside", "form", "svg", "template"]
 BLOCK_TAGS = {"p", "pre", "ul", "ol", "dl", "table", "blockquote", "figcaption"}
@@ -21,19 +21,29 @@ def _text(tag: Tag) -> str:
 
 
 class _Walker(BlockCollector):
-    def __init__(self) -> None:
+    def __init__(self, offsets: list[int]) -> None:
         super().__init__()
         self.loose: list[str] = []
+        self.loose_lines: list[int] = []
+        self.line_offsets = offsets
 
     def flush(self) -> None:
+        self.source_lines = (min(self.loose_lines), max(self.loose_lines)) if self.loose_lines else None
         self.add(_SPACES.sub(" ", " ".join(self.loose)))
-        self.loose = []
+        self.loose, self.loose_lines = [], []
+
+    def at(self, tag: Tag) -> None:
+        """Blocks added next come from ``tag``: its first line to the last line its text reaches."""
+        if tag.sourceline is not None:
+            self.source_lines = (tag.sourceline, tag.sourceline + str(tag).count("\n"))
 
     def walk(self, node: Tag) -> None:
         for child in node.children:
             if isinstance(child, NavigableString):
                 if child.strip() and child.__class__ is NavigableString:
                     self.loose.append(str(child))
+                    if node.sourceline is not None:
+                        self.loose_lines.append(node.sourceline)
                 continue
             if not isinstance(child, Tag):
                 continue
@@ -41,9 +51,10 @@ class _Walker(BlockCollector):
             if name in HEADINGS:
                 self.flush()
                 level = HEADINGS[name]
-                self.enter_heading(level, _text(child))
+                self.enter_heading(level, _text(child), child.get("id") or "")
             elif name in BLOCK_TAGS:
                 self.flush()
+                self.at(child)
                 if name == "pre":
                     self.add(child.get_text().rstrip(), "code")
                 elif name in ("ul", "ol"):
@@ -62,13 +73,14 @@ class _Walker(BlockCollector):
 
 def convert_html(text: str) -> ConvertedDocument:
     """Convert an HTML page. :returns: blocks; title from ``<title>`` or the first ``<h1>``."""
-    soup = BeautifulSoup(text, "lxml")
+    # html.parser (not lxml) records each element's source line, for provenance.
+    soup = BeautifulSoup(text, "html.parser")
     for tag in soup(CHROME):
         tag.decompose()
     title_tag = soup.find("title")
     h1 = soup.find("h1")
     title = _text(title_tag) if title_tag else (_text(h1) if h1 else "")
-    walker = _Walker()
+    walker = _Walker(line_offsets(text))
     walker.walk(soup.body or soup)
     walker.flush()
     return ConvertedDocument(blocks=walker.blocks, title=title, converter="beautifulsoup")

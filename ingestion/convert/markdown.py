@@ -10,6 +10,7 @@ YAML front matter is read for the title and date instead of being indexed.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import yaml
 from bs4 import BeautifulSoup
@@ -22,7 +23,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.myst_blocks import myst_block_plugin
 from mdit_py_plugins.myst_role import myst_role_plugin
 
-from .base import BlockCollector, ConvertedDocument
+from .base import BlockCollector, ConvertedDocument, line_offsets
 
 # Directives whose content is not prose a reader would want in an answer.
 DROPPED_DIRECTIVES = {
@@ -117,10 +118,14 @@ class _Walker(BlockCollector):
     def __init__(self) -> None:
         super().__init__()
         self.first_h1 = ""
+        self.label = ""  # a MyST target "(label)=" waiting for the heading it names
 
     def walk(self, nodes) -> None:
         for node in nodes:
             handler = getattr(self, f"on_{node.type}", None)
+            if node.map and self.line_offsets is not None:
+                # markdown-it maps are 0-based [first, end): as 1-based inclusive lines
+                self.source_lines = (node.map[0] + 1, max(node.map[0] + 1, node.map[1]))
             if handler is not None:
                 handler(node)
             elif node.children:
@@ -131,7 +136,11 @@ class _Walker(BlockCollector):
         text = _inline(node.children[0]) if node.children else ""
         if level == 1 and not self.first_h1:
             self.first_h1 = text
-        self.enter_heading(level, text)
+        self.enter_heading(level, text, self.label)
+        self.label = ""
+
+    def on_myst_target(self, node) -> None:
+        self.label = node.content.strip()
 
     def on_paragraph(self, node: SyntaxTreeNode) -> None:
         self.add(_inline(node.children[0]) if node.children else "")
@@ -209,12 +218,18 @@ class _Walker(BlockCollector):
         if args and name not in ARGUMENT_NOT_TITLE:
             self.add(args)
         inner = _Walker()
-        inner.stack = list(self.stack)
+        inner.stack, inner.anchors = list(self.stack), list(self.anchors)
         inner.walk(SyntaxTreeNode(_MD.parse(body)).children)
-        self.blocks.extend(inner.blocks)
+        # The directive's body was parsed on its own: its blocks point at the whole directive.
+        where = {"lines": self.source_lines, "offset": self._offset()}
+        self.blocks.extend(replace(block, **where) if self.line_offsets is not None else block for block in inner.blocks)
 
-    # Dropped outright: MyST targets, comments, block breaks, rules, front matter.
-    def on_myst_target(self, node) -> None: ...
+    def _offset(self) -> int | None:
+        if self.source_lines is None or self.line_offsets is None:
+            return None
+        return self.line_offsets[min(self.source_lines[0], len(self.line_offsets)) - 1]
+
+    # Dropped outright: comments, block breaks, rules, front matter.
     def on_myst_line_comment(self, node) -> None: ...
     def on_myst_block_break(self, node) -> None: ...
     def on_hr(self, node) -> None: ...
@@ -241,6 +256,7 @@ def convert_markdown(text: str) -> ConvertedDocument:
     tokens = _MD.parse(text)
     front = _front_matter(tokens)
     walker = _Walker()
+    walker.line_offsets = line_offsets(text)
     has_h1 = any(t.type == "heading_open" and t.tag == "h1" for t in tokens)
     if front.get("title") and not has_h1:
         # Hugo-style pages carry the title only in front matter: make it the top heading

@@ -99,17 +99,21 @@ def inspect_pdf(path: Path) -> PdfCheck:
 
 
 def convert_native(pdf: pdfium.PdfDocument) -> tuple[str, list]:
-    """Title and blocks of an opened PDF through the model-free path."""
-    pages, heights = [], []
+    """Title and blocks of an opened PDF through the model-free path; each block carries
+    the boxes of its lines (page provenance)."""
+    pages, heights, widths = [], [], []
     for index in range(len(pdf)):
         page = pdf[index]
         try:
             lines, height = page_lines(page, index)
+            width, shown_height = page.get_size()
             pages.append(lines)
             heights.append(height)
+            # Lines are measured upright; on a page set sideways the frame is turned.
+            widths.append(width if abs(height - shown_height) < 1 else shown_height)
         finally:
             page.close()
-    return structure(pages, heights)
+    return structure(pages, heights, widths)
 
 
 def convert_pdf(path: Path, ocr: str = "auto", pipeline: str = "auto") -> ConvertedDocument:

@@ -53,6 +53,32 @@ class Paragraph:
         return max(line.y1 for line in self.lines)
 
 
+def _visible(text: str) -> int:
+    """Characters that are not white space (nor pdfium's hyphen mark)."""
+    return sum(1 for ch in text if not ch.isspace() and ch != PDFIUM_HYPHEN)
+
+
+def line_spans(texts: list[str]) -> list[tuple[int, int]]:
+    """Per line, the characters of :func:`join_lines` ``(texts)`` it holds, as a
+    [start, end) range counted without white space (a hyphen dropped at a line end
+    leaves its line)."""
+    spans: list[tuple[int, int]] = []
+    count, previous = 0, ""
+    for text in texts:
+        if spans and not previous.endswith(PDFIUM_HYPHEN) and _rejoins(previous, text):
+            count -= 1
+            spans[-1] = (spans[-1][0], count)
+        spans.append((count, count + _visible(text)))
+        count += _visible(text)
+        previous = text
+    return spans
+
+
+def _rejoins(previous: str, text: str) -> bool:
+    """Whether a word hyphenated at the end of ``previous`` goes on in ``text``."""
+    return previous.endswith("-") and len(previous) > 1 and previous[-2].isalpha() and text[:1].islower()
+
+
 def join_lines(texts: list[str]) -> str:
     """Join line texts with spaces, re-joining words hyphenated across lines."""
     out = ""
@@ -61,7 +87,7 @@ def join_lines(texts: list[str]) -> str:
             out = text
         elif out.endswith(PDFIUM_HYPHEN):
             out = out[:-1] + text
-        elif out.endswith("-") and len(out) > 1 and out[-2].isalpha() and text[:1].islower():
+        elif _rejoins(out, text):
             out = out[:-1] + text
         else:
             out = f"{out} {text}"

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from .base import Block
-from .pdf_layout import Paragraph, merge_continued, page_paragraphs
+from .base import Block, LineBox
+from .pdf_layout import Paragraph, line_spans, merge_continued, page_paragraphs
 from .pdf_lines import Line
 
 FURNITURE_ZONE = 0.15
@@ -197,10 +197,24 @@ def _style_levels(unnumbered: list[tuple], numbered: dict[tuple, int]) -> dict[t
     return levels
 
 
-def structure(pages: list[list[Line]], heights: list[float]) -> tuple[str, list[Block]]:
+def line_boxes(paragraph: Paragraph, widths: list[float], heights: list[float]) -> tuple[LineBox, ...]:
+    """The paragraph's lines as :class:`LineBox` es: fractions of their page, top-left origin."""
+    boxes = []
+    for line, (start, end) in zip(paragraph.lines, line_spans([line.text for line in paragraph.lines])):
+        width, height = widths[line.page] or 1.0, heights[line.page] or 1.0
+        box = (line.x0 / width, 1 - line.y1 / height, line.x1 / width, 1 - line.y0 / height)
+        boxes.append(LineBox(start, end, line.page + 1, tuple(round(min(max(v, 0.0), 1.0), 4) for v in box)))
+    return tuple(boxes)
+
+
+def structure(
+    pages: list[list[Line]], heights: list[float], widths: list[float] | None = None
+) -> tuple[str, list[Block]]:
     """Title and blocks under heading chains for a whole document.
 
     :param pages: each page's lines (any order); :param heights: page heights in points.
+    :param widths: page widths in points; when given, each block carries the boxes of
+        its lines (:class:`ingestion.convert.base.LineBox`).
     :returns: (title or "", blocks in reading order).
     """
     pages = drop_furniture(pages, heights)
@@ -226,7 +240,8 @@ def structure(pages: list[list[Line]], heights: list[float]) -> tuple[str, list[
             continue
         style = styles.get(id(p))
         if style is None:
-            blocks.append(Block(tuple(text for _, text in stack), p.text))
+            boxes = line_boxes(p, widths, heights) if widths is not None else ()
+            blocks.append(Block(tuple(text for _, text in stack), p.text, boxes=boxes))
             continue
         level = _level(p.text, roman)
         if level is None:

@@ -32,8 +32,24 @@ def _unwrap(paragraph: str) -> str:
     return "\n".join(lines).strip()
 
 
+def _paragraphs(text: str):
+    """(paragraph, first line, last line, offset) per non-blank paragraph, lines 1-based."""
+    breaks = list(_PARAGRAPH.finditer(text))
+    starts = [0] + [m.end() for m in breaks]
+    ends = [m.start() for m in breaks] + [len(text)]
+    for start, end in zip(starts, ends):
+        paragraph = text[start:end]
+        if not paragraph.strip():
+            continue
+        offset = start + len(paragraph) - len(paragraph.lstrip())
+        first = text.count("\n", 0, offset) + 1
+        yield paragraph, first, first + paragraph.strip().count("\n"), offset
+
+
 def convert_plain(text: str) -> ConvertedDocument:
-    blocks = [Block((), _unwrap(p)) for p in _PARAGRAPH.split(text) if p.strip()]
+    blocks = [
+        Block((), _unwrap(p), lines=(first, last), offset=offset) for p, first, last, offset in _paragraphs(text)
+    ]
     first_line = text.strip().split("\n", 1)[0].strip() if text.strip() else ""
     title = first_line if 0 < len(first_line) <= 120 else ""
     return ConvertedDocument(blocks=blocks, title=title, converter="plain text")

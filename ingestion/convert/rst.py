@@ -16,7 +16,7 @@ from docutils.core import publish_doctree
 from docutils.parsers.rst import Directive, directives, roles
 from docutils.utils import unescape
 
-from .base import Block, ConvertedDocument
+from .base import Block, ConvertedDocument, line_offsets
 from .markdown import CODE_DIRECTIVES, render_role
 
 _ROLE_USE = re.compile(r":(?P<name>[A-Za-z][\w:.+-]*):`")
@@ -111,25 +111,49 @@ def _text(node: nodes.Node) -> str:
     return _SPACES.sub(" ", node.astext()).strip()
 
 
+def _span(node: nodes.Node) -> tuple[int, int] | None:
+    """The 1-based (first, last) source lines of ``node`` (docutils records each
+    element's first line; the last is the furthest line any part of it reaches)."""
+    first = last = None
+    for part in node.findall(nodes.Element):
+        if part.line is None:
+            continue
+        end = part.line + max(part.rawsource.count("\n"), part.astext().count("\n") if part is node else 0)
+        first = part.line if first is None else min(first, part.line)
+        last = end if last is None else max(last, end)
+    return None if first is None else (first, last)
+
+
 class _Walker:
-    def __init__(self) -> None:
+    def __init__(self, offsets: list[int]) -> None:
         self.blocks: list[Block] = []
         self.headings: list[str] = []
+        self.anchors: list[str] = []
+        self.offsets = offsets
+        self.node: nodes.Node | None = None
 
     def add(self, text: str, kind: str = "text") -> None:
         if text.strip():
-            self.blocks.append(Block(tuple(self.headings), text.strip(), kind))
+            lines = _span(self.node) if self.node is not None else None
+            offset = self.offsets[lines[0] - 1] if lines and lines[0] <= len(self.offsets) else None
+            anchor = next((a for a in reversed(self.anchors) if a), "")
+            self.blocks.append(Block(tuple(self.headings), text.strip(), kind, lines=lines, offset=offset, anchor=anchor))
 
     def walk(self, node: nodes.Node) -> None:
         for child in node.children:
             self.visit(child)
 
     def visit(self, node: nodes.Node) -> None:
+        self.node = node
         if isinstance(node, nodes.section):
             title = next((c for c in node.children if isinstance(c, nodes.title)), None)
             self.headings.append(_text(title) if title is not None else "")
+            # docutils' own ids: an explicit target (".. _label:") first, then the title's slug
+            ids = node.get("ids") or []
+            self.anchors.append(ids[-1] if ids else "")
             self.walk(node)
             self.headings.pop()
+            self.anchors.pop()
         elif isinstance(node, (nodes.title, nodes.comment, nodes.target, nodes.system_message,
                                nodes.substitution_definition, nodes.raw, nodes.image)):
             return
@@ -170,7 +194,7 @@ def convert_rst(text: str, source_name: str = "<rst>") -> ConvertedDocument:
     """Convert reStructuredText source. :returns: blocks; title = the first section title."""
     _register_handlers(text)
     doctree = publish_doctree(text, source_path=source_name, settings_overrides=DOCUTILS_SETTINGS)
-    walker = _Walker()
+    walker = _Walker(line_offsets(text))
     walker.walk(doctree)
     title = next((_text(t) for t in doctree.findall(nodes.title)), "")
     return ConvertedDocument(blocks=walker.blocks, title=title, converter="docutils")

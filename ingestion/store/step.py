@@ -115,6 +115,7 @@ def write(store: Store, pending: _Pending, vectors, fields: list[str]) -> FileOu
                 metadata=metadata,
                 year=year_of(metadata),
                 token_count=chunk["tokens"],
+                provenance=chunk.get("provenance") or {},
                 embedding=None if vectors is None else vectors[ordinal],
             )
         )

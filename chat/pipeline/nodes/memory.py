@@ -1,5 +1,6 @@
 """memory (load history, store the question), remember (store the answer), summarise
-(fold old messages into the running summary). Without a session all three do nothing.
+(fold old messages into the running summary). Without a session, memory takes the
+history the caller gave (if any) and the other two do nothing.
 
 The search queries are never stored: only the question and the answer enter history.
 """
@@ -26,7 +27,11 @@ from ..state import TurnState
 async def load_memory(state: TurnState) -> Step:
     session_id = state.request.session_id
     if session_id is None:
-        return Step("next", "no session")
+        if not state.request.history:
+            return Step("next", "no session")
+        state.history = store.recent(state.request.history, state.config.history_chars)
+        chars = sum(len(m["content"]) for m in state.history)
+        return Step("next", f"{len(state.history)} messages from the caller ({chars} chars), no session")
     state.summary, state.history = await sync_to_async(store.load_history)(session_id, state.config.history_chars)
     await store_question(state)
     chars = sum(len(m["content"]) for m in state.history)

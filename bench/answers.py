@@ -1,0 +1,86 @@
+"""Answer quality on the documentation corpora: ``manage.py evaluate`` over bench/questions/.
+
+The bench database (``klea_bench``, see bench/common.py) holds four domains: ``neuroml``,
+``xarray`` and ``cooking`` (the shared corpora, configured by docs/docs-domains.json) and
+``klea-docs`` (this repository's docs/, the demo domain). ``--ingest`` creates or
+refreshes them (incremental: unchanged files are skipped; after a change of the chunk
+format add ``--force``). The run asks every question of bench/questions/*.json through
+the full pipeline (extractive backend unless ``--backend``) and prints the evaluate
+report: per corpus and overall, evidence in answer, file cited, evidence in references,
+median answer length, routed right, off-topic refused, time to first token.
+
+    python bench/answers.py --ingest          # once (about 3 min on 2 idle cores)
+    python bench/answers.py                   # all sets
+    python bench/answers.py --sets xarray off-topic --json var/answers.json -v 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import ROOT, command_line, setup_django  # noqa: E402
+
+QUESTIONS = ROOT / "bench" / "questions"
+SETS = ("neuroml", "xarray", "cooking", "klea-docs", "off-topic")
+CORPORA = {"neuroml": "neuroml", "xarray": "xarray", "cooking": "based_cooking"}  # domain -> docs/ folder
+
+
+def ingest_all(force: bool) -> None:
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from domains.config_io import load_domain_config
+    from ingestion.runs.ingest import ingest
+
+    load_domain_config(json.loads((ROOT / "docs" / "docs-domains.json").read_text()))
+    for domain, folder in CORPORA.items():
+        started = time.monotonic()
+        report = ingest(Path(settings.KLEA_CORPORA_DIR) / "docs" / folder, f"{domain}-docs", domain,
+                        mirror=True, force=force)
+        print(f"{domain}: {report.count('stored')} stored, {report.count('unchanged')} unchanged, "
+              f"{report.count('skipped')} skipped, {report.count('failed')} failed, "
+              f"{report.chunks} chunks written, {time.monotonic() - started:.0f} s", flush=True)
+    call_command("demo")  # klea-docs: this repository's docs/
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ingest", action="store_true", help="Create or refresh the four domains, then stop.")
+    parser.add_argument("--force", action="store_true", help="With --ingest: re-chunk and re-embed every file.")
+    parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS), help="Question sets to ask.")
+    parser.add_argument("--backend", help="Override KLEA_LLM_BACKEND.")
+    parser.add_argument("--json", metavar="FILE", help="Also write the full report (every question) here.")
+    parser.add_argument("-v", "--verbosity", type=int, default=1, help="2: one line per question on stderr.")
+    args = parser.parse_args()
+    setup_django()
+    if args.ingest:
+        ingest_all(args.force)
+        return
+    from chat.scoring import evaluate, load_questions
+    from domains.models import Domain
+
+    questions = [q for name in args.sets for q in load_questions(QUESTIONS / f"{name}.json")]
+    domains = list(Domain.objects.filter(active=True))
+
+    def progress(position, scored):
+        if args.verbosity >= 2:
+            print(f"{position}/{len(questions)} {scored.domain or 'off-topic'}: {scored.question!r}: "
+                  f"{scored.outcome()}", file=sys.stderr, flush=True)
+
+    print(f"command: {command_line()}")
+    started = time.monotonic()
+    report = evaluate(questions, domains, backend=args.backend, on_scored=progress)
+    print("\n".join(report.lines()))
+    print(f"{len(questions)} questions in {time.monotonic() - started:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
