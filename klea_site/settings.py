@@ -13,13 +13,22 @@ VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
 
-SECRET_KEY = env(
-    "DJANGO_SECRET_KEY",
-    default="django-insecure-local-only-set-DJANGO_SECRET_KEY-in-production",
-)
+# The development key: fine on a laptop, never on a shared server (chat.W001 warns, and
+# the ASGI server logs it at startup, when it is used with DEBUG off).
+INSECURE_SECRET_KEY = "django-insecure-local-only-set-DJANGO_SECRET_KEY-in-production"
+SECRET_KEY = env("DJANGO_SECRET_KEY", default=INSECURE_SECRET_KEY)
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+# Behind a TLS-terminating reverse proxy (docs/security.md): cookies only over HTTPS,
+# HSTS for this many seconds, and the proxy's header that says the request was HTTPS
+# (only when the proxy sets it and strips it from clients).
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=False)
+SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", default=False)
+if env.bool("DJANGO_TRUST_PROXY_TLS_HEADER", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SSL_REDIRECT", default=False)
 
 INSTALLED_APPS = [
     "daphne",
@@ -263,3 +272,6 @@ KLEA_CONVERT_TIMEOUT = env.float("KLEA_CONVERT_TIMEOUT", default=1800.0)
 KLEA_PDF_PIPELINE = env("KLEA_PDF_PIPELINE", default="auto")
 # Where admin uploads are kept (one folder per store); they are the documents' sources.
 KLEA_UPLOAD_DIR = Path(env("KLEA_UPLOAD_DIR", default=str(VAR_DIR / "uploads")))
+# Bytes one admin upload (all its files together) may take; a larger request is refused
+# before its body is read.
+KLEA_UPLOAD_MAX_BYTES = env.int("KLEA_UPLOAD_MAX_BYTES", default=512 * 2**20)
