@@ -195,11 +195,13 @@ def session_detail(request, session_id: int):
 @api("GET")
 def session_messages(request, session_id: int):
     """``GET /api/sessions/<id>/messages``: ``{"session", "messages": [message]}`` oldest
-    first (message shape: :func:`chat.sessions.message_payload`); 404 not_found."""
+    first (message shape: :func:`chat.sessions.message_payload`; answers and references
+    of domains the user may no longer query are hidden); 404 not_found."""
     try:
         session = sessions.get_owned(request.user, _anon(request), session_id)
     except ChatSession.DoesNotExist:
         return error(404, "not_found", f"no session {session_id}")
     messages = session.messages.order_by("id")
+    allowed = set(queryable_domains(request.user).values_list("name", flat=True))
     return JsonResponse({"session": sessions.session_payload(session),
-                         "messages": [sessions.message_payload(m) for m in messages]})
+                         "messages": [sessions.message_payload(m, allowed) for m in messages]})
