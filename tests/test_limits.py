@@ -94,7 +94,7 @@ def test_http_turns_per_user_are_limited_across_sessions(limits):
         assert ask(api_client(User.objects.create_user("bob", password="pw-bob-123")), {"text": HH})[0] == 200
     finally:
         release(running)
-    assert turn_lock._local == set() and turn_lock._local_turns == {}
+    assert turn_lock._local == set() and turn_lock._user_turns == {}
     assert ask(api_client(alice), {"text": HH, "session": sessions[2]})[0] == 200
 
 
@@ -102,7 +102,7 @@ def test_turn_slots_in_redis_count_across_processes_and_forget_crashed_turns(set
     settings.REDIS_URL = os.environ["TEST_REDIS_URL"]
     settings.KLEA_MAX_TURNS_PER_USER = 2
     client = redis.Redis.from_url(settings.REDIS_URL)
-    key = "klea:turns:user:test-slots"
+    key = "klea:user-turns:user:test-slots"
     client.delete(key)
     client.zadd(key, {"crashed-turn": 1.0})  # started in 1970: a crashed process's turn
     running = hold("user:test-slots", 990_001, 990_002)
