@@ -11,6 +11,7 @@ from domains.access import managed_domains
 from domains.models import Store
 
 from .convert import SUPPORTED_EXTENSIONS
+from .metadata.library import LIBRARY_SUFFIXES, LibraryError, parse_library
 from .options import MIN_MAX_TOKENS, default_max_tokens
 
 
@@ -42,7 +43,9 @@ class UploadForm(forms.Form):
     KLEA_UPLOAD_MAX_BYTES."""
 
     store = forms.ModelChoiceField(queryset=Store.objects.none())
-    files = MultipleFileField(help_text="PDF, DOCX, Markdown/MyST, reStructuredText, HTML or plain text.")
+    files = MultipleFileField(help_text="PDF, DOCX, Markdown/MyST, reStructuredText, HTML or plain text; and a "
+                                        "reference-manager library (BibTeX .bib or CSL-JSON .json) whose records "
+                                        "fill the metadata of the files they match.")
     max_tokens = forms.IntegerField(
         label="Chunk size", initial=default_max_tokens, min_value=MIN_MAX_TOKENS, max_value=2048,
         help_text="At most this many tokens of the embedding model per chunk.",
@@ -64,11 +67,20 @@ class UploadForm(forms.Form):
         size = sum(f.size or 0 for f in files)
         if size > settings.KLEA_UPLOAD_MAX_BYTES:
             raise forms.ValidationError(upload_too_large(size, settings.KLEA_UPLOAD_MAX_BYTES))
-        bad = [f.name for f in files if Path(f.name).suffix.lower() not in SUPPORTED_EXTENSIONS]
+        allowed = SUPPORTED_EXTENSIONS | set(LIBRARY_SUFFIXES)
+        bad = [f.name for f in files if Path(f.name).suffix.lower() not in allowed]
         if bad:
             raise forms.ValidationError(
-                f"unsupported file type: {', '.join(bad)} (supported: {', '.join(sorted(SUPPORTED_EXTENSIONS))})"
+                f"unsupported file type: {', '.join(bad)} (supported: {', '.join(sorted(allowed))})"
             )
+        for upload in files:
+            if Path(upload.name).suffix.lower() in LIBRARY_SUFFIXES:
+                try:
+                    parse_library(Path(upload.name).name, upload.read())
+                except LibraryError as exc:  # refused whole, before anything is saved
+                    raise forms.ValidationError(str(exc)) from None
+                finally:
+                    upload.seek(0)
         names = [Path(f.name).name for f in files]
         if len(set(names)) != len(names):
             raise forms.ValidationError("two files have the same name")

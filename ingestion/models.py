@@ -77,6 +77,10 @@ class StagedFile(models.Model):
     ``metadata_map``: {"DEFAULT": {...}, "<heading chain>": {...}} for this file.
     ``options``: the chunking options it was made with (max_tokens, ocr); a file is
     re-chunked when its content hash or these options change.
+    ``sources``: what each source of the map said when it was last applied
+    (:mod:`ingestion.metadata.layers`): ``cascade`` (DEFAULT entry), ``library``
+    (matched record or None), ``library_paths``, ``generated``, ``map_file`` and
+    ``stored`` (store id -> the map as last stored there).
     """
 
     class Status(models.TextChoices):
@@ -96,6 +100,7 @@ class StagedFile(models.Model):
     options = models.JSONField(default=dict, blank=True)
     chunks = models.JSONField(default=list, blank=True)
     metadata_map = models.JSONField(default=dict, blank=True)
+    sources = models.JSONField(default=dict, blank=True, help_text="What each source of the map said when last applied.")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

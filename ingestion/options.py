@@ -8,6 +8,7 @@ that expose it (docs/ingestion.md, "Adding an ingestion option").
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from django.conf import settings
 
@@ -35,15 +36,22 @@ class IngestOptions:
     :param bm25_only: a new store gets mode ``bm25`` (no embeddings); an existing one
         must have it.
     :param force: redo unchanged files too (re-convert, re-embed).
-    :raises ValueError: ``ocr`` not in auto/on/off, or ``max_tokens`` below 32.
+    :param library: a BibTeX or CSL-JSON file whose records fill the folder's metadata
+        map (docs/bibliography.md, "Reference-manager libraries"); remembered for the
+        folder. "" = only the libraries in the folder.
+    :raises ValueError: ``ocr`` not in auto/on/off, ``max_tokens`` below 32, a
+        ``library`` that is not a file.
     """
 
     max_tokens: int = field(default_factory=default_max_tokens)
     ocr: str = "auto"
     bm25_only: bool = False
     force: bool = False
+    library: str = ""
 
     def __post_init__(self) -> None:
+        if self.library and not Path(self.library).expanduser().is_file():
+            raise ValueError(f"library {self.library}: no such file")
         if self.ocr not in OCR_MODES:
             raise ValueError(f"ocr must be one of {', '.join(OCR_MODES)}, got {self.ocr!r}")
         if self.max_tokens < MIN_MAX_TOKENS:

@@ -16,8 +16,10 @@ class IngestError(ValueError):
 class FileOutcome:
     """What one step did with one file.
 
-    ``status``: chunked | stored | unchanged | skipped | needs_ocr | failed | pruned |
-    unsupported. ``reason``: short failure code (``encrypted``, ``not_utf8``, ...).
+    ``status``: chunked | stored | metadata (map re-applied, not re-embedded) |
+    unchanged | skipped | needs_ocr | failed | pruned | unsupported. ``reason``: short
+    failure code (``encrypted``, ``not_utf8``, ...). ``notes``: what was applied to the
+    file's map, and conflicts with admin edits.
     """
 
     file_name: str
@@ -26,6 +28,7 @@ class FileOutcome:
     error: str = ""
     reason: str = ""
     pages: int | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -39,6 +42,7 @@ class StepReport:
     seconds: float = 0.0
     job_id: int | None = None
     notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # run-level problems not of one file (a refused library)
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)

@@ -12,6 +12,8 @@ from .outcomes import FileOutcome, IngestError
 
 # Our own files in an ingested folder: never sources, never "unsupported".
 OWN_FILES = {"metadata-map.template.json", "metadata-map.json"}
+# Reference-manager libraries (ingestion.metadata.library): metadata, not sources.
+LIBRARY_SUFFIXES = (".bib", ".json")
 
 
 def checked_path(raw, what: str = "path") -> str | Path:
@@ -66,11 +68,13 @@ def require_files(directory: Path) -> list[Path]:
 
 
 def list_unsupported(directory: Path) -> list[Path]:
-    """Visible files of other types (images, archives...), reported but never ingested."""
+    """Visible files of other types (images, archives...), reported but never ingested.
+    Libraries (``.bib``, ``.json``) and our map files are not listed: they are metadata."""
     return sorted(
         p
         for p in directory.rglob("*")
-        if _visible(p, directory) and p.suffix.lower() not in SUPPORTED_EXTENSIONS and p.name not in OWN_FILES
+        if _visible(p, directory) and p.suffix.lower() not in SUPPORTED_EXTENSIONS
+        and p.suffix.lower() not in LIBRARY_SUFFIXES and p.name not in OWN_FILES
     )
 
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 
 from chat.pipeline import Answer, Done, Error, PipelineConfig, References, Stage, Token
-from chat.pipeline.citations import AnswerCleaner, strip_think
+from chat.answers.citations import AnswerCleaner, strip_think
 from chat.pipeline.evaluation import SCORE_KEYS, Options, apply_checks, decide, validate_evaluation
 from chat.pipeline.filters import FieldSpec, merge_filters, query_schema, to_filter_dsl
 from chat.pipeline.flow import EDGES, build_graph
 from chat.pipeline.graph import END, Graph, GraphError, Node, Step
 from chat.pipeline.nodes.guard import GuardVerdict, parse_verdict
 from chat.pipeline.references import labelled_urls, primary_url
-from chat.pipeline.structured import parse_json
+from chat.backends.structured import parse_json
 
 
 def clean(pieces, valid=(1, 2, 3)):

@@ -115,11 +115,14 @@ def test_ollama_answer_gets_the_filled_template(fake):
 
 
 def test_ollama_stream_pieces_then_citations(fake):
-    fake.script(Reply.text("", pieces=["Text ", "0 ", "[1]."]))
+    # Through the answer core's cleaner: the think block goes, [7] (not in the context) is
+    # dropped with its space, [1] stays as the context numbers it.
+    fake.script(Reply.text("", pieces=["<think>hm</think>Text ", "0 ", "[1]", " [7]."]))
     rag = RAG(ListKnowledge(items(2)), config=RAGConfig(top_k=1))
     stream = rag.stream("What is text 0?")
-    assert list(stream) == ["Text ", "0 ", "[1]."]
+    assert list(stream) == ["Text", " 0", " [1]", "."]
     assert [c.id for c in stream.citations] == ["1"] and stream.result.answer == "Text 0 [1]."
+    assert stream.result.metadata["cited"] == ["1"]
     assert fake.bodies()[0]["stream"] is True
     fake.script(Reply.text("", pieces=["A", "B"]))
     assert collect_async(rag.astream("q")) == ["A", "B"]
@@ -159,3 +162,28 @@ def test_nul_and_lone_surrogates_in_the_question_are_removed(knowledge):
             assert (result.answer, result.metadata["retrieval_failed"]) == (clean.answer, False), (strategy, question)
             hits = knowledge.search(question, top_k=1, strategy=strategy)
             assert ([h.filename for h in hits], hits.retrieval_failed) == (["mongolia.md"], False)
+
+
+
+PARIS = "Paris is the capital of France and its largest city, on the river Seine."
+
+
+@pytest.mark.parametrize(("question", "answer", "files"), [
+    (QUESTION, f"{MONGOLIA} [1]", ["mongolia.md"]),
+    ("Which cities are the capitals of Mongolia and of France?", f"{MONGOLIA} [1] {PARIS} [2]",
+     ["mongolia.md", "paris.md"]),
+])
+def test_pipeline_and_rag_query_answer_and_cite_alike(knowledge, question, answer, files):
+    """One answer core: the chat pipeline and RAG.query, over the same store with the same
+    retrieval, give the same text citing the same files under the same numbers."""
+    from .pipeline_helpers import run
+
+    domain = Domain.objects.get(name="answers")
+    turn = run(question, [domain])
+    assert (turn.answer.text, [r["file_name"] for r in turn.references]) == (answer, files)
+    assert turn.answer.citations == list(range(1, len(files) + 1))
+    rag = RAG(knowledge, config=RAGConfig(top_k=domain.default_k, retrieval_strategy="hybrid"))
+    result = rag.query(question)
+    by_id = {c.id: c.source for c in result.citations}
+    assert (result.answer, [by_id[i] for i in result.metadata["cited"]]) == (answer, files)
+    assert result.metadata["cited"] == [str(n) for n in turn.answer.citations]

@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from chat.answers.material import Material
 from domains.retrieval import Source, page_span, serialize_reference_material
 from domains.text import page_label
 
@@ -86,15 +87,6 @@ class ToolSource:
     @property
     def title(self) -> str:
         return f"{self.tool} ({self.server})"
-
-
-@dataclass
-class Material:
-    """What the answer and evaluation models read: ``text`` and the numbered
-    ``sources`` behind it (documents, then tool results)."""
-
-    text: str
-    sources: list = field(default_factory=list)  # Source | ToolSource, numbered 1..n in order
 
 
 _TOOL_HEADINGS = {

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from chat.answers.material import Material
 from chat.backends.base import LLMBackend
 from domains.models import Domain
 from domains.retrieval import ReferenceMaterial, RetrievalResult, Source
 
 from .events import Event
-from .references import Material, ToolSource
+from .references import ToolSource
 
 GUARD_POLICIES = ("decline", "allow")
 

@@ -1,29 +1,30 @@
-"""The answer from a context: the configured LLM backend, or extractive sentences.
+"""The answer from a context, through the answer core (:mod:`chat.answers`, shared with
+the chat pipeline).
 
-A generative backend (Ollama, OpenAI-compatible) gets ``[system_prompt?, user:
-template with {context} and {question}]`` and its reply is the answer; its failures
-are raised as the backend's typed errors (:mod:`chat.backends.base`: ModelNotFound,
-Unreachable, Timeout, BackendError), never returned as text. The extractive backend
-(no model server) answers with the used results' sentences closest to the question
-(:class:`chat.backends.extractive.Composer`), each run of sentences from one result
-followed by its citation marker ``[id]``. With an empty context no model is asked: the
-answer is NO_CONTEXT_ANSWER after a genuine empty match, and "" when retrieval failed
-(``metadata["retrieval_failed"]`` and ``metadata["error"]`` say why).
+A model backend (Ollama, OpenAI-compatible) gets ``[system_prompt?, user:
+template with {context} and {question}]``; its reply passes through the core's
+citation cleaner: ``<think>`` blocks removed, citations of numbers the context does not
+have dropped, the others kept as the context numbers them. Its failures are raised as
+the backend's typed errors (:mod:`chat.backends.base`: ModelNotFound, Unreachable,
+Timeout, BackendError), never returned as text. The extractive backend (no model
+server) quotes the passages of the used results that state the answer, each followed
+by its citation marker ``[id]``. With an empty context no model is
+asked: the answer is NO_CONTEXT_ANSWER after a genuine empty match, and "" when
+retrieval failed (``metadata["retrieval_failed"]`` and ``metadata["error"]`` say why).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 
+from chat.answers.compose import Composition
+from chat.answers.material import Material
 from chat.backends import LLMBackend, get_backend
 from chat.backends.base import Message
-from domains import embeddings
-from domains.retrieval import Source
+from domains.retrieval import RetrievedChunk, Source
 
 from .config import RAGConfig
-from .context import item_label, item_score, item_text
+from .context import _field, item_label, item_metadata, item_score, item_text
 from .results import Citation
 
 NO_CONTEXT_ANSWER = "The knowledge base has nothing relevant to this question."
@@ -42,12 +43,28 @@ def prompt_messages(config: RAGConfig, question: str, context: str) -> list[Mess
     return messages
 
 
-@dataclass
-class _Passage:
-    """What the Composer reads of a chunk."""
+def _number(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
-    text: str
-    score: float
+
+def material_of(context: str, used: Sequence) -> Material:
+    """The context and its used results as the answer core's material: result n is
+    source n (one chunk each), as the context numbers them."""
+    sources = []
+    for number, item in enumerate(used, start=1):
+        metadata = item_metadata(item)
+        chunk = RetrievedChunk(
+            chunk_id=_number(_field(item, "id") or metadata.get("chunk_id")), text=item_text(item),
+            headings=list(metadata.get("headings") or []), metadata=metadata, file_name=item_label(item, number),
+            document_id=_number(metadata.get("doc_id")), store=str(metadata.get("store") or ""),
+            domain=str(metadata.get("domain") or ""), score=item_score(item),
+        )
+        sources.append(Source(number=number, domain=chunk.domain, store=chunk.store, file_name=chunk.file_name,
+                              document_id=chunk.document_id, chunks=[chunk]))
+    return Material(context, sources)
 
 
 class Generator:
@@ -65,14 +82,15 @@ class Generator:
             self.backend, self.model, self._owned = llm, None, False
         elif llm is None or isinstance(llm, str):
             self.backend, self.model, self._owned = get_backend(), llm or None, True
-            if self.model and not self.backend.generative:
-                raise ValueError(f"llm={llm!r} names a chat model, but the configured backend is extractive")
+            if self.model and not self.backend.can_compose:
+                raise ValueError(f"llm={llm!r} names a chat model, but the configured backend is {self.backend.name}")
         else:
             raise TypeError(f"llm must be None, a model name or an LLMBackend, got {type(llm).__name__}")
+        self.cited: list[str] = []  # the citation ids the last answer cites, in order of first citation
 
     @property
     def description(self) -> dict:
-        return {"backend": self.backend.name, "model": self.model or self.backend.chat_model}
+        return {"backend": self.backend.name, "model": self.model or self.backend.chat_model, "cited": self.cited}
 
     async def aclose(self) -> None:
         if self._owned:
@@ -80,47 +98,34 @@ class Generator:
 
     async def complete(self, config: RAGConfig, question: str, context: str, used: Sequence,
                        citations: Sequence[Citation], failed: bool = False) -> str:
-        """The whole answer. :raises BackendError: the model server failed."""
-        if not context.strip():
-            return "" if failed else NO_CONTEXT_ANSWER
-        if self.backend.generative:
-            return await self.backend.chat(prompt_messages(config, question, context), model=self.model)
-        return "".join([piece async for piece in self._extractive(question, used, citations)])
+        """The whole answer (a model is asked for one reply, not a stream).
+
+        :raises BackendError: the model server failed."""
+        pieces = self.pieces(config, question, context, used, citations, failed=failed, stream=False)
+        return "".join([piece async for piece in pieces])
 
     async def pieces(self, config: RAGConfig, question: str, context: str, used: Sequence,
-                     citations: Sequence[Citation], failed: bool = False) -> AsyncIterator[str]:
+                     citations: Sequence[Citation], failed: bool = False, stream: bool = True) -> AsyncIterator[str]:
         """The answer as text pieces (none when retrieval failed and left no context).
 
         :raises BackendError: possibly after some pieces."""
+        self.cited = []
         if not context.strip():
             if not failed:
                 yield NO_CONTEXT_ANSWER
             return
-        if self.backend.generative:
-            async for piece in self.backend.stream(prompt_messages(config, question, context), model=self.model):
+        # The extractive backend cites result n as the formatter numbered it.
+        ids = [c.id for c in citations] if len(citations) == len(used) else [str(n) for n in range(1, len(used) + 1)]
+        labels = dict(enumerate(ids, start=1))
+
+        def fallback(cite) -> str:
+            return f"{item_text(used[0])[:FALLBACK_CHARS]} {cite(1)}" if used else NO_CONTEXT_ANSWER
+
+        composition = Composition(self.backend, question, material_of(context, used),
+                                  prompt_messages(config, question, context), renumber=False, labels=labels,
+                                  model=self.model, fallback=fallback)
+        try:
+            async for piece in composition.pieces(stream=stream):
                 yield piece
-            return
-        async for piece in self._extractive(question, used, citations):
-            yield piece
-
-    async def _extractive(self, question: str, used: Sequence, citations: Sequence[Citation]):
-        from chat.backends.extractive import Composer
-
-        if not used:
-            yield NO_CONTEXT_ANSWER
-            return
-        markers = [f"[{c.id}]" for c in citations] if len(citations) == len(used) else [
-            f"[{n}]" for n in range(1, len(used) + 1)
-        ]
-        sources = [
-            Source(number=n, domain="", store="", file_name=item_label(item, n), document_id=0,
-                   chunks=[_Passage(item_text(item), item_score(item))])
-            for n, item in enumerate(used, start=1)
-        ]
-        vector = await asyncio.to_thread(embeddings.embed_query, question)
-        spoke = False
-        async for piece in Composer(vector, sources, question).pieces(lambda number: markers[number - 1]):
-            spoke = True
-            yield piece
-        if not spoke:
-            yield f"{item_text(used[0])[:FALLBACK_CHARS]} {markers[0]}"
+        finally:
+            self.cited = [labels[number] for number in composition.cleaner.cited]

@@ -160,7 +160,8 @@ class RAG:
         """Retrieve, then answer. Call from synchronous code (it runs its own event
         loop for the model; use :meth:`aquery` inside async code).
 
-        :returns: RAGResult; ``metadata`` = the ContextPack's plus ``backend``, ``model``.
+        :returns: RAGResult; ``metadata`` = the ContextPack's plus ``backend``, ``model``,
+            ``cited``.
         :raises BackendError: ModelNotFound, Unreachable, Timeout, ... from the model.
         :raises ValueError: as :meth:`retrieve`.
         """

@@ -148,7 +148,8 @@ class ContextPack:
 class RAGResult:
     """An answer with its citations.
 
-    ``metadata``: the ContextPack keys plus ``backend`` and ``model``.
+    ``metadata``: the ContextPack keys plus ``backend``, ``model`` and ``cited`` (the ids
+    of the citations the answer cites, in order of first citation).
     """
 
     answer: str

@@ -53,9 +53,15 @@ def lookup(entries: dict[str, dict], headings: Sequence[str]) -> dict:
     return merged
 
 
+# Kept on the document's DEFAULT entry only: a library's abstract would otherwise ride
+# along with every chunk (and into the reference material the answer model reads).
+DOCUMENT_ONLY = ("abstract",)
+
+
 def chunk_metadata(entries: dict[str, dict], headings: Sequence[str], person_fields: Iterable[str]) -> dict:
-    """What a chunk stores: :func:`lookup` plus ``_<field>_variants`` of person names."""
-    metadata = lookup(entries, headings)
+    """What a chunk stores: :func:`lookup` without :data:`DOCUMENT_ONLY` keys, plus
+    ``_<field>_variants`` of person names."""
+    metadata = {k: v for k, v in lookup(entries, headings).items() if k not in DOCUMENT_ONLY}
     for field in person_fields:
         value = metadata.get(field)
         if value:

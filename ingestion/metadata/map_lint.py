@@ -5,7 +5,8 @@ Checks: missing core fields; suspicious titles (untitled, unknown, the file stem
 suspicious DOIs (``.pdf`` inside, junk after the suffix); years outside 1800..next
 year + 1 or disagreeing with a year in the file name; more than 5 url keys; map keys
 that are not source files (a stale map keyed by heading titles); and, fatal, source
-files without an entry. ``DIR/metadata-map.json``, when present, is imported first.
+files without an entry. The folder's libraries and ``DIR/metadata-map.json`` are
+applied first; records and files that no library matched are listed.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from pathlib import Path
 from ingestion.models import StagedFile
 from ingestion.sources import list_source_files, relative_name, resolve_directory
 
-from .map import DEFAULT, EDITED_NAME, MapError
-from .map_io import import_map
+from .layers import apply_folder_sources
+from .map import DEFAULT, MapError
 
 CORE_FIELDS = ("title", "authors", "year", "doi")
 SUSPICIOUS_TITLES = {"untitled", "unknown", "no title", "title", "none", ""}
@@ -42,6 +43,15 @@ class LintReport:
 
     def add(self, section: str, item: str) -> None:
         self.sections.setdefault(section, []).append(item)
+
+    def fatal_findings(self) -> str:
+        """What was fatal, in one line (the command's error)."""
+        reasons = []
+        if any(name.startswith("source files without") for name in self.sections):
+            reasons.append("a source file has no metadata map entry (see above); run `stores chunk` on it")
+        if any(name.startswith("libraries refused") for name in self.sections):
+            reasons.append("a library does not parse (see above); nothing of it was applied")
+        return "; ".join(reasons)
 
     def lines(self) -> list[str]:
         out = [self.title] + [f"  {line}" for line in self.totals]
@@ -112,29 +122,32 @@ def lint_entry(report: LintReport, file_name: str, entries: dict[str, dict]) -> 
             report.add("too many url keys", f"{file_name} [{key}]: {len(urls)} (at most {MAX_URL_KEYS})")
 
 
-def import_edited_map(directory: Path) -> tuple[int, list[str]]:
-    """Copy ``DIR/metadata-map.json`` into the staged maps of the files it names.
-
-    :returns: (files updated, map keys that are not staged files of DIR).
-    :raises MapError: the file is unreadable or malformed.
-    """
-    path = directory / EDITED_NAME
-    if not path.is_file():
-        return 0, []
-    result = import_map(path, directory=directory)
-    return result.updated, result.unknown
-
-
 def map_lint(directory: Path | str) -> LintReport:
-    """Lint the staged metadata map of ``directory`` (after importing an edited map).
+    """Lint the staged metadata map of ``directory``, after applying its libraries and
+    ``metadata-map.json`` (:func:`ingestion.metadata.layers.apply_folder_sources`).
+
+    Library findings: records that match no file and files that match no record (when
+    the folder has a library); a library that does not parse is fatal.
 
     :raises IngestError: not a directory. :raises MapError: bad ``metadata-map.json``.
     """
     directory = resolve_directory(directory)
-    updated, unknown = import_edited_map(directory)
+    sources = apply_folder_sources(directory)
+    unknown = sources.unknown_keys
     report = LintReport(f"map-lint {directory}")
-    if (directory / EDITED_NAME).is_file():
-        report.totals.append(f"imported {EDITED_NAME}: {updated} file(s) changed")
+    report.totals += sources.lines()
+    for error in sources.errors:
+        report.add("libraries refused, nothing of them applied (fatal)", error)
+        report.fatal = True
+    if sources.matching is not None:
+        for record in sources.matching.unmatched_records:
+            title = record.fields.get("title", "(no title)")
+            report.add("library records matching no file", f"{record.label} (line {record.line}): {title}")
+        for record, twin in sources.matching.duplicates:
+            report.add("library records of works already matched", f"{record.label} (line {record.line}): same work as "
+                       f"{twin.label}")
+        for name in sources.matching.unmatched_files:
+            report.add("files matching no library record", name)
     staged = {s.file_name: s for s in StagedFile.objects.filter(directory=str(directory))}
     sources = [relative_name(p, directory) for p in list_source_files(directory)]
     report.totals.append(f"{len(sources)} source files, {sum(1 for s in staged.values() if s.metadata_map)} with a map")
@@ -155,4 +168,4 @@ def map_lint(directory: Path | str) -> LintReport:
     return report
 
 
-__all__ = ["LintReport", "MapError", "import_edited_map", "lint_entry", "map_lint", "suspicious_doi"]
+__all__ = ["LintReport", "MapError", "lint_entry", "map_lint", "suspicious_doi"]

@@ -50,11 +50,14 @@ def record(job_id: int, outcome: FileOutcome, finish_when_done: bool = False) ->
         job.errors.pop(outcome.file_name, None)
     job.done = len(job.outcomes)
     fields = ["outcomes", "errors", "done"]
+    if outcome.notes:
+        job.messages = (job.messages + [f"{outcome.file_name}: {note}" for note in outcome.notes])[-MAX_MESSAGES:]
+        fields.append("messages")
     if finish_when_done and job.done >= job.total and job.finished_at is None:
         job.status = _status(job.outcomes)
         job.finished_at = timezone.now()
         job.messages = (job.messages + [summary_line(job.outcomes)])[-MAX_MESSAGES:]
-        fields += ["status", "finished_at", "messages"]
+        fields += ["status", "finished_at"] + ([] if "messages" in fields else ["messages"])
     job.save(update_fields=fields)
     return job
 
@@ -82,9 +85,27 @@ def finish(job_id: int, report: StepReport) -> None:
         job.done = len(job.outcomes)
         job.total = max(job.total, job.done)
         job.status = _status(job.outcomes)
+        if report.errors and job.status == IngestionJob.Status.SUCCEEDED:
+            job.status = IngestionJob.Status.PARTIAL
         job.finished_at = timezone.now()
-        job.messages = (job.messages + report.notes + notes + [summary_line(job.outcomes)])[-MAX_MESSAGES:]
+        job.messages = (job.messages + report.notes + report.errors + notes + [summary_line(job.outcomes)])[-MAX_MESSAGES:]
         job.save()
+
+
+OCR_PAGE = "{name}: OCR page {done} of {total}"
+
+
+@transaction.atomic
+def record_pages(job_id: int, file_name: str, done: int, total: int) -> None:
+    """Show OCR progress of one file on its job: one message per file, replaced as pages
+    are done (the job page and ``GET /api/jobs/<id>`` show it)."""
+    job = IngestionJob.objects.select_for_update().filter(pk=job_id).first()
+    if job is None:
+        return
+    prefix = f"{file_name}: OCR page "
+    messages = [m for m in job.messages if not m.startswith(prefix)]
+    job.messages = (messages + [OCR_PAGE.format(name=file_name, done=done, total=total)])[-MAX_MESSAGES:]
+    job.save(update_fields=["messages"])
 
 
 def fail(job_id: int, message: str) -> None:

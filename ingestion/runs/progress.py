@@ -11,7 +11,7 @@ LOUD = {"failed", "needs_ocr", "skipped"}
 ROWS = {
     "chunk": [("chunked", "chunked"), ("unchanged", "unchanged"), ("skipped", "skipped"),
               ("needs OCR", "needs_ocr"), ("failed", "failed"), ("unsupported", "unsupported"), ("pruned", "pruned")],
-    "store": [("stored", "stored"), ("unchanged", "unchanged"), ("skipped", "skipped"), ("failed", "failed"),
+    "store": [("stored", "stored"), ("map re-applied", "metadata"), ("unchanged", "unchanged"), ("skipped", "skipped"), ("failed", "failed"),
               ("pruned", "pruned"), ("needs OCR", "needs_ocr"), ("unsupported", "unsupported")],
 }
 
@@ -37,6 +37,11 @@ class Progress:
             total=total, unit=self.unit, desc=self.desc, disable=self.disable, file=self.stream, dynamic_ncols=True
         )
 
+    def on_page(self, file_name: str, done: int, total: int) -> None:
+        """OCR progress within the current file: ``name.pdf OCR 3/28`` beside the bar."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{file_name} OCR {done}/{total}")
+
     def on_file(self, outcome: FileOutcome) -> None:
         if self.bar is None:
             return
@@ -46,6 +51,8 @@ class Progress:
             self.bar.set_postfix(chunks=self.chunks, refresh=False)
         if outcome.status in LOUD:
             self.bar.write(f"{outcome.status}: {outcome.error}", file=self.stream)
+        elif outcome.error:  # converted with losses (a page whose OCR failed)
+            self.bar.write(f"warning: {outcome.error}", file=self.stream)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -57,7 +64,7 @@ def summary_lines(report: StepReport, header: str) -> list[str]:
     """``header`` then one ``  label value`` row per outcome kind, chunks, pages, time."""
     lines = [header]
     for label, status in ROWS[report.step]:
-        if status in ("needs_ocr", "unsupported") and not report.count(status):
+        if status in ("needs_ocr", "unsupported", "metadata") and not report.count(status):
             continue  # rows that are usually empty stay out of the way
         lines.append(f"  {label:<15} {report.count(status):>8}")
     seconds = max(report.seconds, 1e-9)
@@ -69,5 +76,6 @@ def summary_lines(report: StepReport, header: str) -> list[str]:
     lines.append(f"  {'seconds':<15} {report.seconds:>8.1f}")
     lines.append(f"  {'files/s':<15} {files / seconds:>8.2f}")
     lines.append(f"  {'chunks/s':<15} {report.chunks / seconds:>8.1f}")
-    lines.extend(f"  {note}" for note in report.notes)
+    lines.extend(f"  {note}" for note in report.notes + report.errors)
+    lines.extend(f"  {o.file_name}: {note}" for o in report.outcomes for note in o.notes)
     return lines

@@ -1,6 +1,8 @@
 """Admin uploads: files saved under KLEA_UPLOAD_DIR/<store>/ become that store's
 sources, then :func:`ingestion.runs.ingest.ingest` queues one Celery task per file
-(eager without Redis)."""
+(eager without Redis). A reference-manager library uploaded beside them (``.bib``,
+CSL-JSON ``.json``) is applied to the folder's files at once: stored documents whose
+map it changes are re-applied without re-embedding."""
 
 from __future__ import annotations
 
@@ -9,8 +11,11 @@ from pathlib import Path
 from django.conf import settings
 from django.utils.text import get_valid_filename
 
+from ingestion.metadata.library import LIBRARY_SUFFIXES
 from ingestion.models import IngestionJob
+from ingestion.store.step import reapply_maps
 
+from . import jobs
 from .ingest import ingest
 
 
@@ -19,9 +24,11 @@ def upload_dir(store_name: str) -> Path:
 
 
 def save_uploads(form, user) -> IngestionJob:
-    """Write the form's files (a same-named file is replaced) and queue their build.
+    """Write the form's files (a same-named file is replaced), apply uploaded libraries
+    and queue the build of the other files.
 
-    :returns: the IngestionJob the tasks report to.
+    :returns: the IngestionJob the tasks report to (kind ``metadata`` when only
+        libraries were uploaded: one outcome per document whose map changed).
     """
     store = form.cleaned_data["store"]
     folder = upload_dir(store.name)
@@ -35,8 +42,22 @@ def save_uploads(form, user) -> IngestionJob:
                 fh.write(block)
         partial.replace(folder / name)  # never a half-written source file
         names.append(name)
+    libraries = [n for n in names if Path(n).suffix.lower() in LIBRARY_SUFFIXES]
+    sources = [n for n in names if n not in libraries]
+    applied = reapply_maps(folder, store) if libraries else None
+    if not sources:
+        job = jobs.start_job("metadata", len(applied.outcomes), {"directory": str(folder), "libraries": libraries},
+                             store=store, user=user)
+        for outcome in applied.outcomes:
+            jobs.record(job.pk, outcome)
+        jobs.finish(job.pk, applied)
+        return IngestionJob.objects.get(pk=job.pk)
     report = ingest(
-        [folder / name for name in names], store.name, store.domain.name, queue=True, user=user,
+        [folder / name for name in sources], store.name, store.domain.name, queue=True, user=user,
         max_tokens=form.cleaned_data["max_tokens"], ocr=form.cleaned_data["ocr"], force=form.cleaned_data["force"],
     )
+    if applied is not None:
+        job = IngestionJob.objects.get(pk=report.job_id)
+        notes = applied.notes + [f"{o.file_name}: {note}" for o in applied.outcomes for note in o.notes]
+        IngestionJob.objects.filter(pk=job.pk).update(messages=(notes + job.messages)[-jobs.MAX_MESSAGES:])
     return IngestionJob.objects.get(pk=report.job_id)

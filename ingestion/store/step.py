@@ -20,7 +20,8 @@ from domains import embeddings
 from domains.models import Chunk, Document, Store
 from domains.text import indexed_text
 from ingestion.metadata.defaults import year_of
-from ingestion.metadata.map import chunk_metadata, document_entries, person_fields, replace_entries
+from ingestion.metadata.layers import STORED, apply_sources, merge
+from ingestion.metadata.map import chunk_metadata, document_entries, person_fields, reapply, replace_entries
 from ingestion.models import StagedFile
 from ingestion.options import IngestOptions
 from ingestion.outcomes import FileOutcome, StepReport
@@ -80,10 +81,58 @@ def plan(store: Store, staged: StagedFile | None, path: Path, file_name: str, fo
         and document is not None
         and document.status == Document.Status.STORED
         and document.content_hash == staged.content_hash
-        and document.updated_at >= staged.updated_at
     ):
-        return FileOutcome(file_name, "unchanged", chunks=document.chunks.count(), pages=document.pages)
+        last = _stored_map(staged, store)
+        if last == staged.metadata_map or (last is None and document.updated_at >= staged.updated_at):
+            return FileOutcome(file_name, "unchanged", chunks=document.chunks.count(), pages=document.pages)
+        return apply_map(store, staged)  # same content, changed map: no re-embedding
     return _Pending(staged, path)
+
+
+MAX_NOTES = 8  # map changes listed per file
+
+
+def _stored_map(staged: StagedFile, store: Store) -> dict | None:
+    """The staged map as it was when last stored into ``store`` (None: not recorded)."""
+    return ((staged.sources or {}).get(STORED) or {}).get(str(store.pk))
+
+
+def _remember_stored(staged: StagedFile, store: Store) -> None:
+    row = StagedFile.objects.select_for_update().get(pk=staged.pk)
+    sources = dict(row.sources or {})
+    sources[STORED] = {**(sources.get(STORED) or {}), str(store.pk): staged.metadata_map}
+    row.sources = sources
+    row.save(update_fields=["sources"])  # not updated_at: the staged map itself did not change
+
+
+def _entries_to_store(document: Document, staged: StagedFile, store: Store) -> tuple[dict, list[str]]:
+    """The document's new map: the staged fields that changed since the last store,
+    written over the stored map (admin edits of other fields kept); notes name what
+    was applied and each admin edit that a change replaced (docs/ingestion.md,
+    "Where a file's map comes from")."""
+    ours = document_entries(document)
+    if not ours:
+        return dict(staged.metadata_map), []
+    last = _stored_map(staged, store)
+    result = merge(ours, last if last is not None else ours, staged.metadata_map)
+    notes = [f"map applied {change.line()}" for change in result.changes[:MAX_NOTES]]
+    if len(result.changes) > MAX_NOTES:
+        notes.append(f"map applied ... and {len(result.changes) - MAX_NOTES} more field(s)")
+    notes += [f"conflict: {c.line().replace(': ', ': admin edit ', 1)} (the map changed since the last store; "
+              f"the change wins)" for c in result.conflicts]
+    return result.entries, notes
+
+
+@transaction.atomic
+def apply_map(store: Store, staged: StagedFile) -> FileOutcome:
+    """A stored file whose map changed: the map rows are updated and re-applied to the
+    chunks (metadata and year), nothing is re-embedded."""
+    document = _locked_document(store, staged.file_name)
+    entries, notes = _entries_to_store(document, staged, store)
+    replace_entries(document, entries)
+    changed = reapply(document)
+    _remember_stored(staged, store)
+    return FileOutcome(staged.file_name, "metadata", chunks=changed, pages=document.pages, notes=notes)
 
 
 @transaction.atomic
@@ -92,12 +141,7 @@ def write(store: Store, pending: _Pending, vectors, fields: list[str]) -> FileOu
     staged = pending.staged
     document = _locked_document(store, staged.file_name)
     document.chunks.all().delete()
-    if document.content_hash == staged.content_hash:
-        entries = document_entries(document)  # same file: keep map edits, add new chains
-        for key, values in staged.metadata_map.items():
-            entries.setdefault(key, values)
-    else:
-        entries = staged.metadata_map
+    entries, notes = _entries_to_store(document, staged, store)
     document.status, document.error = Document.Status.STORED, ""
     document.content_hash, document.source_path, document.pages = staged.content_hash, str(pending.path), staged.pages
     document.save()
@@ -120,7 +164,24 @@ def write(store: Store, pending: _Pending, vectors, fields: list[str]) -> FileOu
             )
         )
     Chunk.objects.bulk_create(rows, batch_size=500)
-    return FileOutcome(staged.file_name, "stored", chunks=len(rows), pages=staged.pages)
+    _remember_stored(staged, store)
+    return FileOutcome(staged.file_name, "stored", chunks=len(rows), pages=staged.pages, notes=notes)
+
+
+def reapply_maps(directory: Path | str, store: Store) -> StepReport:
+    """Apply the folder's libraries and map file, then re-apply the changed maps of the
+    store's documents from it (no conversion, no embedding): what an uploaded library
+    needs. :returns: StepReport with one ``metadata`` outcome per document changed."""
+    directory = resolve_directory(directory)
+    report = StepReport("store", str(directory), store=store.name)
+    apply_sources(directory, report, IngestOptions())
+    stored = {d.file_name: d for d in Document.objects.filter(store=store, status=Document.Status.STORED)}
+    for staged in StagedFile.objects.filter(directory=str(directory), status=StagedFile.Status.CHUNKED):
+        document = stored.get(staged.file_name)
+        if (document is not None and document.content_hash == staged.content_hash
+                and _stored_map(staged, store) != staged.metadata_map):
+            report.outcomes.append(apply_map(store, staged))
+    return report
 
 
 def _embed(store: Store, group: list[_Pending]):
@@ -185,9 +246,11 @@ def store_directory(
     """Store every staged file of ``directory`` into a store of a domain.
 
     :param options: :class:`ingestion.options.IngestOptions` fields: ``bm25_only`` (a
-        BM25-only store), ``force`` (rewrite and re-embed unchanged files too).
-    :returns: StepReport with outcomes stored / unchanged / failed / needs_ocr /
-        skipped / pruned.
+        BM25-only store), ``force`` (rewrite and re-embed unchanged files too),
+        ``library``. The folder's libraries and ``metadata-map.json`` are applied first.
+    :returns: StepReport with outcomes stored / metadata (map re-applied, not
+        re-embedded) / unchanged / failed / needs_ocr / skipped / pruned.
+    :raises MapError: a malformed ``metadata-map.json``.
     :raises IngestError: see :func:`ingestion.store.target.resolve_store`; not a directory; no files.
     """
     started = time.monotonic()
@@ -196,6 +259,7 @@ def store_directory(
     files = require_files(directory)
     store = resolve_store(store_name, domain_name, bm25_only=storing.bm25_only)
     report = StepReport("store", str(directory), store=store.name)
+    apply_sources(directory, report, storing)  # a library or map file edited since `chunk`
     staged = {s.file_name: s for s in StagedFile.objects.filter(directory=str(directory))}
     fields = person_fields(store)
     if on_start:

@@ -14,6 +14,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from ingestion.convert.precheck import precheck_directory
+from ingestion.metadata.layers import check_library
 from ingestion.metadata.map import TEMPLATE_NAME
 from ingestion.metadata.map_io import export_map, import_map
 from ingestion.metadata.map_lint import MapError, map_lint
@@ -29,9 +30,12 @@ from ingestion.store.target import check_names
 
 STEPS = {
     "pre-check": "Which PDFs need OCR (a page with < 50 non-space characters is an image page).",
-    "chunk": "Convert and chunk every file of DIR; write the metadata-map template; print map-lint.",
-    "map-lint": "Check the metadata map of a chunked DIR; exit 1 when a source file has no entry.",
-    "store": "Apply the map, embed and write the chunked files of DIR into a store; print store-lint.",
+    "chunk": "Convert and chunk every file of DIR; apply its libraries (*.bib, CSL-JSON) and metadata-map.json; "
+             "write the metadata-map template; print map-lint.",
+    "map-lint": "Apply DIR's libraries and metadata-map.json, then check its metadata map; exit 1 when a source "
+                "file has no entry or a library does not parse.",
+    "store": "Apply the map (libraries and metadata-map.json changed since chunk included), embed and write the "
+             "chunked files of DIR into a store (a changed map alone is re-applied, not re-embedded); print store-lint.",
     "store-lint": "Totals, near-empty chunks, missing or mistyped metadata, sample windows of a store.",
     "build": "chunk + store in one go.",
     "map-export": "Write the metadata map of DIR (staged) or of a store as metadata-map.template.json.",
@@ -54,6 +58,9 @@ class Command(BaseCommand):
             ocr.add_argument("--ocr", dest="ocr", action="store_const", const="on", help="OCR every PDF.")
             ocr.add_argument("--no-ocr", dest="ocr", action="store_const", const="off", help="Never OCR.")
             sub[name].set_defaults(ocr="auto")
+            sub[name].add_argument("--library", type=_text, metavar="FILE",
+                                   help="A BibTeX (.bib) or CSL-JSON file of your reference manager: its records fill "
+                                        "the metadata map of the files they match (remembered for DIR).")
         for name in ("store", "build"):
             sub[name].add_argument("--collection", required=True, help="Store name (created if absent).")
             sub[name].add_argument("--domain", required=True, help="Domain the store belongs to (must exist).")
@@ -99,32 +106,32 @@ class Command(BaseCommand):
             self.stdout.write(f"copied into {Path(directory) / 'ocr'} and {Path(directory) / 'no-ocr'}")
 
     def handle_chunk(self, directory, run_async, no_progress, **arguments):
-        options = ingest_options(arguments)
+        options = ingest_options(checked_library(arguments))
         if run_async:
             return self._queued(enqueue("chunk", directory, **options))
         progress = Progress(self.stderr._out, disable=no_progress, desc="chunk")
         try:
-            report = run_chunk(directory, on_start=progress.on_start, on_file=progress.on_file, **options)
+            report = run_chunk(directory, on_start=progress.on_start, on_file=progress.on_file,
+                               on_page=progress.on_page, **options)
         finally:
             progress.close()
         self._summary(report, f"chunk {report.directory} (job {report.job_id})")
         self._write_template(Path(report.directory))
         lint = map_lint(report.directory)
         self.stdout.write("\n".join(lint.lines()))
-        self._exit(report, fatal_lint=lint.fatal)
+        self._exit(report, fatal_lint=lint.fatal_findings() if lint.fatal else "")
 
     def handle_map_lint(self, directory, **_):
         report = map_lint(directory)
         self.stdout.write("\n".join(report.lines()))
         if report.fatal:
-            raise CommandError("a source file has no metadata map entry (see above); run `stores chunk` on it")
+            raise CommandError(report.fatal_findings())
 
     def handle_store(self, directory, collection, domain, run_async, no_progress, **arguments):
         check_names(collection, domain)
         options = ingest_options(arguments)
         if run_async:
             return self._queued(enqueue("store", directory, store_name=collection, domain_name=domain, **options))
-        map_lint(directory)  # imports DIR/metadata-map.json when present
         progress = Progress(self.stderr._out, disable=no_progress, desc="store")
         try:
             report = run_store(directory, collection, domain, on_start=progress.on_start, on_file=progress.on_file,
@@ -140,7 +147,7 @@ class Command(BaseCommand):
 
     def handle_build(self, directory, collection, domain, run_async, no_progress, **arguments):
         check_names(collection, domain)
-        options = ingest_options(arguments)
+        options = ingest_options(checked_library(arguments))
         if run_async:
             report = ingest(directory, collection, domain, mirror=True, queue=True, **options)
             return self._queued(IngestionJob.objects.get(pk=report.job_id))
@@ -164,7 +171,7 @@ class Command(BaseCommand):
 
         try:
             report = ingest(directory, collection, domain, mirror=True, on_start=on_start, on_chunked=on_chunked,
-                            on_file=on_stored, **options)
+                            on_file=on_stored, on_page=chunking.on_page, **options)
         finally:
             chunking.close()
             storing.close()
@@ -204,14 +211,16 @@ class Command(BaseCommand):
         except OSError as exc:
             self.stdout.write(f"metadata map template not written ({exc.strerror}); use `stores map-export --dir {directory}`")
 
-    def _exit(self, report: StepReport, fatal_lint: bool = False) -> None:
+    def _exit(self, report: StepReport, fatal_lint: str = "") -> None:
         failed = report.failed
         if failed:
             # Non-zero so scripts notice; the other files were processed all the same.
             done = "stored" if report.step == "store" else "chunked"
             raise CommandError(f"{len(failed)} file(s) failed; the others were {done}")
+        if report.errors:
+            raise CommandError("; ".join(report.errors))
         if fatal_lint:
-            raise CommandError("a source file has no metadata map entry (see map-lint above)")
+            raise CommandError(fatal_lint)
 
     def _queued(self, job) -> None:
         self.stdout.write(
@@ -224,6 +233,14 @@ def ingest_options(arguments: dict) -> dict:
     """The :class:`ingestion.options.IngestOptions` fields among a step's arguments (an
     option's argument has the field's name as its ``dest``; None leaves the default)."""
     return {f.name: arguments[f.name] for f in fields(IngestOptions) if arguments.get(f.name) is not None}
+
+
+def checked_library(arguments: dict) -> dict:
+    """``--library FILE`` read once before any work (a file that does not parse stops
+    the run, naming the line) and made absolute for the Celery tasks."""
+    if arguments.get("library"):
+        arguments["library"] = str(check_library(arguments["library"]))
+    return arguments
 
 
 def _text(value: str) -> str:

@@ -1,16 +1,20 @@
-"""Clean a streamed answer on the fly: drop ``<think>`` blocks, renumber citations.
+"""Clean a streamed answer on the fly: drop ``<think>`` blocks, validate citations.
 
-The model cites sources by their reference-material numbers (``[3]``, ``[1, 4]``,
-``[Source 2]``). As text streams in, each cited number that was given is renumbered in
-order of first citation (the first source cited becomes [1]); numbers that were not
-given are removed and counted. So the streamed text is already the final text, and the
-reference list (built from stored metadata) is numbered the same way.
+The model cites sources by their numbers in the material (``[3]``, ``[1, 4]``,
+``[Source 2]``). As text streams in, numbers that were not given are removed and
+counted; with ``renumber`` (the chat pipeline) each cited number is renumbered in
+order of first citation (the first source cited becomes [1]), so the streamed text is
+already the final text and the reference list is numbered the same way; without it
+(``chat.rag``, whose citations are numbered by the context before the answer) the
+numbers stay as given. docs/pipeline.md, "The answer core".
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+
+from chat.backends.structured import strip_think  # noqa: F401  (re-exported: one home)
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 # [1] [1, 2] [1; 2] [Source 3] [source document 1, 2]; at most 40 characters.
@@ -30,10 +34,15 @@ class AnswerCleaner:
         # out == "Use pip [1]."; cleaner.cited == [3]; cleaner.dropped == 0
 
     :param valid: the source numbers that were given to the model.
+    :param renumber: number cited sources 1..m in citation order (else keep them).
+    :param labels: what :meth:`cite` writes for a source number (default: its number
+        after renumbering), e.g. a ``chat.rag`` citation id.
     """
 
-    def __init__(self, valid: Iterable[int]):
+    def __init__(self, valid: Iterable[int], *, renumber: bool = True, labels: dict[int, str] | None = None):
         self.valid = set(valid)
+        self.renumber = renumber
+        self.labels = dict(labels or {})
         self.mapping: dict[int, int] = {}
         self.cited: list[int] = []  # original numbers, in order of first citation
         self.dropped = 0
@@ -57,14 +66,14 @@ class AnswerCleaner:
         number = self._number(original)
         if number is None:
             raise ValueError(f"source {original} was not given")
-        return f"[{number}]"
+        return f"[{self.labels.get(original, number)}]"
 
     def _number(self, original: int) -> int | None:
         if original not in self.valid:
             self.dropped += 1
             return None
         if original not in self.mapping:
-            self.mapping[original] = len(self.mapping) + 1
+            self.mapping[original] = len(self.mapping) + 1 if self.renumber else original
             self.cited.append(original)
         return self.mapping[original]
 
@@ -131,10 +140,3 @@ class AnswerCleaner:
             self._started = bool(joined)
         return joined
 
-
-_THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
-
-
-def strip_think(text: str) -> str:
-    """``text`` without ``<think>...</think>`` blocks (an unclosed one runs to the end)."""
-    return _THINK_BLOCK.sub("", text).strip()
