@@ -18,7 +18,7 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.csrf import csrf_failure as django_csrf_failure
 
-from domains.access import domain_list, may_chat
+from domains.access import domain_list, may_chat, queryable_domains
 
 from . import sessions
 from .models import ChatSession
