@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import prompts
 from ..evaluation import EVALUATION_SCHEMA, Options, apply_checks, decide, validate_evaluation
-from ..graph import Step
+from ..graph import Step, declare
 from ..state import Evaluation, TurnState
 from ..structured import ask_json
 
@@ -39,6 +39,8 @@ def _options(state: TurnState) -> Options:
     )
 
 
+@declare(reads={"material", "cited", "answer_text", "declined", "routed"},
+         writes={"evaluation", "k", "rewrites", "warnings"})
 async def evaluate(state: TurnState) -> Step:
     sources = state.material.sources if state.material else []
     checks = {
