@@ -18,7 +18,7 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.csrf import csrf_failure as django_csrf_failure
 
-from domains.access import may_chat, queryable_domains
+from domains.access import domain_list, may_chat
 
 from . import sessions
 from .models import ChatSession
@@ -132,18 +132,7 @@ async def _locked_ask(request: TurnRequest):
 def domains(request):
     """``GET /api/domains``: ``{"domains": [{"name", "description", "filter_fields":
     [{"name", "value_type", "description"}]}]}``, only those the user may query."""
-    rows = queryable_domains(request.user).prefetch_related("filter_fields")
-    return JsonResponse({"domains": [
-        {
-            "name": d.name,
-            "description": d.description,
-            "filter_fields": [
-                {"name": f.name, "value_type": f.value_type, "description": f.description}
-                for f in d.filter_fields.all()
-            ],
-        }
-        for d in rows
-    ]})
+    return JsonResponse({"domains": domain_list(request.user)})
 
 
 @api("GET", "POST")

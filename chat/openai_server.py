@@ -10,7 +10,8 @@ WebUI, LibreChat, editor assistants) and the ``openai`` client use Klea as a mod
   messages are ignored: Klea uses its own prompts); nothing is stored. The answer keeps its
   ``[n]`` markers and ends with a "Sources" list; the references (shape: the chat's
   ``references`` event, docs/pipeline.md) travel in the extra top-level field
-  ``references`` (in the last chunk when streaming). ``"stream": true`` answers with
+  ``references`` (in the last chunk when streaming), beside ``warnings`` (the chat's
+  answer warnings: partial coverage, fallback, retrieval failures). ``"stream": true`` answers with
   server-sent events in the protocol's ``chat.completion.chunk`` format, ending with
   ``data: [DONE]``; a client that goes away cancels the turn. Extension: ``filters`` (the
   filter DSL, docs/retrieval.md). Other parameters (temperature, max_tokens, n, tools, ...)
@@ -78,7 +79,8 @@ def _model(model_id: str) -> dict:
 
 
 def _model_ids(user) -> list[str]:
-    return [CLASSIFY_MODEL] + [DOMAIN_MODEL_PREFIX + name for name in queryable_domains(user).values_list("name", flat=True)]
+    names = queryable_domains(user).values_list("name", flat=True)
+    return [CLASSIFY_MODEL] + [DOMAIN_MODEL_PREFIX + name for name in names]
 
 
 @csrf_exempt
@@ -239,7 +241,7 @@ class Completion:
             return _failed(fatal)
         message = {"role": "assistant", "content": answer.text + sources_text(references), "refusal": None}
         choice = {"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}
-        return JsonResponse(self._object("chat.completion", choice, references=references))
+        return JsonResponse(self._object("chat.completion", choice, references=references, warnings=answer.warnings))
 
     def _chunk(self, delta: dict, finish_reason: str | None = None, **extra) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
@@ -249,12 +251,12 @@ class Completion:
         """The server-sent events. Tokens go out as they come; a later attempt (the
         evaluator asked for a rewrite) follows a "Revised answer" line, since sent text
         cannot be taken back; then the "Sources" list and the final chunk with
-        ``finish_reason`` "stop" and ``references``; then ``data: [DONE]``. A failed turn
+        ``finish_reason`` "stop", ``references`` and ``warnings``; then ``data: [DONE]``. A failed turn
         sends one ``data: {"error": ...}`` instead. Closing early (the client went away)
         cancels the turn."""
         try:
             yield self._chunk({"role": "assistant", "content": ""})
-            attempt, sent, references = 0, "", []
+            attempt, sent, references, warnings = 0, "", [], []
             async for event in run_turn(request):
                 if isinstance(event, Token):
                     text = event.text
@@ -267,6 +269,7 @@ class Completion:
                 elif isinstance(event, References):
                     references = event.references
                 elif isinstance(event, Answer):
+                    warnings = event.warnings
                     rest = event.text[len(sent):] if event.text.startswith(sent) else ""
                     if not sent and event.text:
                         rest = event.text
@@ -276,7 +279,7 @@ class Completion:
                     yield _sse({"error": _failed_body(event)})
                 elif isinstance(event, Done):
                     if event.status == "complete":
-                        yield self._chunk({}, "stop", references=references)
+                        yield self._chunk({}, "stop", references=references, warnings=warnings)
             yield b"data: [DONE]\n\n"
         finally:
             await slot.release()

@@ -68,3 +68,21 @@ def pick_domains(user, names: Iterable[str] | None) -> tuple[list[Domain], list[
         if name not in pick:
             pick.append(name)
     return allowed, pick or None
+
+
+def domain_list(user) -> list[dict]:
+    """The domains ``user`` may query as the clients see them (``GET /api/domains``, the
+    MCP server's ``list_domains``): ``[{"name", "description", "filter_fields": [{"name",
+    "value_type", "description"}]}]`` by name."""
+    rows = queryable_domains(user).prefetch_related("filter_fields")
+    return [
+        {
+            "name": d.name,
+            "description": d.description,
+            "filter_fields": [
+                {"name": f.name, "value_type": f.value_type, "description": f.description}
+                for f in d.filter_fields.all()
+            ],
+        }
+        for d in rows
+    ]

@@ -1,7 +1,9 @@
 """SQL of the BM25 index upkeep: statement-level triggers on ``domains_chunk``.
 
-Tokens are the lexemes of the chunk's ``search_vector`` (PostgreSQL's tokeniser,
-``pg_catalog.english``: stemming, stop words removed). For a chunk and a lexeme,
+Tokens are the lexemes of the chunk's ``search_vector``: PostgreSQL's tokeniser
+(``pg_catalog.english``: stemming, stop words removed) over the text as rewritten by
+``klea_search_text`` (:data:`SEARCH_TEXT_FUNCTION`), which chunks and queries share so
+their lexemes agree on scientific tokens (docs/retrieval.md, "Tokens"). For a chunk and a lexeme,
 tf = number of positions of the lexeme; dl = sum of tf over the chunk's lexemes.
 tsvector limits (PostgreSQL): at most 256 positions are kept per lexeme and positions
 above 16,383 are clamped, so tf is exact only for chunks under ~16,000 words (chunks
@@ -25,6 +27,28 @@ store A then, in a later statement, store B while another does B then A can stil
 deadlock (PostgreSQL detects it and aborts one).
 
 Each template takes ``{src}``: a relation with columns (id, store_id, search_vector).
+"""
+
+# The text both chunks and queries are tokenised from. PostgreSQL's parser reads the
+# digits after a hyphen as a signed number ("COVID-19" -> covid, -19; "IL-6" -> il, -6),
+# keeps "covid19" whole and leaves ligatures (U+FB01 "fi") unfolded, so "COVID 19", "covid19"
+# and "COVID-19" shared no lexeme. The rewrite, in order:
+# 1. NFKC (ligatures, full-width and superscript digits) and Unicode hyphens/minus -> "-";
+# 2. word delimiting with catenation (as Lucene's WordDelimiterGraphFilter): a letter run
+#    joined to a digit run, with or without a hyphen, gives the parts and the joined form
+#    ("COVID-19" and "covid19" -> "COVID 19 COVID19", "IL-6" -> "IL 6 IL6");
+# 3. a hyphen between a letter or digit and a digit joins, it is no sign ("10-20" -> "10 20").
+# A free-standing signed number ("at -5 C") keeps its sign. Changing the function needs a
+# migration that re-runs it and re-tokenises the chunks (as domains/migrations/0006).
+SEARCH_TEXT_FUNCTION = r"""
+CREATE OR REPLACE FUNCTION klea_search_text(t text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+SELECT regexp_replace(
+    regexp_replace(
+        translate(normalize(t, NFKC), U&'\2010\2011\2012\2013\2212', '-----'),
+        '\m([[:alpha:]]+)-?([0-9]+)\M', '\1 \2 \1\2', 'g'),
+    '([[:alnum:]])-(?=[0-9])', '\1 ', 'g')
+$$;
 """
 
 # tf of one unnest(tsvector) row; a stripped lexeme (no positions) counts once.

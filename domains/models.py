@@ -223,7 +223,8 @@ class MetadataEntry(models.Model):
         return f"{self.document.file_name} [{self.heading_key}]"
 
 
-# The tsvector covers the heading chain and the text, English stemming and stop words.
+# The tsvector covers the heading chain and the text, English stemming and stop words,
+# through klea_search_text (domains/bm25_sql.py) like the queries.
 # The config is schema-qualified so the trigger does not depend on search_path.
 SEARCH_CONFIG = "pg_catalog.english"
 
@@ -284,7 +285,7 @@ class Chunk(models.Model):
                 func=(
                     "NEW.search_vector := to_tsvector("
                     f"'{SEARCH_CONFIG}'::regconfig, "
-                    "array_to_string(NEW.headings, ' ') || ' ' || NEW.text); RETURN NEW;"
+                    "klea_search_text(array_to_string(NEW.headings, ' ') || ' ' || NEW.text)); RETURN NEW;"
                 ),
             ),
             # BM25 upkeep (domains/bm25_sql.py): one call per statement, set-based.

@@ -83,7 +83,7 @@ class StagedFileAdmin(admin.ModelAdmin):
     list_filter = ["status", "directory"]
     search_fields = ["file_name", "directory"]
     readonly_fields = ["directory", "file_name", "content_hash", "status", "reason", "error", "pages", "converter",
-                       "options", "chunk_preview", "updated_at"]
+                       "options", "chunk_preview", "sources", "updated_at"]  # sources: what each map source said
     exclude = ["chunks"]
 
     def has_add_permission(self, request):

@@ -19,13 +19,14 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from django.conf import settings  # noqa: E402
 
+from chat.mcp_server import with_mcp  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
 from chat.tokens import BearerTokenWebsocketMiddleware  # noqa: E402
 from domains.embeddings import start_warm_up  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": with_mcp(django_asgi_app),  # /mcp/: the MCP server (docs/clients.md)
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(BearerTokenWebsocketMiddleware(URLRouter(websocket_urlpatterns)))
         ),

@@ -255,3 +255,6 @@ KLEA_CONVERT_TIMEOUT = env.float("KLEA_CONVERT_TIMEOUT", default=1800.0)
 KLEA_PDF_PIPELINE = env("KLEA_PDF_PIPELINE", default="auto")
 # Where admin uploads are kept (one folder per store); they are the documents' sources.
 KLEA_UPLOAD_DIR = Path(env("KLEA_UPLOAD_DIR", default=str(VAR_DIR / "uploads")))
+# Rendered PDF pages of the chat's source view (docs/api.md, "The source view"), one
+# folder per file version; safe to delete at any time.
+KLEA_PAGE_CACHE_DIR = Path(env("KLEA_PAGE_CACHE_DIR", default=str(VAR_DIR / "page-cache")))

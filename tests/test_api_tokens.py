@@ -55,8 +55,8 @@ def test_a_token_acts_as_its_user_with_the_same_domain_groups(setup):
     assert domain_names(client.get("/api/domains", **bearer(bob))) == ["arrays", "empty"]
     # a POST needs no CSRF token with a Bearer header (browsers never add one by themselves)
     csrf_client = Client(enforce_csrf_checks=True)
-    response = csrf_client.post("/api/query", json.dumps({"text": "Which neuron model is cheap?", "domains": ["neuro"]}),
-                                content_type="application/json", **bearer(bob))
+    body = json.dumps({"text": "Which neuron model is cheap?", "domains": ["neuro"]})
+    response = csrf_client.post("/api/query", body, content_type="application/json", **bearer(bob))
     assert (response.status_code, response.json()["error"]["code"]) == (400, "unknown_domain")
     response = csrf_client.post("/api/sessions", "{}", content_type="application/json", **bearer(alice))
     assert response.status_code == 201
@@ -175,3 +175,17 @@ async def test_a_websocket_opened_with_a_token_is_its_user(world):
     assert await ws.connect(timeout=30) == (False, 4401)
     in_thread(lambda: ApiToken.objects.filter(pk=row.pk).delete())
     await sync_to_async(connections.close_all)()  # the consumer's thread connections
+
+
+def test_a_token_gets_no_chunk_of_a_domain_its_user_may_not_query(setup):
+    from domains.models import Chunk
+
+    chunk = Chunk.objects.filter(store__domain__name="neuro").first()
+    _, alice = tokens.create_token(setup["alice"], "script")
+    _, bob = tokens.create_token(setup["bob"], "script")
+    assert Client().get(f"/api/chunks/{chunk.pk}/source", **bearer(alice)).json()["chunk_id"] == chunk.pk
+    refused = Client().get(f"/api/chunks/{chunk.pk}/source", **bearer(bob))
+    missing = Client().get("/api/chunks/999999999/source", **bearer(bob))
+    assert (refused.status_code, refused.json()) == (404, {"error": {
+        "code": "not_found", "message": f"no chunk {chunk.pk}"}})
+    assert (missing.status_code, missing.json()["error"]["code"]) == (404, "not_found")

@@ -116,6 +116,18 @@ def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
         expect(cite).to_have_attribute("aria-label", "Reference 1")
         cite.click()
         expect(chunk_text).to_be_visible()
+        # ... and the source view on the cited chunk: its section, the passage highlighted
+        view = page.locator("#source-view")
+        expect(view).to_be_visible()
+        cited = references[0]["chunks"][0]
+        first_line, last_line = cited["lines"]
+        expect(view.locator("mark.source-line")).to_have_count(last_line - first_line + 1)
+        expect(view.locator("mark.source-line").first).to_have_attribute("data-line", str(first_line))
+        expect(view.locator(".source-where")).to_have_text(
+            f"line {first_line}" if first_line == last_line else f"lines {first_line}–{last_line}")
+        screenshot(page, "source-view-text")
+        page.keyboard.press("Escape")  # closing it gives the focus back to the reference
+        expect(view).to_be_hidden()
         expect(first).to_be_focused()
         screenshot(page, "chat-desktop")
 

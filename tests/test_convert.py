@@ -134,6 +134,22 @@ Subsection
 """
 
 
+def test_rst_diagnostics_never_reach_the_text():
+    # docutils attaches an INFO message to a repeated link name inside the list item or
+    # definition that holds it (seen in xarray's installing.rst)
+    text = (
+        "Policy\n======\n\n"
+        "- **Python:** 30 months\n  (`NEP-29 <https://numpy.org/neps/nep-0029.html>`_)\n"
+        "- **numpy:** 18 months\n  (`NEP-29 <https://numpy.org/neps/nep-0029.html>`_)\n\n"
+        "Term\n   `x <https://a.org>`_ and `x <https://a.org>`_\n"
+    )
+    blocks = convert_rst(text, "policy.rst").blocks
+    assert [(b.kind, b.text) for b in blocks] == [
+        ("list", "- Python: 30 months (NEP-29)\n- numpy: 18 months (NEP-29)"),
+        ("list", "Term: x and x"),
+    ]
+
+
 def test_rst_sphinx_roles_and_directives():
     doc = convert_rst(RST)
     assert doc.title == "Indexing and selecting"

@@ -132,6 +132,7 @@ def test_matching_by_file_field_then_doi_then_title():
         Record("c", "l.bib", 3, {"title": "Gamma rays in the {early} universe"}),
         Record("d", "l.bib", 4, {"title": "Delta"}),
         Record("e", "l.bib", 5, {"title": "Epsilon and something else entirely"}),
+        Record("b2", "l.json", 1, {"title": "Beta (another export)", "doi": "10.1000/b"}),
     ]
     files = {
         "sub/alpha.pdf": {"title": "Wrong title"},
@@ -143,6 +144,7 @@ def test_matching_by_file_field_then_doi_then_title():
     assert {name: (r.key, rule) for name, (r, rule) in matching.files.items()} == {
         "sub/alpha.pdf": ("a", "file"), "beta.pdf": ("b", "doi"), "gamma.pdf": ("c", "title")}
     assert [r.key for r in matching.unmatched_records] == ["d", "e"]
+    assert [(r.key, twin.key) for r, twin in matching.duplicates] == [("b2", "b")]  # the same work twice
     assert matching.unmatched_files == ["epsilon.pdf"]
     assert matching.counts() == {"file": 1, "doi": 1, "title": 1}
 
@@ -379,3 +381,64 @@ def test_admin_upload_of_a_library_beside_the_files(domain, tmp_path, admin_clie
     assert (metadata["title"], metadata["year"], metadata["_sources"]) == (
         "Cells in the Cortex: a LaTeX study", 2014, ["library"])
     assert set(Chunk.objects.filter(document__store=store).values_list("year", flat=True)) == {2014}
+
+
+def test_queued_build_applies_the_library_per_file_and_a_gone_library_is_forgotten(domain, folder, tmp_path):
+    outside = tmp_path / "elsewhere.bib"
+    (folder / "refs.bib").rename(outside)
+    output = run("build", str(folder), "--collection", "lib-store", "--domain", "library", "--async",
+                 "--library", str(outside))
+    assert output.startswith("queued 3 file(s) as job ")  # eager without Redis: done by now
+    metadata = Document.objects.get(file_name="cortex.md").metadata
+    assert (metadata["year"], metadata["_library"]) == (2014, "elsewhere.bib: smith_cells_2014 (matched by file)")
+    outside.unlink()
+    lint = "\n".join(map_lint(folder).lines())
+    assert f"library {outside}: gone, no longer applied" in lint
+    assert StagedFile.objects.get(directory=str(folder), file_name="cortex.md").metadata_map["DEFAULT"] == {
+        "title": "Cells in the Cortex"}
+    assert "gone" not in "\n".join(map_lint(folder).lines())  # forgotten
+
+
+def test_an_edit_of_the_staged_map_that_a_library_change_replaces_is_reported(domain, folder):
+    run("chunk", str(folder))
+    staged = StagedFile.objects.get(directory=str(folder), file_name="hippo.md")
+    staged.metadata_map["DEFAULT"]["year"] = 2000  # the staged-file admin page
+    staged.save()
+    (folder / "refs.bib").write_text(BIB.replace("year = {2019}", "year = {2018}"), encoding="utf-8")
+    lines = map_lint(folder).lines()
+    assert ("  hippo.md: conflict: [DEFAULT] year: edit 2000 -> 2018 (the cascade or library changed; "
+            "the change wins)") in lines
+    assert StagedFile.objects.get(pk=staged.pk).metadata_map["DEFAULT"]["year"] == 2018
+
+
+def test_map_lint_command_is_fatal_for_a_library_that_does_not_parse(domain, folder):
+    run("chunk", str(folder))
+    shutil.copy(DATA / "malformed" / "duplicate.bib", folder / "more.bib")
+    with pytest.raises(CommandError, match=r"^a library does not parse \(see above\); nothing of it was applied$"):
+        run("map-lint", str(folder))
+
+
+def test_python_api_add_takes_a_library(domain, folder, tmp_path):
+    from chat.rag import Knowledge
+
+    outside = tmp_path / "elsewhere.bib"
+    (folder / "refs.bib").rename(outside)
+    Knowledge(store="api-lib", domain="library", create=True).add(folder, library=outside)
+    assert Document.objects.get(store__name="api-lib", file_name="hippo.md").metadata["year"] == 2019
+    shutil.copy(DATA / "malformed" / "latin1.bib", tmp_path / "bad.bib")
+    with pytest.raises(LibraryError, match=r"^bad.bib: line 7: not UTF-8 \(byte 0xe9\)"):
+        Knowledge(store="api-lib", domain="library").add(folder, library=tmp_path / "bad.bib")
+
+
+def test_staged_map_edited_in_the_admin_is_stored_and_sources_are_read_only(domain, folder, admin_client):
+    run("chunk", str(folder))
+    staged = StagedFile.objects.get(directory=str(folder), file_name="other.md")
+    url = f"/admin/ingestion/stagedfile/{staged.pk}/change/"
+    page = admin_client.get(url).content.decode()
+    assert '<div class="form-row field-sources">' in page and 'name="sources"' not in page
+    entries = {**staged.metadata_map, "DEFAULT": {"title": "Something else", "year": 1999}}
+    response = admin_client.post(url, {"metadata_map": json.dumps(entries)})
+    assert response.status_code == 302
+    output = run("store", str(folder), "--collection", "lib-store", "--domain", "library")
+    assert "  stored                 3\n" in output
+    assert set(Chunk.objects.filter(document__file_name="other.md").values_list("year", flat=True)) == {1999}

@@ -78,6 +78,7 @@ def test_models_answers_and_access(world, tmp_path):
         assert [c.choices[0].finish_reason for c in chunks].count("stop") == 1
         assert chunks[-1].choices[0].finish_reason == "stop"
         assert chunks[-1].model_extra["references"] == done.model_extra["references"]
+        assert done.model_extra["warnings"] == chunks[-1].model_extra["warnings"] == []
 
         # the raw stream ends with data: [DONE]
         with httpx.stream("POST", f"{server.url}/v1/chat/completions", timeout=TIMEOUT,
@@ -153,5 +154,16 @@ def test_history_busy_and_a_client_going_away(world, tmp_path):
                     assert time.monotonic() < deadline, "the slot was never released"
                     time.sleep(0.2)
             assert done.choices[0].message.content.startswith("Four [1].\n\nSources:\n- [1] ")
+            # a model server that fails: 502 with the pipeline's code, or one error event in a stream
+            missing = f"model 'qwen3:0.6b' is not on the Ollama server at {fake.url}; run `ollama pull qwen3:0.6b`"
+            fake.script(Reply.not_found("qwen3:0.6b"))
+            with pytest.raises(openai.InternalServerError) as caught:
+                api.chat.completions.create(model="klea/wsneuro", messages=history)
+            assert caught.value.status_code == 502
+            assert caught.value.body == {"message": missing, "type": "server_error", "param": None,
+                                         "code": "model_not_found"}
+            fake.script(Reply.not_found("qwen3:0.6b"))
+            with pytest.raises(openai.APIError, match="is not on the Ollama server"):
+                list(api.chat.completions.create(model="klea/wsneuro", messages=history, stream=True))
     assert "Traceback" not in log.read_text()
     assert fake.unexpected == []

@@ -8,6 +8,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat.answers.citations import AnswerCleaner, strip_think
+from chat.backends.structured import parse_json
 from chat.pipeline import Answer, Done, Error, PipelineConfig, References, Stage, Token, TurnRequest
 from chat.pipeline.evaluation import SCORE_KEYS, Options, apply_checks, decide, validate_evaluation
 from chat.pipeline.filters import FieldSpec, merge_filters, query_schema, to_filter_dsl
@@ -16,7 +17,6 @@ from chat.pipeline.graph import END, Graph, GraphError, Node, Step, declare
 from chat.pipeline.nodes.guard import GuardVerdict, parse_verdict
 from chat.pipeline.references import labelled_urls, primary_url
 from chat.pipeline.state import TurnState, UndeclaredAccess
-from chat.pipeline.structured import parse_json
 
 
 def clean(pieces, valid=(1, 2, 3)):

@@ -63,7 +63,7 @@ class Knowledge:
     # -- adding ----------------------------------------------------------------------
 
     def add(self, paths: str | Path | Iterable[str | Path], *, max_tokens: int | None = None, ocr: str = "auto",
-            force: bool = False):
+            force: bool = False, library: str | Path | None = None):
         """Ingest files and folders (recursively) into the store, through
         :func:`ingestion.runs.ingest.ingest` (``mirror=False``: nothing is pruned).
 
@@ -72,14 +72,19 @@ class Knowledge:
             KLEA_CHUNK_MAX_TOKENS, 450).
         :param ocr: ``auto`` | ``on`` | ``off``.
         :param force: re-convert and re-embed unchanged files too.
+        :param library: a BibTeX or CSL-JSON export of a reference manager whose records
+            fill the metadata of the files they match (docs/bibliography.md,
+            "Reference-manager libraries"); libraries in the folders are read anyway.
         :returns: :class:`ingestion.outcomes.StepReport` with one outcome per file (stored,
             unchanged, failed, needs_ocr, skipped, unsupported) and ``job_id`` (an
             IngestionJob, shown in the admin).
         :raises TypeError: ``paths`` (or one of them) not a str or Path.
         :raises IngestError: no paths, an empty path, a missing path, a folder without supported files, a missing
             store or domain without ``create``, a store of another domain.
-        :raises ValueError: a Knowledge without a store; bad ``ocr`` or ``max_tokens``.
+        :raises ValueError: a Knowledge without a store; bad ``ocr`` or ``max_tokens``; a
+            ``library`` that is missing or does not parse (``LibraryError``, naming the line).
         """
+        from ingestion.metadata.layers import check_library
         from ingestion.runs.ingest import ingest
 
         if self.store is None:
@@ -88,6 +93,8 @@ class Knowledge:
         domain_name = self.domain or (existing.domain.name if existing else self.store)
         new_domain = (self.description or f"Documents of the store {self.store}.") if self.create else None
         options = {"ocr": ocr, "force": force} | ({"max_tokens": max_tokens} if max_tokens else {})
+        if library is not None:
+            options["library"] = str(check_library(library))
         return ingest(paths, self.store, domain_name, create=self.create, new_domain=new_domain, **options)
 
     # -- searching -------------------------------------------------------------------

@@ -25,11 +25,14 @@ def query_lexemes(text: str) -> list[str]:
     """The distinct lexemes of ``text`` under the search configuration, in text order.
 
     Any text is valid: tsquery operators are never parsed from user input (the text
-    goes through ``to_tsvector``). A query made only of stop words gives ``[]``.
+    goes through ``to_tsvector``). A query made only of stop words gives ``[]``. The text
+    is rewritten as the chunks' is (``klea_search_text``, domains/bm25_sql.py): "COVID 19",
+    "covid19" and "COVID-19" all give ``covid`` and ``19``, the last two also ``covid19``.
     """
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT lexeme FROM unnest(to_tsvector(%s::regconfig, %s)) ORDER BY positions[1], lexeme",
+            "SELECT lexeme FROM unnest(to_tsvector(%s::regconfig, klea_search_text(%s))) "
+            "ORDER BY positions[1], lexeme",
             [SEARCH_CONFIG, text],
         )
         return [row[0] for row in cursor.fetchall()]

@@ -194,6 +194,10 @@ def convert_rst(text: str, source_name: str = "<rst>") -> ConvertedDocument:
     """Convert reStructuredText source. :returns: blocks; title = the first section title."""
     _register_handlers(text)
     doctree = publish_doctree(text, source_path=source_name, settings_overrides=DOCUTILS_SETTINGS)
+    # Diagnostics ("(INFO/1) Duplicate name ...") are attached inside lists and definitions
+    # too, where the walker reads whole items as text: drop them from the tree.
+    for message in list(doctree.findall(nodes.system_message)):
+        message.parent.remove(message)
     walker = _Walker(line_offsets(text))
     walker.walk(doctree)
     title = next((_text(t) for t in doctree.findall(nodes.title)), "")

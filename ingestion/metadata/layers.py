@@ -124,14 +124,25 @@ def _norm_path(path: str) -> str:
 
 @dataclass
 class Matching:
-    """``files``: file name -> (record, rule) with rule one of :data:`RULES`."""
+    """``files``: file name -> (record, rule) with rule one of :data:`RULES`;
+    ``duplicates``: records left over because another record of the same work (same
+    DOI or title) was matched; ``unmatched_records``: the other records left over."""
 
     files: dict[str, tuple[Record, str]] = field(default_factory=dict)
     unmatched_records: list[Record] = field(default_factory=list)
+    duplicates: list[tuple[Record, Record]] = field(default_factory=list)  # (unused record, the matched one)
     unmatched_files: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {rule: sum(1 for _, r in self.files.values() if r == rule) for rule in RULES}
+
+
+def _same_work(a: Record, b: Record) -> bool:
+    doi_a, doi_b = a.fields.get("doi"), b.fields.get("doi")
+    if doi_a and doi_b:
+        return doi_key(doi_a) == doi_key(doi_b)
+    title = _norm_title(a.fields.get("title", ""))
+    return bool(title) and title == _norm_title(b.fields.get("title", ""))
 
 
 def match_records(records: list[Record], files: dict[str, dict]) -> Matching:
@@ -173,14 +184,25 @@ def match_records(records: list[Record], files: dict[str, dict]) -> Matching:
         for name, default in files.items():
             found = _norm_title(default.get("title", ""))
             if name not in matching.files and found:
-                ratio = difflib.SequenceMatcher(None, title, found).ratio()
-                if ratio >= TITLE_THRESHOLD:
-                    pairs.append((ratio, index, name))
-    for _, index, name in sorted(pairs, reverse=True):
+                # the cheap upper bounds first: most pairs are far apart
+                sm = difflib.SequenceMatcher(None, title, found)
+                if sm.real_quick_ratio() >= TITLE_THRESHOLD and sm.quick_ratio() >= TITLE_THRESHOLD:
+                    ratio = sm.ratio()
+                    if ratio >= TITLE_THRESHOLD:
+                        pairs.append((ratio, index, name))
+    for _, index, name in sorted(pairs, key=lambda p: (-p[0], p[1], p[2])):  # ties: the earlier record
         if index not in used and name not in matching.files:
             matching.files[name] = (records[index], "title")
             used.add(index)
-    matching.unmatched_records = [r for i, r in enumerate(records) if i not in used]
+    matched = [r for i, r in enumerate(records) if i in used]
+    for index, record in enumerate(records):
+        if index in used:
+            continue
+        twin = next((m for m in matched if _same_work(record, m)), None)
+        if twin is not None:
+            matching.duplicates.append((record, twin))
+        else:
+            matching.unmatched_records.append(record)
     matching.unmatched_files = sorted(n for n in files if n not in matching.files)
     return matching
 
@@ -219,14 +241,14 @@ def generated_map(staged: StagedFile) -> dict[str, dict]:
     return template_for(default, (c["headings"] for c in staged.chunks or []))
 
 
-def refresh_generated(staged: StagedFile) -> list[Change]:
+def refresh_generated(staged: StagedFile) -> Merge:
     """Write the fields of the generated map that changed since it was last applied
-    over the staged map (no save). :returns: the fields written."""
+    over the staged map (no save). :returns: the Merge (fields written, edits replaced)."""
     sources = staged.sources = dict(staged.sources or {})
     new = generated_map(staged)
     result = merge(staged.metadata_map or {}, sources.get(GENERATED), new)
     staged.metadata_map, sources[GENERATED] = result.entries, new
-    return result.changes
+    return result
 
 
 # --- the folder's sources -----------------------------------------------------------------
@@ -244,6 +266,7 @@ class SourcesReport:
     map_file_present: bool = False
     unknown_keys: list[str] = field(default_factory=list)
     changed: dict[str, list[Change]] = field(default_factory=dict)  # file -> fields written
+    conflicts: list[str] = field(default_factory=list)  # edited staged fields that a change replaced
 
     def lines(self) -> list[str]:
         out = [f"library {text}" for text in self.libraries]
@@ -255,7 +278,7 @@ class SourcesReport:
         out += self.notes
         if self.map_file_present:
             out.append(f"imported {EDITED_NAME}: {self.map_file_changed} file(s) changed")
-        return out
+        return out + self.conflicts
 
 
 def folder_libraries(directory: Path) -> list[Path]:
@@ -310,9 +333,9 @@ def apply_folder_sources(directory: Path | str, libraries: list[Path | str] | No
                          only: set[str] | None = None) -> SourcesReport:
     """Apply the libraries and the map file of a chunked folder to its staged maps.
 
-    :param libraries: ``--library`` files (remembered for the folder); None: the ones
-        given before. Library files in the folder (``*.bib``, CSL-JSON ``*.json``) are
-        always read.
+    :param libraries: ``--library`` files (remembered for the folder, replacing the ones
+        given before); None: the ones given before that still exist. Library files in
+        the folder (``*.bib``, CSL-JSON ``*.json``) are always read.
     :param only: update only these files (an upload's); matching still sees them all.
     :returns: SourcesReport. A library that does not parse is refused whole and the
         staged maps keep what earlier libraries gave (``errors``).
@@ -324,8 +347,13 @@ def apply_folder_sources(directory: Path | str, libraries: list[Path | str] | No
     edited = read_template(edited_path) if edited_path.is_file() else None
     with transaction.atomic():
         rows = list(StagedFile.objects.select_for_update().filter(directory=str(directory)).order_by("file_name"))
-        extra = [str(Path(p).expanduser().resolve()) for p in libraries] if libraries is not None else sorted(
-            {p for row in rows for p in (row.sources or {}).get(LIBRARY_PATHS, [])})
+        if libraries is not None:
+            extra, gone = [str(Path(p).expanduser().resolve()) for p in libraries], []
+        else:
+            remembered = sorted({p for row in rows for p in (row.sources or {}).get(LIBRARY_PATHS, [])})
+            extra = [p for p in remembered if Path(p).is_file()]
+            gone = [p for p in remembered if p not in extra]
+            report.notes += [f"library {p}: gone, no longer applied" for p in gone]
         in_folder = folder_libraries(directory)
         paths = in_folder + [Path(p) for p in extra if Path(p) not in in_folder]
         records, report.libraries, report.errors = read_libraries(paths)
@@ -338,14 +366,19 @@ def apply_folder_sources(directory: Path | str, libraries: list[Path | str] | No
                 continue
             before = (json.dumps(row.metadata_map, sort_keys=True), json.dumps(row.sources or {}, sort_keys=True))
             sources = row.sources = dict(row.sources or {})
-            if libraries is not None:
+            if libraries is not None or gone:
                 sources[LIBRARY_PATHS] = extra
             if report.matching is not None:
                 matched = report.matching.files.get(row.file_name)
                 sources[LIBRARY] = library_entry(*matched) if matched else None
             elif not paths:
                 sources[LIBRARY] = None  # every library left the folder
-            changes = refresh_generated(row)
+            known = sources.get(GENERATED) is not None  # else every field would look edited
+            generated = refresh_generated(row)
+            changes = generated.changes
+            if known:
+                report.conflicts += [f"{row.file_name}: conflict: {c.line().replace(': ', ': edit ', 1)} "
+                                     f"(the cascade or library changed; the change wins)" for c in generated.conflicts]
             if edited is not None and row.file_name in edited:
                 entries = edited[row.file_name]
                 base = sources.get(MAP_FILE)
@@ -358,6 +391,9 @@ def apply_folder_sources(directory: Path | str, libraries: list[Path | str] | No
                         result.entries.update({k: v for k, v in row.metadata_map.items() if k not in entries})
                     row.metadata_map = result.entries
                     changes += result.changes
+                    report.conflicts += [f"{row.file_name}: conflict: {c.line().replace(': ', ': ', 1)} "
+                                         f"(changed by the cascade or library, then in {EDITED_NAME}; the map file wins)"
+                                         for c in result.conflicts]
                     sources[MAP_FILE] = entries
                     report.map_file_changed += bool(result.changes)
             if (json.dumps(row.metadata_map, sort_keys=True), json.dumps(sources, sort_keys=True)) != before:

@@ -44,6 +44,15 @@ class LintReport:
     def add(self, section: str, item: str) -> None:
         self.sections.setdefault(section, []).append(item)
 
+    def fatal_findings(self) -> str:
+        """What was fatal, in one line (the command's error)."""
+        reasons = []
+        if any(name.startswith("source files without") for name in self.sections):
+            reasons.append("a source file has no metadata map entry (see above); run `stores chunk` on it")
+        if any(name.startswith("libraries refused") for name in self.sections):
+            reasons.append("a library does not parse (see above); nothing of it was applied")
+        return "; ".join(reasons)
+
     def lines(self) -> list[str]:
         out = [self.title] + [f"  {line}" for line in self.totals]
         for section, items in self.sections.items():
@@ -134,6 +143,9 @@ def map_lint(directory: Path | str) -> LintReport:
         for record in sources.matching.unmatched_records:
             title = record.fields.get("title", "(no title)")
             report.add("library records matching no file", f"{record.label} (line {record.line}): {title}")
+        for record, twin in sources.matching.duplicates:
+            report.add("library records of works already matched", f"{record.label} (line {record.line}): same work as "
+                       f"{twin.label}")
         for name in sources.matching.unmatched_files:
             report.add("files matching no library record", name)
     staged = {s.file_name: s for s in StagedFile.objects.filter(directory=str(directory))}

@@ -62,7 +62,7 @@ def parse_verdict(reply: str) -> GuardVerdict:
 async def guard(state: TurnState) -> Step:
     backend = state.backend
     model = backend.guard_model
-    if not backend.generative or not model:
+    if not model:
         return Step("safe", "skipped (no guard model)")
     try:
         verdict = parse_verdict(await backend.chat([{"role": "user", "content": state.question}], model=model))

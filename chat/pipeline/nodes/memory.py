@@ -12,8 +12,6 @@ import asyncio
 from asgiref.sync import sync_to_async
 
 from chat import memory as store
-from chat.answers.citations import strip_think
-from chat.backends import extractive
 from chat.backends.base import BackendError
 from chat.models import ChatMessage
 
@@ -94,13 +92,10 @@ async def summarise(state: TurnState) -> Step:
     older = await sync_to_async(store.messages_to_fold)(session_id, state.config.history_chars)
     if not older:
         return Step("next", "nothing to fold")
-    if state.backend.generative:
-        try:
-            summary = strip_think(await state.backend.chat(prompts.summarise(state.summary, older)))
-        except BackendError as exc:  # the answer is out already: keep the old summary, fold next time
-            await state.emit(Error(code=exc.code, message=exc.message, node="summarise"))
-            return Step("next", f"not folded ({exc.code})")
-    else:
-        summary = extractive.fold_summary(state.summary, older)
+    try:
+        summary = await state.backend.summarise(state.summary, older, prompts.summarise(state.summary, older))
+    except BackendError as exc:  # the answer is out already: keep the old summary, fold next time
+        await state.emit(Error(code=exc.code, message=exc.message, node="summarise"))
+        return Step("next", f"not folded ({exc.code})")
     await sync_to_async(store.store_summary)(session_id, summary, older[-1]["id"])
     return Step("next", f"folded {len(older)} messages into the summary ({len(summary)} chars)")

@@ -33,7 +33,8 @@ const KleaRender = (() => {
     if (ref.year) facts.push(String(ref.year));
     if (ref.journal) facts.push(ref.journal);
     if (facts.length) item.append(el("div", { class: "ref-meta", text: facts.join(" · ") }));
-    item.append(el("div", { class: "ref-file", text: `${ref.domain} · ${ref.file_name}` }));
+    const pages = typeof KleaSource !== "undefined" && ref.pages ? ` · ${KleaSource.pageLabel(ref.pages)}` : "";
+    item.append(el("div", { class: "ref-file", text: `${ref.domain} · ${ref.file_name}${pages}` }));
     const links = el("ul", { class: "ref-links" });
     if (ref.doi) links.append(el("li", {}, "DOI: ", safeLink(`https://doi.org/${ref.doi}`, ref.doi)));
     for (const link of ref.urls || []) {
@@ -46,6 +47,12 @@ const KleaRender = (() => {
       const details = el("details", { class: "chunk" });
       details.append(el("summary", { text: chunk.heading_chain || "Cited text" }));
       details.append(el("p", { class: "chunk-text", text: chunk.text }));
+      if (typeof KleaSource !== "undefined" && KleaSource.viewable(chunk)) {
+        const show = el("button", { type: "button", class: "small source-open",
+          text: `Show in source · ${KleaSource.where(chunk)}` });
+        show.addEventListener("click", () => KleaSource.open(chunk, show));
+        details.append(show);
+      }
       item.append(details);
     }
     return item;
@@ -128,7 +135,8 @@ const KleaRender = (() => {
   /* A citation marker [n] as a button, when the message has a reference n. A click first
      dispatches a cancelable "klea:cite" event on the message, detail {number, reference
      (its data), element (its list item)}; a listener that calls preventDefault() replaces
-     the default action, openReference(). */
+     the default action: openReference(), then the source view on the reference's first
+     chunk that records where it is (closing it gives the focus back to the reference). */
   function citeButton(item, number, marker) {
     const element = item.querySelector(`.reference[data-number="${number}"]`);
     if (!element) return null;
@@ -137,7 +145,11 @@ const KleaRender = (() => {
       const reference = (item.kleaReferences || []).find((ref) => ref.number === number) || null;
       const cite = new CustomEvent("klea:cite", { bubbles: true, cancelable: true,
         detail: { number, reference, element } });
-      if (item.dispatchEvent(cite)) openReference(element);
+      if (!item.dispatchEvent(cite)) return;
+      openReference(element);
+      const chunk = typeof KleaSource !== "undefined" && reference
+        ? (reference.chunks || []).find((c) => KleaSource.viewable(c)) : null;
+      if (chunk) KleaSource.open(chunk, element);
     });
     return button;
   }

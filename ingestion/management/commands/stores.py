@@ -32,7 +32,8 @@ STEPS = {
     "pre-check": "Which PDFs need OCR (a page with < 50 non-space characters is an image page).",
     "chunk": "Convert and chunk every file of DIR; apply its libraries (*.bib, CSL-JSON) and metadata-map.json; "
              "write the metadata-map template; print map-lint.",
-    "map-lint": "Check the metadata map of a chunked DIR; exit 1 when a source file has no entry.",
+    "map-lint": "Apply DIR's libraries and metadata-map.json, then check its metadata map; exit 1 when a source "
+                "file has no entry or a library does not parse.",
     "store": "Apply the map (libraries and metadata-map.json changed since chunk included), embed and write the "
              "chunked files of DIR into a store (a changed map alone is re-applied, not re-embedded); print store-lint.",
     "store-lint": "Totals, near-empty chunks, missing or mistyped metadata, sample windows of a store.",
@@ -117,13 +118,13 @@ class Command(BaseCommand):
         self._write_template(Path(report.directory))
         lint = map_lint(report.directory)
         self.stdout.write("\n".join(lint.lines()))
-        self._exit(report, fatal_lint=lint.fatal)
+        self._exit(report, fatal_lint=lint.fatal_findings() if lint.fatal else "")
 
     def handle_map_lint(self, directory, **_):
         report = map_lint(directory)
         self.stdout.write("\n".join(report.lines()))
         if report.fatal:
-            raise CommandError("a source file has no metadata map entry (see above); run `stores chunk` on it")
+            raise CommandError(report.fatal_findings())
 
     def handle_store(self, directory, collection, domain, run_async, no_progress, **arguments):
         check_names(collection, domain)
@@ -209,7 +210,7 @@ class Command(BaseCommand):
         except OSError as exc:
             self.stdout.write(f"metadata map template not written ({exc.strerror}); use `stores map-export --dir {directory}`")
 
-    def _exit(self, report: StepReport, fatal_lint: bool = False) -> None:
+    def _exit(self, report: StepReport, fatal_lint: str = "") -> None:
         failed = report.failed
         if failed:
             # Non-zero so scripts notice; the other files were processed all the same.
@@ -218,7 +219,7 @@ class Command(BaseCommand):
         if report.errors:
             raise CommandError("; ".join(report.errors))
         if fatal_lint:
-            raise CommandError("a source file has no metadata map entry (see map-lint above)")
+            raise CommandError(fatal_lint)
 
     def _queued(self, job) -> None:
         self.stdout.write(

@@ -1,0 +1,186 @@
+"""The source files behind chunks, for the chat's source view (docs/api.md, "The source
+view"): PDF pages rendered as images, the section of a text source around a chunk.
+
+Files are read only from ``Document.source_path``, where ingestion found them; nothing
+here takes a path from a request. A page is rendered from the file only while its
+bytes still hash to the document's ``content_hash`` (else the stored line boxes could
+point at other text), then kept in ``KLEA_PAGE_CACHE_DIR/<content hash>/``.
+
+pdfium must never run in two threads at once (pypdfium2's documentation, "Incompatibility
+with Threading"): every call here holds one lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pypdfium2 as pdfium
+from django.conf import settings
+
+from .models import Chunk, Document
+
+# Image widths in pixels a page is rendered at; a request is served at the smallest
+# that is at least as wide as asked (the largest for anything wider), so few sizes are
+# cached per page and each is sharp on the screen that asked.
+PAGE_WIDTHS = (480, 800, 1200, 1600)
+JPEG_QUALITY = 85  # page images as JPEG: about 10x faster to encode than PNG, a third smaller
+# A text section longer than this shows only the chunk and this many lines either side.
+MAX_SECTION_LINES = 400
+SECTION_CONTEXT = 40
+# How far above a section's first chunk its heading line is looked for.
+HEADING_SEARCH_LINES = 30
+_PDFIUM = threading.Lock()
+_MARKUP = re.compile(r"[#*_`=~\-<>/\[\]]|</?h\d[^>]*>")
+
+
+class SourceUnavailable(Exception):
+    """The document's file is gone, unreadable or changed since ingestion.
+
+    ``code``: ``source_missing`` or ``source_changed``; the message names the file.
+    """
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class PageImage:
+    """A rendered page: JPEG bytes, its pixel size, and whether it came from the cache."""
+
+    data: bytes
+    width: int
+    height: int
+    cached: bool
+
+
+def is_pdf(document: Document) -> bool:
+    return document.file_name.lower().endswith(".pdf")
+
+
+def source_file(document: Document) -> Path:
+    """The document's file where ingestion read it.
+
+    :raises SourceUnavailable: ``source_missing`` when it is not a readable file there.
+    """
+    path = Path(document.source_path) if document.source_path else None
+    if path is None or not path.is_file() or not os.access(path, os.R_OK):
+        raise SourceUnavailable("source_missing", f"{document.file_name}: the source file is no longer where it was ingested")
+    return path
+
+
+def _verified(document: Document) -> Path:
+    """:func:`source_file`, whose bytes still hash to ``document.content_hash``.
+
+    :raises SourceUnavailable: ``source_missing``, or ``source_changed`` (re-ingest it).
+    """
+    path = source_file(document)
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    if document.content_hash and digest.hexdigest() != document.content_hash:
+        raise SourceUnavailable(
+            "source_changed", f"{document.file_name}: the file changed since it was ingested; ingest it again"
+        )
+    return path
+
+
+def page_width(requested: int | None) -> int:
+    """The rendered width for a requested one (see PAGE_WIDTHS); None -> 800."""
+    if not requested:
+        return PAGE_WIDTHS[1]
+    return next((w for w in PAGE_WIDTHS if w >= requested), PAGE_WIDTHS[-1])
+
+
+def _cache_path(document: Document, page: int, width: int) -> Path:
+    key = document.content_hash or f"document-{document.pk}"
+    return Path(settings.KLEA_PAGE_CACHE_DIR) / key / f"{page}-{width}.jpg"
+
+
+def render_page(document: Document, page: int, width: int | None = None) -> PageImage:
+    """Page ``page`` (1-based) of a PDF document as a JPEG ``page_width(width)`` pixels wide.
+
+    :raises ValueError: not a PDF, or no such page (the message says how many there are).
+    :raises SourceUnavailable: the file is missing or changed since ingestion.
+    """
+    if not is_pdf(document):
+        raise ValueError(f"{document.file_name} is not a PDF")
+    if document.pages is not None and not 1 <= page <= document.pages:
+        raise ValueError(f"{document.file_name} has pages 1 to {document.pages}, not {page}")
+    width = page_width(width)
+    cached = _cache_path(document, page, width)
+    if cached.is_file():
+        data = cached.read_bytes()
+        return PageImage(data, width, _jpeg_height(data), cached=True)
+    path = _verified(document)
+    with _PDFIUM:
+        pdf = pdfium.PdfDocument(str(path))
+        try:
+            if not 1 <= page <= len(pdf):
+                raise ValueError(f"{document.file_name} has pages 1 to {len(pdf)}, not {page}")
+            pdf_page = pdf[page - 1]
+            try:
+                points_wide, _ = pdf_page.get_size()
+                image = pdf_page.render(scale=width / points_wide).to_pil()
+            finally:
+                pdf_page.close()
+        finally:
+            pdf.close()
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
+    data = buffer.getvalue()
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_name(f".{cached.name}.{os.getpid()}.{threading.get_ident()}")
+    partial.write_bytes(data)
+    partial.replace(cached)  # never a half-written image in the cache
+    return PageImage(data, image.width, image.height, cached=False)
+
+
+def _jpeg_height(data: bytes) -> int:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        return image.height
+
+
+def _plain(line: str) -> str:
+    return " ".join(_MARKUP.sub(" ", line).split()).lower()
+
+
+def text_section(chunk: Chunk) -> dict:
+    """The section of a text source around ``chunk``: from its heading line to the last
+    line of the chunks under the same heading chain.
+
+    :returns: ``{"first": int, "last": int, "lines": [str], "highlight": [first, last]}``
+        (1-based line numbers; ``highlight`` = the chunk's own lines).
+    :raises ValueError: the chunk records no source lines.
+    :raises SourceUnavailable: the file is missing or changed since ingestion.
+    """
+    lines = (chunk.provenance or {}).get("lines")
+    if not lines:
+        raise ValueError(f"chunk {chunk.pk} records no source lines")
+    document = chunk.document
+    text = _verified(document).read_text(encoding="utf-8", errors="replace").splitlines()
+    spans = [
+        p["lines"]
+        for p in Chunk.objects.filter(document=document, headings=chunk.headings).values_list("provenance", flat=True)
+        if p and p.get("lines")
+    ] or [lines]
+    first, last = min(s[0] for s in spans), max(s[1] for s in spans)
+    heading = _plain(chunk.headings[-1]) if chunk.headings else ""
+    if heading:
+        for number in range(first - 1, max(0, first - 1 - HEADING_SEARCH_LINES), -1):
+            if heading in _plain(text[number - 1]):
+                first = number
+                break
+    if last - first + 1 > MAX_SECTION_LINES:
+        first, last = max(first, lines[0] - SECTION_CONTEXT), min(last, lines[1] + SECTION_CONTEXT)
+    last = min(last, len(text))
+    return {"first": first, "last": last, "lines": text[first - 1 : last], "highlight": list(lines)}

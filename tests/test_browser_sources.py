@@ -1,0 +1,158 @@
+"""The source view in a real browser (tests/browser.py) against a real daphne server: ask
+about a PDF, click [1], the cited page shows with the highlight over the passage; page
+through, download the original; the phone layout; a user who may not query the domain
+gets 404 for the same URLs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from playwright.sync_api import expect
+
+from domains.models import Domain
+from ingestion.models import IngestionJob, StagedFile
+from ingestion.runs.ingest import ingest
+
+from .browser import PHONE, browser_page, screenshot, sign_in
+from .chat_world import GROUP, in_thread, world  # noqa: F401
+from .live_daphne import LiveDaphne
+from .pdf_factory import paper
+
+pytestmark = pytest.mark.django_db
+QUESTION = "How much did firing rates change after stimulation?"
+
+# The highlight boxes of the page shown, relative to the image, and how many dark pixels
+# the image has under each (read back from a canvas: the page as rendered).
+MEASURE = """() => {
+  const img = document.querySelector('#source-view .page-image');
+  const frame = img.getBoundingClientRect();
+  const canvas = document.createElement('canvas');
+  canvas.width = img.naturalWidth; canvas.height = img.naturalHeight;
+  const context = canvas.getContext('2d');
+  context.drawImage(img, 0, 0);
+  return [...document.querySelectorAll('#source-view .highlight')].map((box) => {
+    const r = box.getBoundingClientRect();
+    const rel = [(r.left - frame.left) / frame.width, (r.top - frame.top) / frame.height,
+                 (r.right - frame.left) / frame.width, (r.bottom - frame.top) / frame.height];
+    const x = Math.round(rel[0] * canvas.width), y = Math.round(rel[1] * canvas.height);
+    const w = Math.round((rel[2] - rel[0]) * canvas.width), h = Math.round((rel[3] - rel[1]) * canvas.height);
+    const pixels = context.getImageData(x, y, w, h).data;
+    let dark = 0;
+    for (let i = 0; i < pixels.length; i += 4) if (pixels[i] + pixels[i + 1] + pixels[i + 2] < 300) dark++;
+    return { rel, dark };
+  });
+}"""
+
+
+@pytest.fixture
+def lab_papers(world, tmp_path):
+    """paper.pdf ingested as the committed domain ``wspapers``, open to GROUP only."""
+    root = tmp_path / "wspapers"
+    root.mkdir()
+    paper(root / "paper.pdf")
+
+    def create():
+        from django.contrib.auth.models import Group
+
+        Domain.objects.filter(name="wspapers").delete()
+        domain = Domain.objects.create(name="wspapers", description="Lab papers: spiking neurons, firing rates.")
+        domain.allowed_groups.add(Group.objects.get(name=GROUP))
+        return ingest(root, "wspapers-store", "wspapers", mirror=True)
+
+    def remove():
+        Domain.objects.filter(name="wspapers").delete()
+        IngestionJob.objects.filter(arguments__directory=str(root)).delete()
+        StagedFile.objects.filter(directory=str(root)).delete()
+
+    in_thread(create)
+    try:
+        yield root
+    finally:
+        in_thread(remove)
+
+
+def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(world, lab_papers, tmp_path):
+    frames: list[dict] = []
+    cache = tmp_path / "page-cache"
+    with LiveDaphne(tmp_path / "daphne.log", KLEA_PAGE_CACHE_DIR=str(cache)) as server:
+        with browser_page() as page:
+            page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(json.loads(data))))
+            sign_in(page, server, world.alice)
+            page.get_by_label("wspapers").check()
+            page.get_by_label("Your question").fill(QUESTION)
+            page.get_by_label("Your question").press("Enter")
+            expect(page.locator(".message.assistant.streaming")).to_have_count(0)
+            references = next(f for f in frames if f["type"] == "references")["references"]
+            reference = references[0]
+            chunk = reference["chunks"][0]
+            assert (reference["file_name"], chunk["pages"]) == ("paper.pdf", [2, 2])
+            assert chunk["text"] == "Firing rates doubled after stimulation."
+            expect(page.locator(".reference .ref-file").first).to_have_text(
+                f"wspapers · paper.pdf · p. {reference['pages'][0]}–{reference['pages'][1]}"
+                if reference["pages"][0] != reference["pages"][1] else "wspapers · paper.pdf · p. 2")
+
+            # click [1]: the dialog shows page 2 with the passage's line highlighted
+            page.locator(".message.assistant .text button.cite").first.click()
+            view = page.locator("#source-view")
+            expect(view).to_be_visible()
+            expect(view.locator(".source-title")).to_have_text("Spiking neurons in cortex")
+            expect(view.locator(".source-where")).to_have_text("Page 2 of 2 · cited passage highlighted")
+            expect(view.locator(".page-frame.loaded")).to_have_count(1)
+            expect(view.locator(".source-prev")).to_be_enabled()
+            expect(view.locator(".source-next")).to_be_disabled()
+            (box,) = [b for b in chunk_boxes(page, chunk["chunk_id"]) if b[0] == 2]
+            (shown,) = page.evaluate(MEASURE)
+            assert shown["rel"] == pytest.approx(box[1:], abs=0.004)
+            assert shown["dark"] > 100  # printed text under the highlight
+            screenshot(page, "source-view-desktop")
+
+            # previous page: no highlight there; the download is the original file
+            view.locator(".source-prev").click()
+            expect(view.locator(".source-where")).to_have_text("Page 1 of 2")
+            expect(view.locator(".page-frame.loaded")).to_have_count(1)
+            assert view.locator(".highlight").count() == 0
+            href = view.locator(".source-download").get_attribute("href")
+            download = page.request.get(f"{server.url}{href}")
+            assert download.body() == (lab_papers / "paper.pdf").read_bytes()
+
+            # Escape closes it and gives the focus back to reference 1
+            page.keyboard.press("Escape")
+            expect(view).to_be_hidden()
+            expect(page.locator(".reference").first).to_be_focused()
+
+            # on a phone: the view fills the screen, the page fits its width
+            page.set_viewport_size(PHONE)
+            page.locator(".message.assistant .text button.cite").first.click()
+            expect(view.locator(".page-frame.loaded")).to_have_count(1)
+            width = page.evaluate("document.querySelector('#source-view').getBoundingClientRect().width")
+            image = page.evaluate("document.querySelector('#source-view .page-image').getBoundingClientRect().width")
+            assert width <= 390 and image <= 390 and page.evaluate("document.documentElement.scrollWidth") <= 390
+            (shown,) = page.evaluate(MEASURE)
+            assert shown["rel"] == pytest.approx(box[1:], abs=0.006) and shown["dark"] > 20
+            screenshot(page, "source-view-phone")
+            view.locator(".source-close").click()
+            expect(view).to_be_hidden()
+        # one folder per file version; pages at the widths the screens asked for (device pixel ratio 1)
+        assert sorted(p.name for p in next(cache.iterdir()).iterdir()) == ["1-1200.jpg", "2-1200.jpg", "2-480.jpg"]
+
+        # bob may not query wspapers: its chunk, page and file are the same 404 as a missing one
+        with browser_page() as page:
+            sign_in(page, server, world.bob)
+            chunk_id, document_id = chunk["chunk_id"], reference["document_id"]
+            for url, name, number in [(f"/api/chunks/{chunk_id}/source", "chunk", chunk_id),
+                                      (f"/api/documents/{document_id}/pages/2", "document", document_id),
+                                      (f"/api/documents/{document_id}/file", "document", document_id)]:
+                response = page.request.get(f"{server.url}{url}")
+                assert (response.status, response.json()) == (
+                    404, {"error": {"code": "not_found", "message": f"no {name} {number}"}})
+            page.goto(f"{server.url}/api/chunks/{chunk_id + 100000}/source")
+            assert json.loads(page.locator("body").inner_text()) == {
+                "error": {"code": "not_found", "message": f"no chunk {chunk_id + 100000}"}}
+    assert "Traceback" not in (tmp_path / "daphne.log").read_text()
+    shutil.rmtree(cache, ignore_errors=True)
+
+
+def chunk_boxes(page, chunk_id: int) -> list:
+    return page.evaluate(f"fetch('/api/chunks/{chunk_id}/source').then((r) => r.json()).then((j) => j.boxes)")

@@ -1,0 +1,129 @@
+"""Klea as an MCP server, driven by the ``mcp`` SDK's own client: over streamable HTTP at
+/mcp/ on a live daphne (Bearer tokens, per-user domains, revocation) and over stdio
+(``manage.py mcp --user``). Tools: list_domains, search, ask; read-only; typed errors."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import asynccontextmanager
+
+import httpx
+import pytest
+from django.conf import settings
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from chat import tokens
+
+from .chat_world import SECRET_TEXT, in_thread, world  # noqa: F401
+from .live_daphne import LiveDaphne, database_url
+
+pytestmark = pytest.mark.django_db
+ZORBLAX = "How long does the Zorblax protein take to fold?"
+TIMEOUT = 60
+
+
+@asynccontextmanager
+async def http_session(server: LiveDaphne, token: str):
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"},
+                                    timeout=httpx.Timeout(TIMEOUT, read=TIMEOUT))
+    async with client, streamable_http_client(f"{server.url}/mcp/", http_client=client) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+def ws_names(result) -> list[str]:
+    return [d["name"] for d in result.structuredContent["domains"] if d["name"].startswith("ws")]
+
+
+def error_text(result) -> str:
+    assert result.isError
+    return result.content[0].text
+
+
+async def check_tools(session: ClientSession, member: bool) -> None:
+    """The same checks over either transport; ``member``: the user is in the lab group."""
+    listed = await session.list_tools()
+    assert sorted(t.name for t in listed.tools) == ["ask", "list_domains", "search"]
+    assert all(t.annotations.readOnlyHint and not t.annotations.destructiveHint for t in listed.tools)
+    search_schema = next(t for t in listed.tools if t.name == "search").inputSchema
+    assert sorted(search_schema["required"]) == ["domain", "query"]
+
+    domains = await session.call_tool("list_domains", {})
+    assert ws_names(domains) == (["wsarrays", "wsneuro", "wssecret"] if member else ["wsarrays", "wsneuro"])
+    neuro = next(d for d in domains.structuredContent["domains"] if d["name"] == "wsneuro")
+    assert [f["name"] for f in neuro["filter_fields"]] == ["authors", "year"]
+
+    if member:
+        found = (await session.call_tool("search", {"domain": "wssecret", "query": "Zorblax folding", "k": 2}))
+        [hit] = found.structuredContent["results"]
+        assert (hit["rank"], hit["score_label"], hit["file_name"], hit["title"], hit["headings"], hit["text"]) == (
+            1, "high", "zorblax.md", "Zorblax folding notes", ["Notes", "Folding"], SECRET_TEXT)
+        assert found.structuredContent["warnings"] == []
+        answer = (await session.call_tool("ask", {"question": ZORBLAX, "domain": "wssecret"})).structuredContent
+        assert answer["answer"].endswith("\n\nSources:\n- [1] Zorblax folding notes (zorblax.md — Notes > Folding)")
+        assert (answer["route"], answer["domains"], answer["references"][0]["file_name"]) == (
+            "domains", ["wssecret"], "zorblax.md")
+    else:
+        # a domain the user may not query is a missing one: no search, no chunks, no answer from it
+        for tool, arguments in [("search", {"domain": "wssecret", "query": "Zorblax"}),
+                                ("search", {"domain": "nowhere", "query": "Zorblax"}),
+                                ("ask", {"question": ZORBLAX, "domain": "wssecret"})]:
+            name = arguments["domain"]
+            assert error_text(await session.call_tool(tool, arguments)) == (
+                f"unknown_domain: no domain named {name!r} is available to you")
+        answer = (await session.call_tool("ask", {"question": ZORBLAX})).structuredContent
+        assert "wssecret" not in answer["domains"] and SECRET_TEXT not in answer["answer"]
+
+    # typed errors
+    found = await session.call_tool("search", {"domain": "wsneuro", "query": "spiking", "k": 99})
+    assert error_text(found) == "bad_request: \"k\" must be an integer from 1 to 10 (the domain's k_max)"
+    assert found.structuredContent == {"error": {
+        "code": "bad_request", "message": "\"k\" must be an integer from 1 to 10 (the domain's k_max)"}}
+    assert error_text(await session.call_tool("search", {"domain": "wsneuro", "query": "  "})) == (
+        'bad_request: "query" must be a non-empty string')
+    assert error_text(await session.call_tool("ask", {"question": "x" * 70_000})) == (
+        'too_large: "question" is longer than 65536 bytes')
+    found = await session.call_tool("search", {"domain": "wsneuro", "query": "spiking",
+                                               "filters": {"year": {"$nope": 1}}})
+    assert error_text(found).startswith("bad_filter: ")
+    found = await session.call_tool("search", {"domain": "wsneuro", "query": "cheap spiking neuron model",
+                                               "filters": {"year": {"$gte": 2000}}})
+    assert [(h["file_name"], h["year"]) for h in found.structuredContent["results"]] == [("izhikevich.md", 2003)]
+
+
+@pytest.mark.asyncio
+async def test_over_streamable_http_with_tokens(world, tmp_path):
+    row, bob = in_thread(tokens.create_token, world.bob, "agent")
+    _, alice = in_thread(tokens.create_token, world.alice, "agent")
+    log = tmp_path / "daphne.log"
+    with LiveDaphne(log) as server:
+        async with http_session(server, alice) as session:
+            await check_tools(session, member=True)
+        async with http_session(server, bob) as session:
+            await check_tools(session, member=False)
+        async with httpx.AsyncClient() as client:
+            response = await client.post(f"{server.url}/mcp/", json={})
+            assert (response.status_code, response.json()["error"]["code"]) == (401, "not_authenticated")
+            in_thread(tokens.revoke, row)
+            response = await client.post(f"{server.url}/mcp/", json={}, headers={"Authorization": f"Bearer {bob}"})
+            assert (response.status_code, response.json()["error"]["code"]) == (401, "invalid_token")
+            response = await client.post(f"{server.url}/mcp/", json={}, headers={"Host": "evil.example"})
+            assert response.status_code == 400
+    assert "Traceback" not in log.read_text()
+
+
+@pytest.mark.asyncio
+async def test_over_stdio_as_a_chosen_user(world):
+    env = {**os.environ, "DATABASE_URL": database_url(), "REDIS_URL": "", "KLEA_LLM_BACKEND": "extractive",
+           "KLEA_RAG_GUARD_MODEL": "", "KLEA_EMBEDDING_CACHE_DIR": str(settings.KLEA_EMBEDDING_CACHE_DIR)}
+    for user, member in (("ws-alice", True), ("ws-bob", False)):
+        params = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp", "--user", user],
+                                       env=env, cwd=str(settings.BASE_DIR))
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await check_tools(session, member=member)
