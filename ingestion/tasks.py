@@ -20,7 +20,7 @@ from domains.models import Store
 from ingestion.options import IngestOptions
 from ingestion.outcomes import FileOutcome
 from ingestion.runs import jobs
-from ingestion.runs.steps import run_file
+from ingestion.runs.steps import recording_pages, run_file
 
 from .models import IngestionJob
 
@@ -42,7 +42,7 @@ def ingest_file(self, job_id: int, step: str, directory: str, file_name: str, st
         logger.warning("ingestion job %s is gone; %s not processed", job_id, file_name)
         return "missing-job"
     try:
-        outcome = run_file(step, directory, file_name, store_id, options)
+        outcome = run_file(step, directory, file_name, store_id, options, on_page=recording_pages(job_id))
     except (OperationalError, InterfaceError):
         if self.request.retries >= self.max_retries:
             outcome = FileOutcome(file_name, "failed", error=f"{file_name}: database unavailable", reason="database")
