@@ -93,6 +93,20 @@ def test_pdf_blocks_carry_their_line_boxes_as_fractions_of_the_page(tmp_path):
     assert [box.page for box in results.boxes] == [2]
 
 
+def test_ocr_lines_of_a_scan_give_the_same_boxes_as_the_text_layer(tmp_path):
+    from ingestion.convert import OcrConfig, convert_file
+
+    from .pdf_factory import scan_of
+
+    text = convert_pdf(paper(tmp_path / "paper.pdf"), pipeline="native").blocks
+    scan = convert_file(scan_of(tmp_path / "paper.pdf", tmp_path / "scan.pdf"), ocr_config=OcrConfig(workers=2)).blocks
+    assert [b.text for b in scan] == [b.text for b in text]
+    for printed, ocr in zip(text, scan):
+        assert [(box.page, box.start, box.end) for box in ocr.boxes] == [(box.page, box.start, box.end) for box in printed.boxes]
+        for a, b in zip(printed.boxes, ocr.boxes):  # glyph boxes vs ink boxes: within 1.5 % of the page
+            assert a.box == pytest.approx(b.box, abs=0.015)
+
+
 def test_a_block_split_over_two_chunks_gives_each_chunk_only_its_own_lines():
     sentence = "One two three four five six seven eight nine ten."
     text = " ".join([sentence] * 4)
