@@ -214,7 +214,7 @@ def test_the_bibliographic_tiers_read_page_one_of_the_shared_scans(scans):
         "_sources": ["layout-regex", "ocr"],
     }
     assert found["severens_asih_scan.pdf"] == {
-        "title": "Hydrogen incorporation in a-Si:H -growth studies on an Expanding Thermal Plasma",
+        "title": "Hydrogen incorporation in a-Si:H - growth studies on an Expanding Thermal Plasma",
         "authors": ["RJ. Severens", "F. van de Pas", "J. Bastiaanssen", "W.M.M. Kessels"],
         "_metadata_complete": False,
         "_sources": ["layout-regex", "ocr"],
@@ -233,7 +233,7 @@ def test_a_shared_scan_is_chunked_with_its_metadata(db, tmp_path, settings):
     staged = StagedFile.objects.get(directory=str(folder))
     default = staged.metadata_map["DEFAULT"]
     assert (default["title"], default["_sources"]) == (
-        "Hydrogen incorporation in a-Si:H -growth studies on an Expanding Thermal Plasma", ["layout-regex", "ocr"]
+        "Hydrogen incorporation in a-Si:H - growth studies on an Expanding Thermal Plasma", ["layout-regex", "ocr"]
     )
     text = " ".join(chunk["text"] for chunk in staged.chunks)
     assert "In order to understand the possible contribution of the flux of atomic" in text
