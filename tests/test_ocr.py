@@ -78,6 +78,11 @@ def test_a_scan_of_a_text_pdf_reads_like_its_text_layer(scans):
     )
     assert (scanned.pages, scanned.warnings, scanned.metadata["ocr"]["pages"]) == (2, [], [1, 2])
     assert progress == [(1, 2), (2, 2)]
+    # Provenance: each block's lines have the boxes of the printed lines, as from the text layer.
+    for ocr_block, text_block in zip(scanned.blocks, text.blocks):
+        assert [(b.start, b.end, b.page) for b in ocr_block.boxes] == [(b.start, b.end, b.page) for b in text_block.boxes]
+        for ocr_box, text_box in zip(ocr_block.boxes, text_block.boxes):
+            assert max(abs(a - b) for a, b in zip(ocr_box.box, text_box.box)) < 0.002  # under 1.7 pt on A4
     # OCR lines carry boxes in PDF points (origin bottom-left) like text-layer lines.
     lines, height = scanned.metadata["ocr"]["page_one"]
     assert round(height) == 842
