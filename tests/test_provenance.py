@@ -8,9 +8,11 @@ material, ``manage.py ask`` lines and the Python API's citations (real Postgres)
 
 from __future__ import annotations
 
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
 from chat.console import reference_lines
 from chat.pipeline.references import reference_list, source_line
@@ -185,8 +187,9 @@ def test_reference_material_and_reference_items_name_the_pages():
     assert item["pages"] == [4, 7]
     assert [(c["pages"], c["lines"], c["anchor"]) for c in item["chunks"]] == [([4, 5], None, ""), ([7, 7], None, ""),
                                                                               (None, None, "")]
-    assert reference_lines([item])[0] == "[1] paper.pdf, p. 4–7 — Results; Notes"
-    assert source_line(item) == "[1] Paper (paper.pdf, p. 4–7 — Results; Notes)"
+    # each heading chain once with its chunks' pages; pages of chunks without headings after the file
+    assert reference_lines([item])[0] == "[1] paper.pdf, p. 7 — Results (p. 4–5); Notes"
+    assert source_line(item) == "[1] Paper (paper.pdf, p. 7 — Results (p. 4–5); Notes)"
 
 
 @pytest.mark.django_db
@@ -209,7 +212,12 @@ def test_provenance_is_stored_retrieved_and_carried_to_references_and_citations(
     assert [(c.text, c.pages) for c in found.results] == [("Firing rates doubled after stimulation.", [2, 2])]
     (item,) = reference_list(group_sources(found.results))
     assert (item["file_name"], item["pages"], item["chunks"][0]["pages"]) == ("paper.pdf", [2, 2], [2, 2])
-    assert reference_lines([item])[0] == "[1] paper.pdf, p. 2 — 3 Results"
+    assert reference_lines([item])[0] == "[1] paper.pdf — 3 Results (p. 2)"
+
+    out = StringIO()
+    call_command("ask", "Did firing rates double after stimulation?", "--domain", "prov", "--quiet", stdout=out)
+    (line,) = [line for line in out.getvalue().splitlines() if line.startswith("[1] paper.pdf — ")]
+    assert "3 Results (p. 2)" in line.split(" — ")[1].split("; ")  # the other chunks retrieved follow
 
     knowledge = Knowledge(store="prov-store", domain="prov")
     (pdf_item,) = knowledge.search("firing rates doubled after stimulation", top_k=1)
