@@ -255,6 +255,17 @@ KLEA_CONVERT_TIMEOUT = env.float("KLEA_CONVERT_TIMEOUT", default=1800.0)
 KLEA_PDF_PIPELINE = env("KLEA_PDF_PIPELINE", default="auto")
 # Where admin uploads are kept (one folder per store); they are the documents' sources.
 KLEA_UPLOAD_DIR = Path(env("KLEA_UPLOAD_DIR", default=str(VAR_DIR / "uploads")))
+# Where uploads travel between web and worker processes (ingestion/blobs.py): the
+# database by default, so machines share only DATABASE_URL and REDIS_URL; any Django
+# storage backend (its OPTIONS from KLEA_UPLOAD_STORAGE_OPTIONS, JSON) otherwise.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "uploads": {
+        "BACKEND": env("KLEA_UPLOAD_STORAGE", default="ingestion.blobs.DatabaseStorage"),
+        "OPTIONS": env.json("KLEA_UPLOAD_STORAGE_OPTIONS", default={}),
+    },
+}
 # Rendered PDF pages of the chat's source view (docs/api.md, "The source view"), one
 # folder per file version; safe to delete at any time.
 KLEA_PAGE_CACHE_DIR = Path(env("KLEA_PAGE_CACHE_DIR", default=str(VAR_DIR / "page-cache")))
