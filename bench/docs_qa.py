@@ -27,8 +27,7 @@ django.setup()
 
 from asgiref.sync import async_to_sync  # noqa: E402
 
-from chat.backends import extractive  # noqa: E402
-from chat.backends.extractive import ExtractiveBackend  # noqa: E402
+from chat.backends.extractive import ExtractiveBackend, routing  # noqa: E402
 from chat.pipeline import TurnRequest, ask  # noqa: E402
 from domains import embeddings  # noqa: E402
 from domains.models import Domain  # noqa: E402
@@ -51,14 +50,14 @@ def main() -> None:
             ttft.append(result.done.ttft_ms)
             if expected not in files:
                 print(f"  miss: {question!r} expected {expected}, cited {files}")
-            scores = extractive.score_domains(embeddings.embed_query(question), allowed)
+            scores = routing.score_domains(embeddings.embed_query(question), allowed)
             in_scores.append(next(s.score for s in scores if s.domain.name == domain))
         print(f"{domain}: routed {routed}/{len(questions)}, cites the answering file {cited}/{len(questions)}")
     refused = 0
     for question in OFF_TOPIC_QUESTIONS:
         result = async_to_sync(ask)(TurnRequest(question, domains=allowed), backend=ExtractiveBackend())
         refused += result.answer.route == "refused"
-        off_scores.append(extractive.score_domains(embeddings.embed_query(question), allowed)[0].score)
+        off_scores.append(routing.score_domains(embeddings.embed_query(question), allowed)[0].score)
     print(f"off-topic: refused {refused}/{len(OFF_TOPIC_QUESTIONS)}")
     # Each question forced into the other domain (the user's domain pick): its sources do
     # not answer it, and the answer should say so rather than quote them.
@@ -71,7 +70,7 @@ def main() -> None:
     total = len(NEUROML_QUESTIONS) + len(XARRAY_QUESTIONS)
     print(f"asked in the other domain: says no source answers {declined}/{total}")
     print(f"classifier: in-domain score min {min(in_scores):.3f}, off-topic max {max(off_scores):.3f} "
-          f"(threshold {extractive.CLASSIFY_THRESHOLD})")
+          f"(threshold {routing.CLASSIFY_THRESHOLD})")
     print(f"time to first token: median {statistics.median(ttft):.0f} ms, max {max(ttft):.0f} ms")
 
 

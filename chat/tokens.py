@@ -146,7 +146,7 @@ class BearerTokenWebsocketMiddleware:
         return await self.inner(scope, receive, send)
 
 
-def user_for_scope_sync(headers: dict[bytes, bytes]):
+def user_for_headers(headers: dict[bytes, bytes]):
     """For ASGI apps outside Django (the MCP endpoint): the token's user, None for a
     bad token, AnonymousUser without a Bearer header."""
     token = bearer(headers.get(b"authorization", b"").decode("latin-1"))

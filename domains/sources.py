@@ -29,6 +29,9 @@ from .models import Chunk, Document
 # that is at least as wide as asked (the largest for anything wider), so few sizes are
 # cached per page and each is sharp on the screen that asked.
 PAGE_WIDTHS = (480, 800, 1200, 1600)
+# A page taller than this many times its image width (a scroll, a poster strip) is drawn
+# narrower, so one page never costs more than width x 4 width pixels of memory.
+MAX_ASPECT = 4
 JPEG_QUALITY = 85  # page images as JPEG: about 10x faster to encode than PNG, a third smaller
 # A text section longer than this shows only the chunk and this many lines either side.
 MAX_SECTION_LINES = 400
@@ -105,7 +108,8 @@ def _cache_path(document: Document, page: int, width: int) -> Path:
 
 
 def render_page(document: Document, page: int, width: int | None = None) -> PageImage:
-    """Page ``page`` (1-based) of a PDF document as a JPEG ``page_width(width)`` pixels wide.
+    """Page ``page`` (1-based) of a PDF document as a JPEG ``page_width(width)`` pixels
+    wide (narrower for a page more than MAX_ASPECT times taller than wide).
 
     :raises ValueError: not a PDF, or no such page (the message says how many there are).
     :raises SourceUnavailable: the file is missing or changed since ingestion.
@@ -127,8 +131,9 @@ def render_page(document: Document, page: int, width: int | None = None) -> Page
                 raise ValueError(f"{document.file_name} has pages 1 to {len(pdf)}, not {page}")
             pdf_page = pdf[page - 1]
             try:
-                points_wide, _ = pdf_page.get_size()
-                image = pdf_page.render(scale=width / points_wide).to_pil()
+                points_wide, points_high = pdf_page.get_size()
+                scale = min(width / points_wide, MAX_ASPECT * width / max(points_high, 1.0))
+                image = pdf_page.render(scale=scale).to_pil()
             finally:
                 pdf_page.close()
         finally:

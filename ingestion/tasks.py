@@ -21,7 +21,7 @@ from ingestion.blobs import materialise
 from ingestion.options import IngestOptions
 from ingestion.outcomes import FileOutcome
 from ingestion.runs import jobs
-from ingestion.runs.steps import run_file
+from ingestion.runs.steps import recording_pages, run_file
 
 from .models import IngestionJob
 
@@ -48,7 +48,7 @@ def ingest_file(self, job_id: int, step: str, directory: str, file_name: str, st
     try:
         if upload:
             directory = str(materialise(upload))
-        outcome = run_file(step, directory, file_name, store_id, options)
+        outcome = run_file(step, directory, file_name, store_id, options, on_page=recording_pages(job_id))
     except (OperationalError, InterfaceError):
         if self.request.retries >= self.max_retries:
             outcome = FileOutcome(file_name, "failed", error=f"{file_name}: database unavailable", reason="database")

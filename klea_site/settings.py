@@ -253,6 +253,11 @@ KLEA_CONVERT_TIMEOUT = env.float("KLEA_CONVERT_TIMEOUT", default=1800.0)
 # standard, or native (model-free). DOCLING_DEVICE / DOCLING_NUM_THREADS (default 4)
 # are read from the environment by the conversion process.
 KLEA_PDF_PIPELINE = env("KLEA_PDF_PIPELINE", default="auto")
+# OCR of image pages on the model-free path (Tesseract): cached per file content hash;
+# a page slower than the limit fails alone; pages at once (0 = the core count).
+KLEA_OCR_CACHE_DIR = Path(env("KLEA_OCR_CACHE_DIR", default=str(VAR_DIR / "ocr-cache")))
+KLEA_OCR_PAGE_TIMEOUT = env.float("KLEA_OCR_PAGE_TIMEOUT", default=120.0)
+KLEA_OCR_WORKERS = env.int("KLEA_OCR_WORKERS", default=0)
 # Where admin uploads are kept (one folder per store); they are the documents' sources.
 KLEA_UPLOAD_DIR = Path(env("KLEA_UPLOAD_DIR", default=str(VAR_DIR / "uploads")))
 # Where uploads travel between web and worker processes (ingestion/blobs.py): the

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from chat.backends.structured import strip_think  # noqa: F401  (re-exported: one home)
+
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 # [1] [1, 2] [1; 2] [Source 3] [source document 1, 2]; at most 40 characters.
 _CITATION = re.compile(r"\[(?:sources?\s*(?:documents?\s*)?)?(\d+(?:\s*[,;]\s*\d+)*)\]", re.IGNORECASE)
@@ -138,10 +140,3 @@ class AnswerCleaner:
             self._started = bool(joined)
         return joined
 
-
-_THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
-
-
-def strip_think(text: str) -> str:
-    """``text`` without ``<think>...</think>`` blocks (an unclosed one runs to the end)."""
-    return _THINK_BLOCK.sub("", text).strip()

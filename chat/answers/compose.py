@@ -1,13 +1,13 @@
 """Compose one answer: the one place that asks a backend for an answer's text.
 
-A generative backend gets the caller's ``messages`` (its prompt holds the material's
-text) and its reply passes through :class:`~chat.answers.citations.AnswerCleaner`; the
-extractive backend quotes the material's sources
-(:class:`chat.backends.extractive.Composer`), citing them through the same cleaner, and
-when nothing in them is close enough to the question the caller's ``fallback`` text
-is the answer. Either way the pieces that come out are final text, and ``cited`` says
-which sources the answer cites, in order of first citation. docs/pipeline.md, "The
-answer core".
+The backend answers an :class:`~chat.backends.base.AnswerTask` (its
+:meth:`~chat.backends.base.LLMBackend.answer`): a model backend reads the caller's
+``messages`` (its prompt holds the material's text) and its reply passes through the
+task's :class:`~chat.answers.citations.AnswerCleaner`; the extractive backend quotes the
+material's sources, citing them through the same cleaner. When the backend finds nothing
+in the sources that answers, the caller's ``fallback`` text is the answer. Either way the
+pieces that come out are final text, and ``cited`` says which sources the answer cites,
+in order of first citation. docs/pipeline.md, "The answer core".
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 
-from chat.backends.base import LLMBackend, Message
+from chat.backends.base import AnswerTask, LLMBackend, Message
 from domains import embeddings
 
 from .citations import AnswerCleaner
@@ -34,10 +34,6 @@ async def cleaned(pieces: AsyncIterable[str], cleaner: AnswerCleaner) -> AsyncIt
                 yield text
     if text := cleaner.close():
         yield text
-
-
-async def _whole(reply: Callable[[], Awaitable[str]]) -> AsyncIterator[str]:
-    yield await reply()
 
 
 class Composition:
@@ -100,31 +96,22 @@ class Composition:
     async def pieces(self, *, stream: bool = True) -> AsyncIterator[str]:
         """The answer as clean text pieces.
 
-        :param stream: ask a generative backend for a stream (else one reply).
+        :param stream: ask a model for a stream (else one reply).
         :raises BackendError: the model server failed (possibly after some pieces).
         """
-        if self.backend.generative:
-            if stream:
-                raw = self.backend.stream(self.messages, model=self.model)
-            else:
-                raw = _whole(lambda: self.backend.chat(self.messages, model=self.model))
-            async for piece in cleaned(raw, self.cleaner):
-                yield piece
-            return
-        async for piece in self._extractive():
-            yield piece
-
-    async def _extractive(self) -> AsyncIterator[str]:
-        from chat.backends.extractive import Composer
-
-        if self.vector is not None:
-            vector = await self.vector()
-        else:
-            vector = await asyncio.to_thread(embeddings.embed_query, self.question)
+        task = AnswerTask(self.question, self.material.sources, self.messages, vector=self._vector,
+                          citer=self.cleaner, model=self.model, stream=stream)
         spoke = False
-        async for piece in Composer(vector, self.material.sources, self.question).pieces(self.cleaner.cite):
-            spoke = True
-            yield piece
+        async with aclosing(self.backend.answer(task)) as answer:  # a model's HTTP stream closes with it
+            async for piece in answer:
+                spoke = True
+                if piece:
+                    yield piece
         if not spoke and self.fallback is not None:
             self.declined = True
             yield self.fallback(self.cleaner.cite)
+
+    async def _vector(self):
+        if self.vector is not None:
+            return await self.vector()
+        return await asyncio.to_thread(embeddings.embed_query, self.question)

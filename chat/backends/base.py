@@ -1,5 +1,10 @@
 """The contract every LLM backend keeps: chat (optionally JSON-schema constrained),
-stream, embed, and (optionally) tool choice. A setting picks one (``KLEA_LLM_BACKEND``, see :func:`chat.backends.get_backend`).
+stream, embed, (optionally) tool choice, and the pipeline's three jobs as methods:
+:meth:`LLMBackend.classify`, :meth:`LLMBackend.answer`, :meth:`LLMBackend.summarise`.
+A model backend does them by prompting its model (the prompts come with the task, built
+by the pipeline); the extractive backend by its own model-free means. Callers never ask
+which kind of backend they hold; the capability flags say what only a model can do.
+A setting picks one (``KLEA_LLM_BACKEND``, see :func:`chat.backends.get_backend`).
 
 Messages are plain dicts ``{"role": "system" | "user" | "assistant", "content": str}``.
 Every failure to reach or use the model server is a :class:`BackendError` with a stable
@@ -9,8 +14,10 @@ Every failure to reach or use the model server is a :class:`BackendError` with a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from .structured import ask_json, strip_think
 
 Message = dict[str, str]
 
@@ -61,11 +68,77 @@ class NotSupported(BackendError):
     code = "not_supported"
 
 
+@dataclass(frozen=True)
+class ClassifyTask:
+    """Which of ``domains`` a question belongs to.
+
+    ``messages``: the prompt for a model (reply: JSON following ``schema``);
+    ``validate``: the parsed reply -> list of names (raises ValueError on a bad shape);
+    ``vector``: returns the question's embedding, shape (384,) (computed once per turn).
+    """
+
+    question: str
+    domains: Sequence  # domains.models.Domain rows the user may query
+    messages: Sequence[Message]
+    schema: dict
+    validate: Callable[[object], list]
+    vector: Callable[[], Awaitable]
+
+
+@dataclass(frozen=True)
+class Classification:
+    """``domains``: names, best first, possibly not all valid (the caller cleans them);
+    [] = none fits. ``note``: how it went (e.g. " (retried once)"); ``scores``: the
+    routed domains' evidence scores when the backend has them."""
+
+    domains: list[str]
+    note: str = ""
+    scores: dict[str, float] | None = None
+
+
+class Citer:
+    """How answer text gets its citation markers. A model's own markers pass through
+    :meth:`feed` / :meth:`close`; a backend quoting sources itself calls :meth:`cite`.
+    This default keeps text as it is and marks source n as ``[n]``."""
+
+    def feed(self, piece: str) -> str:
+        return piece
+
+    def close(self) -> str:
+        return ""
+
+    def cite(self, number: int) -> str:
+        return f"[{number}]"
+
+
+@dataclass(frozen=True)
+class AnswerTask:
+    """An answer to ``question`` from numbered sources.
+
+    ``sources``: :class:`domains.retrieval.Source`-like objects (``number``, ``chunks``
+    best first, each with ``text``, ``score`` in [0, 1] and ``headings``);
+    ``messages``: the prompt for a model (the same sources as reference material);
+    ``citer``: makes the final text's citation markers; ``vector``: as in ClassifyTask;
+    ``model``: overrides the chat model; ``stream``: False asks a model for the whole
+    reply at once (one piece).
+    """
+
+    question: str
+    sources: Sequence
+    messages: Sequence[Message]
+    vector: Callable[[], Awaitable]
+    citer: Citer = field(default_factory=Citer)
+    model: str | None = None
+    stream: bool = True
+
+
 class LLMBackend(ABC):
     """A chat model server (or the model-free stand-in).
 
-    ``generative`` is False for a backend that cannot write free text; the pipeline
-    then uses its model-free strategies (see :mod:`chat.backends.extractive`).
+    What only a model can do, the flags say (the pipeline skips it otherwise):
+    ``can_modify_query`` (write search queries), ``can_review`` (score an answer),
+    ``can_compose`` (write text of its own: rewrite an answer, answer from general
+    knowledge).
 
     Usage::
 
@@ -77,7 +150,9 @@ class LLMBackend(ABC):
     """
 
     name = "base"
-    generative = True
+    can_modify_query = True
+    can_review = True
+    can_compose = True
     supports_tools = False
 
     @property
@@ -123,6 +198,43 @@ class LLMBackend(ABC):
 
         :raises BackendError: as :meth:`chat`.
         """
+
+    async def classify(self, task: ClassifyTask) -> Classification:
+        """The domains the question belongs to: the model answers ``task.messages``.
+
+        :raises BackendError: the server failed (an invalid reply twice is ``[]``).
+        """
+        values, invalid = await ask_json(self, task.messages, task.schema, task.validate)
+        note = " (invalid JSON twice)" if values is None else " (retried once)" if invalid else ""
+        return Classification(list(values or []), note)
+
+    async def answer(self, task: AnswerTask) -> AsyncIterator[str]:
+        """The answer as final text pieces (citations made by ``task.citer``). A model's
+        reply is its answer, even an empty one (one ``""`` piece: the caller's checks
+        judge it); a backend that finds nothing in the sources yields no piece at all.
+
+        :raises BackendError: possibly after some pieces.
+        """
+        if not task.stream:
+            yield task.citer.feed(await self.chat(task.messages, model=task.model)) + task.citer.close()
+            return
+        spoke = False
+        stream = self.stream(task.messages, model=task.model)
+        try:
+            async for piece in stream:
+                if text := task.citer.feed(piece):
+                    spoke = True
+                    yield text
+        finally:
+            await stream.aclose()  # closes the HTTP stream: the server stops generating
+        text = task.citer.close()
+        if text or not spoke:
+            yield text
+
+    async def summarise(self, summary: str, messages: Sequence[dict], prompt: Sequence[Message]) -> str:
+        """The running summary with ``messages`` (``{"role", "content"}``) folded in;
+        a model answers ``prompt``. :raises BackendError: the server failed."""
+        return strip_think(await self.chat(prompt))
 
     async def choose_tools(
         self, messages: Sequence[Message], tools: Sequence[dict], *, model: str | None = None

@@ -44,7 +44,7 @@ class Options:
 
     retrieval_left: int = 0
     rewrite_left: int = 0
-    can_modify_query: bool = False  # False on the extractive backend (the query is the question)
+    can_modify_query: bool = False  # the backend writes search queries (the extractive one searches with the question)
     can_grow_k: bool = False
     can_rewrite: bool = False
     can_fallback: bool = False

@@ -1,14 +1,14 @@
 """The answer from a context, through the answer core (:mod:`chat.answers`, shared with
 the chat pipeline).
 
-A generative backend (Ollama, OpenAI-compatible) gets ``[system_prompt?, user:
+A model backend (Ollama, OpenAI-compatible) gets ``[system_prompt?, user:
 template with {context} and {question}]``; its reply passes through the core's
 citation cleaner: ``<think>`` blocks removed, citations of numbers the context does not
 have dropped, the others kept as the context numbers them. Its failures are raised as
 the backend's typed errors (:mod:`chat.backends.base`: ModelNotFound, Unreachable,
 Timeout, BackendError), never returned as text. The extractive backend (no model
-server) answers with the used results' best sentences, each run of sentences from one
-result followed by its citation marker ``[id]``. With an empty context no model is
+server) quotes the passages of the used results that state the answer, each followed
+by its citation marker ``[id]``. With an empty context no model is
 asked: the answer is NO_CONTEXT_ANSWER after a genuine empty match, and "" when
 retrieval failed (``metadata["retrieval_failed"]`` and ``metadata["error"]`` say why).
 """
@@ -82,8 +82,8 @@ class Generator:
             self.backend, self.model, self._owned = llm, None, False
         elif llm is None or isinstance(llm, str):
             self.backend, self.model, self._owned = get_backend(), llm or None, True
-            if self.model and not self.backend.generative:
-                raise ValueError(f"llm={llm!r} names a chat model, but the configured backend is extractive")
+            if self.model and not self.backend.can_compose:
+                raise ValueError(f"llm={llm!r} names a chat model, but the configured backend is {self.backend.name}")
         else:
             raise TypeError(f"llm must be None, a model name or an LLMBackend, got {type(llm).__name__}")
         self.cited: list[str] = []  # the citation ids the last answer cites, in order of first citation
@@ -98,7 +98,7 @@ class Generator:
 
     async def complete(self, config: RAGConfig, question: str, context: str, used: Sequence,
                        citations: Sequence[Citation], failed: bool = False) -> str:
-        """The whole answer (a generative backend is asked for one reply, not a stream).
+        """The whole answer (a model is asked for one reply, not a stream).
 
         :raises BackendError: the model server failed."""
         pieces = self.pieces(config, question, context, used, citations, failed=failed, stream=False)

@@ -1,23 +1,21 @@
 """classify: which of the allowed domains the question belongs to (``query_domains``).
 
-Generative backends answer a JSON schema whose enum is the allowed active domains plus
-``undefined`` (built per turn: only domains this user may query are ever offered).
-Rules (REFERENCE.md): unknown names dropped; nothing valid -> ``undefined``;
+The backend decides (:meth:`chat.backends.base.LLMBackend.classify`): a model answers a
+JSON schema whose enum is the allowed active domains plus ``undefined`` (built per turn:
+only domains this user may query are ever offered); the extractive backend routes by the
+evidence of each domain's sources (:mod:`chat.backends.extractive.routing`).
+Rules (docs/pipeline.md): unknown names dropped; nothing valid -> ``undefined``;
 ``undefined`` beside a real domain removed; invalid JSON twice -> ``undefined``.
-The extractive backend classifies by embedding similarity
-(:func:`chat.backends.extractive.classify`). Domains picked by the user skip both.
+Domains picked by the user skip classification.
 """
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
-
-from chat.backends import extractive
+from chat.backends.base import ClassifyTask
 
 from .. import prompts
-from ..graph import Step
+from ..graph import Step, declare
 from ..state import TurnState
-from ..structured import ask_json
 from .question import question_vector
 
 UNDEFINED = "undefined"
@@ -52,6 +50,7 @@ def _validate(value: object) -> list:
     return items
 
 
+@declare(reads={"allowed", "summary", "history"}, writes={"query_domains", "query_vector"})
 async def classify(state: TurnState) -> Step:
     names = [d.name for d in state.allowed]
     if state.request.pick is not None:
@@ -60,28 +59,30 @@ async def classify(state: TurnState) -> Step:
     if not names:
         state.query_domains = [UNDEFINED]
         return Step("next", "undefined (no domain available)")
-    if state.backend.generative:
-        messages = prompts.classify(state.question, state.allowed, state.summary, state.history)
-        values, invalid = await ask_json(state.backend, messages, classification_schema(names), _validate)
-        state.query_domains = clean_domains(values or [], names)
-        note = " (invalid JSON twice)" if values is None else " (retried once)" if invalid else ""
-        return Step("next", ", ".join(state.query_domains) + note)
-    vector = await question_vector(state)
-    scores = await sync_to_async(extractive.classify)(vector, state.allowed)
-    state.query_domains = [s.domain.name for s in scores] or [UNDEFINED]
-    return Step("next", ", ".join(f"{s.domain.name} {s.score:.2f}" for s in scores) or UNDEFINED)
+    task = ClassifyTask(
+        question=state.question,
+        domains=state.allowed,
+        messages=prompts.classify(state.question, state.allowed, state.summary, state.history),
+        schema=classification_schema(names),
+        validate=_validate,
+        vector=lambda: question_vector(state),
+    )
+    result = await state.backend.classify(task)
+    state.query_domains = clean_domains(result.domains, names)
+    if result.scores is not None:
+        detail = ", ".join(f"{n} {result.scores[n]:.2f}" for n in state.query_domains if n in result.scores)
+        return Step("next", detail or UNDEFINED)
+    return Step("next", ", ".join(state.query_domains) + result.note)
 
 
+@declare(reads={"query_domains", "allowed"}, writes={"routed"})
 async def route(state: TurnState) -> Step:
     """domains -> search; undefined -> general chat (KLEA_RAG_NON_DOMAIN_CHAT and a
-    generative backend) or a refusal listing the domains."""
+    backend that composes text) or a refusal listing the domains."""
     if state.query_domains != [UNDEFINED]:
         by_name = {d.name: d for d in state.allowed}
         state.routed = [by_name[n] for n in state.query_domains]
-        state.route = "domains"
         return Step("domains", "domains: " + ", ".join(state.domain_names))
-    if state.config.non_domain_chat and state.backend.generative:
-        state.route = "general"
+    if state.config.non_domain_chat and state.backend.can_compose:
         return Step("general", "general chat")
-    state.route = "refused"
     return Step("refuse", "refusal")

@@ -2,18 +2,20 @@
 (:mod:`chat.pipeline.evaluation`) within this turn's budgets.
 
 Deterministic checks: ``no_sources``, ``no_valid_citation``, ``answer_empty``. With no
-sources or an empty answer the model is not asked. The extractive backend has the
-checks only (``scores`` is None). Best-effort and fallback answers get a warning, except
-an answer saying that no source answers the question.
+sources or an empty answer the model is not asked. A backend that cannot review
+(``can_review`` False, the extractive one) has the checks only (``scores`` is None).
+Best-effort and fallback answers get a warning, except an answer saying that no source
+answers the question.
 """
 
 from __future__ import annotations
 
+from chat.backends.structured import ask_json
+
 from .. import prompts
 from ..evaluation import EVALUATION_SCHEMA, Options, apply_checks, decide, validate_evaluation
-from ..graph import Step
+from ..graph import Step, declare
 from ..state import Evaluation, TurnState
-from ..structured import ask_json
 
 PARTIAL_WARNING = "The sources only partly cover this question; the answer may be incomplete."
 FALLBACK_WARNING = "The sources do not cover this question; this answer comes from the model's general knowledge."
@@ -28,17 +30,19 @@ def _k_max(state: TurnState) -> int:
 
 
 def _options(state: TurnState) -> Options:
-    generative = state.backend.generative
+    backend = state.backend
     return Options(
         retrieval_left=state.config.retrieval_budget - state.runs["retrieve"],
         rewrite_left=state.config.rewrite_budget - state.rewrites,
-        can_modify_query=generative,
+        can_modify_query=backend.can_modify_query,
         can_grow_k=_k_now(state) < _k_max(state),
-        can_rewrite=generative,
-        can_fallback=generative and state.config.non_domain_chat,
+        can_rewrite=backend.can_compose,
+        can_fallback=backend.can_compose and state.config.non_domain_chat,
     )
 
 
+@declare(reads={"material", "cited", "answer_text", "declined", "routed"},
+         writes={"evaluation", "k", "rewrites", "warnings"})
 async def evaluate(state: TurnState) -> Step:
     sources = state.material.sources if state.material else []
     checks = {
@@ -48,7 +52,7 @@ async def evaluate(state: TurnState) -> Step:
     }
     record = Evaluation(checks=checks)
     note = ""
-    if state.backend.generative and not checks["no_sources"] and not checks["answer_empty"]:
+    if state.backend.can_review and not checks["no_sources"] and not checks["answer_empty"]:
         messages = prompts.evaluate(state.question, state.material.text, state.answer_text)
         result, invalid = await ask_json(state.backend, messages, EVALUATION_SCHEMA, validate_evaluation)
         if result is None:

@@ -12,18 +12,28 @@ import asyncio
 from asgiref.sync import sync_to_async
 
 from chat import memory as store
-from chat.answers.citations import strip_think
-from chat.backends import extractive
 from chat.backends.base import BackendError
 from chat.models import ChatMessage
 
 from .. import prompts
 from ..events import Error
-from ..graph import Step
+from ..graph import Step, declare
 from ..references import reference_list
 from ..state import TurnState
 
 
+async def save_assistant(state: TurnState) -> None:
+    """Store the answer once (the question first); memory's close hook stores an
+    interrupted or failed turn's too."""
+    if state.request.session_id is None or state.assistant_message_id is not None:
+        return
+    await store_question(state)  # the question always comes before the answer
+    state.assistant_message_id = await sync_to_async(store.add_message)(
+        state.request.session_id, ChatMessage.Role.ASSISTANT, state.answer_text, **assistant_fields(state)
+    )
+
+
+@declare(writes={"summary", "history", "user_message_id", "question_task"}, close=save_assistant)
 async def load_memory(state: TurnState) -> Step:
     session_id = state.request.session_id
     if session_id is None:
@@ -62,15 +72,11 @@ async def store_question(state: TurnState) -> None:
     state.user_message_id = await asyncio.shield(state.question_task)
 
 
-async def save_assistant(state: TurnState) -> None:
-    if state.request.session_id is None or state.assistant_message_id is not None:
-        return
-    await store_question(state)  # the question always comes before the answer
-    state.assistant_message_id = await sync_to_async(store.add_message)(
-        state.request.session_id, ChatMessage.Role.ASSISTANT, state.answer_text, **assistant_fields(state)
-    )
+# What the stored assistant message holds (assistant_fields).
+STORED = {"status", "routed", "cited", "evaluation", "warnings", "error", "answer_text"}
 
 
+@declare(reads=STORED, writes={"assistant_message_id", "user_message_id", "question_task"})
 async def remember(state: TurnState) -> Step:
     if state.request.session_id is None:
         return Step("next", "no session")
@@ -78,6 +84,7 @@ async def remember(state: TurnState) -> Step:
     return Step("next", f"message {state.assistant_message_id}")
 
 
+@declare(reads={"summary"})
 async def summarise(state: TurnState) -> Step:
     session_id = state.request.session_id
     if session_id is None:
@@ -85,13 +92,10 @@ async def summarise(state: TurnState) -> Step:
     older = await sync_to_async(store.messages_to_fold)(session_id, state.config.history_chars)
     if not older:
         return Step("next", "nothing to fold")
-    if state.backend.generative:
-        try:
-            summary = strip_think(await state.backend.chat(prompts.summarise(state.summary, older)))
-        except BackendError as exc:  # the answer is out already: keep the old summary, fold next time
-            await state.emit(Error(code=exc.code, message=exc.message, node="summarise"))
-            return Step("next", f"not folded ({exc.code})")
-    else:
-        summary = extractive.fold_summary(state.summary, older)
+    try:
+        summary = await state.backend.summarise(state.summary, older, prompts.summarise(state.summary, older))
+    except BackendError as exc:  # the answer is out already: keep the old summary, fold next time
+        await state.emit(Error(code=exc.code, message=exc.message, node="summarise"))
+        return Step("next", f"not folded ({exc.code})")
     await sync_to_async(store.store_summary)(session_id, summary, older[-1]["id"])
     return Step("next", f"folded {len(older)} messages into the summary ({len(summary)} chars)")

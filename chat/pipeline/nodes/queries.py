@@ -3,19 +3,21 @@
 The schema is built per turn from the routed domains' declared fields
 (:mod:`chat.pipeline.filters`). An empty or invalid result falls back to the user's own
 question (never a skipped search). On a retry the previous queries and the evaluator's
-summary are shown. The extractive backend searches with the question itself. Filters the
-user chose win over generated ones.
+summary are shown. A backend that writes no queries (``can_modify_query`` False, the
+extractive one) searches with the question itself. Filters the user chose win over
+generated ones.
 """
 
 from __future__ import annotations
 
 import json
 
+from chat.backends.structured import ask_json
+
 from .. import prompts
 from ..filters import declared_fields, merge_filters, query_schema, to_filter_dsl
-from ..graph import Step
+from ..graph import Step, declare
 from ..state import TurnState
-from ..structured import ask_json
 
 
 def _validator(fields, max_queries):
@@ -32,13 +34,14 @@ def _validator(fields, max_queries):
     return validate
 
 
+@declare(reads={"routed", "summary", "history", "evaluation"}, writes={"queries", "previous_queries", "filters"})
 async def generate_queries(state: TurnState) -> Step:
     if state.queries:
         state.previous_queries = list(state.queries)
     generated: dict = {}
     queries: list[str] = []
     note = ""
-    if state.backend.generative:
+    if state.backend.can_modify_query:
         fields = declared_fields(state.routed)
         messages = prompts.queries(
             state.question,

@@ -147,7 +147,12 @@ def _printed(group: list[Line], height: float) -> PrintedLine:
 
 def page_layout(page: pdfium.PdfPage) -> PageLayout:
     """The printed lines of ``page`` with sizes and positions (see the module docstring)."""
-    lines, height = page_lines(page, 0, rotated=True)
+    return lines_layout(*page_lines(page, 0, rotated=True))
+
+
+def lines_layout(lines: list[Line], height: float) -> PageLayout:
+    """The layout of one page's lines (stream order; from a text layer or from OCR,
+    :mod:`ingestion.convert.ocr`) on a page ``height`` points high."""
     layout = PageLayout(height=height)
     layout.lines = [p for p in (_printed(g, height) for g in _joined(lines)) if p.text]
     layout.lines.sort(key=lambda ln: (ln.rotated, round(ln.top / 3), ln.left))

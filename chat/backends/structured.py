@@ -7,16 +7,22 @@ import json
 import logging
 import re
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from chat.backends.base import LLMBackend, Message
+if TYPE_CHECKING:  # base calls ask_json: no import cycle at run time
+    from .base import LLMBackend, Message
 
 logger = logging.getLogger("klea.pipeline")
 
 T = TypeVar("T")
-_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 RETRY_NOTE = "Your previous reply was not valid JSON for the schema. Reply with the JSON object only."
+
+
+def strip_think(text: str) -> str:
+    """``text`` without ``<think>...</think>`` blocks (an unclosed one runs to the end)."""
+    return _THINK.sub("", text).strip()
 
 
 def parse_json(text: str) -> object:
@@ -24,7 +30,7 @@ def parse_json(text: str) -> object:
 
     :raises ValueError: not JSON.
     """
-    cleaned = _FENCE.sub("", _THINK.sub("", text).strip()).strip()
+    cleaned = _FENCE.sub("", strip_think(text)).strip()
     return json.loads(cleaned)
 
 

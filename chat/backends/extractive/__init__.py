@@ -1,0 +1,66 @@
+"""The model-free backend: routing by the evidence of the sources, answers quoted from
+them.
+
+Needs no LLM server, so the product answers end to end on any machine. It writes no
+text of its own (``can_compose``, ``can_modify_query``, ``can_review`` False): it
+classifies by embedding similarity to each domain's sources (:mod:`.routing`), answers
+with the passages of the sources that state the answer (:mod:`.passages`), each cited,
+and folds the running summary from first sentences (:mod:`.summary`). It picks no MCP
+tools (``supports_tools`` False): choosing a tool and its arguments needs a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+
+from asgiref.sync import sync_to_async
+
+from domains import embeddings
+
+from ..base import AnswerTask, Classification, ClassifyTask, LLMBackend, Message, NotSupported
+from . import routing
+from .passages import Composer
+from .summary import fold_summary
+from .text import looks_like_code, split_sentences
+
+__all__ = ["ExtractiveBackend", "fold_summary", "looks_like_code", "split_sentences"]
+
+NO_TEXT = "the extractive backend writes no free text; set KLEA_LLM_BACKEND to ollama or openai"
+
+
+class ExtractiveBackend(LLMBackend):
+    """No model server: embeddings only (the store embedding model, all-MiniLM-L6-v2)."""
+
+    name = "extractive"
+    can_modify_query = False
+    can_review = False
+    can_compose = False
+
+    @property
+    def chat_model(self) -> str:
+        return ""
+
+    async def chat(self, messages: Sequence[Message], *, schema: dict | None = None, model: str | None = None) -> str:
+        raise NotSupported(NO_TEXT)
+
+    async def stream(self, messages: Sequence[Message], *, model: str | None = None):
+        raise NotSupported(NO_TEXT)
+        yield ""  # pragma: no cover  (makes this an async generator)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = await asyncio.to_thread(embeddings.embed_texts, list(texts))
+        return vectors.tolist()
+
+    async def classify(self, task: ClassifyTask) -> Classification:
+        vector = await task.vector()
+        scores = await sync_to_async(routing.classify)(vector, task.domains)
+        return Classification([s.domain.name for s in scores], scores={s.domain.name: s.score for s in scores})
+
+    async def answer(self, task: AnswerTask) -> AsyncIterator[str]:
+        vector = await task.vector()
+        async for piece in Composer(vector, task.sources, task.question).pieces(task.citer.cite):
+            yield piece
+
+    async def summarise(self, summary: str, messages: Sequence[dict], prompt: Sequence[Message]) -> str:
+        return fold_summary(summary, messages)
