@@ -2,8 +2,9 @@
 storage (ingestion/blobs.py: the worker may be on another machine) become that
 store's sources, then :func:`ingestion.runs.ingest.ingest` queues one Celery task per
 file (eager without Redis); the task copies the folder from the storage first. A
-reference-manager library uploaded beside them (``.bib``, CSL-JSON ``.json``) is applied to the folder's files at once: stored documents whose
-map it changes are re-applied without re-embedding."""
+reference-manager library uploaded beside them (``.bib``, CSL-JSON ``.json``) is
+applied to the folder's files at once: stored documents whose map it changes are
+re-applied without re-embedding."""
 
 from __future__ import annotations
 
