@@ -142,7 +142,7 @@ class BearerTokenWebsocketMiddleware:
             if user is None:
                 await send({"type": "websocket.close", "code": 4401})
                 return None
-            scope = {**scope, "user": user}
+            scope = {**scope, "user": user, "api_token": token}  # checked again per query frame
         return await self.inner(scope, receive, send)
 
 

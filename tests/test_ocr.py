@@ -78,6 +78,11 @@ def test_a_scan_of_a_text_pdf_reads_like_its_text_layer(scans):
     )
     assert (scanned.pages, scanned.warnings, scanned.metadata["ocr"]["pages"]) == (2, [], [1, 2])
     assert progress == [(1, 2), (2, 2)]
+    # Provenance: each block's lines have the boxes of the printed lines, as from the text layer.
+    for ocr_block, text_block in zip(scanned.blocks, text.blocks):
+        assert [(b.start, b.end, b.page) for b in ocr_block.boxes] == [(b.start, b.end, b.page) for b in text_block.boxes]
+        for ocr_box, text_box in zip(ocr_block.boxes, text_block.boxes):
+            assert max(abs(a - b) for a, b in zip(ocr_box.box, text_box.box)) < 0.002  # under 1.7 pt on A4
     # OCR lines carry boxes in PDF points (origin bottom-left) like text-layer lines.
     lines, height = scanned.metadata["ocr"]["page_one"]
     assert round(height) == 842
@@ -214,7 +219,7 @@ def test_the_bibliographic_tiers_read_page_one_of_the_shared_scans(scans):
         "_sources": ["layout-regex", "ocr"],
     }
     assert found["severens_asih_scan.pdf"] == {
-        "title": "Hydrogen incorporation in a-Si:H -growth studies on an Expanding Thermal Plasma",
+        "title": "Hydrogen incorporation in a-Si:H - growth studies on an Expanding Thermal Plasma",
         "authors": ["RJ. Severens", "F. van de Pas", "J. Bastiaanssen", "W.M.M. Kessels"],
         "_metadata_complete": False,
         "_sources": ["layout-regex", "ocr"],
@@ -233,7 +238,7 @@ def test_a_shared_scan_is_chunked_with_its_metadata(db, tmp_path, settings):
     staged = StagedFile.objects.get(directory=str(folder))
     default = staged.metadata_map["DEFAULT"]
     assert (default["title"], default["_sources"]) == (
-        "Hydrogen incorporation in a-Si:H -growth studies on an Expanding Thermal Plasma", ["layout-regex", "ocr"]
+        "Hydrogen incorporation in a-Si:H - growth studies on an Expanding Thermal Plasma", ["layout-regex", "ocr"]
     )
     text = " ".join(chunk["text"] for chunk in staged.chunks)
     assert "In order to understand the possible contribution of the flux of atomic" in text
