@@ -280,6 +280,17 @@ KLEA_UPLOAD_DIR = Path(env("KLEA_UPLOAD_DIR", default=str(VAR_DIR / "uploads")))
 # Bytes one admin upload (all its files together) may take; a larger request is refused
 # before its body is read.
 KLEA_UPLOAD_MAX_BYTES = env.int("KLEA_UPLOAD_MAX_BYTES", default=512 * 2**20)
+# Where uploads travel between web and worker processes (ingestion/blobs.py): the
+# database by default, so machines share only DATABASE_URL and REDIS_URL; any Django
+# storage backend (its OPTIONS from KLEA_UPLOAD_STORAGE_OPTIONS, JSON) otherwise.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "uploads": {
+        "BACKEND": env("KLEA_UPLOAD_STORAGE", default="ingestion.blobs.DatabaseStorage"),
+        "OPTIONS": env.json("KLEA_UPLOAD_STORAGE_OPTIONS", default={}),
+    },
+}
 # Rendered PDF pages of the chat's source view (docs/api.md, "The source view"), one
 # folder per file version; safe to delete at any time.
 KLEA_PAGE_CACHE_DIR = Path(env("KLEA_PAGE_CACHE_DIR", default=str(VAR_DIR / "page-cache")))
