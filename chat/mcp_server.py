@@ -21,7 +21,7 @@ Errors are tool errors (``isError``), text ``"<code>: <message>"`` and
 (missing and not-yours alike), ``bad_request``, ``too_large``, ``bad_filter``, ``busy``
 (KLEA_API_CONCURRENT_TURNS turns of this user are running), ``unavailable``, or the
 pipeline's code for a failed turn. Limits are the chat's: a query or question of at most
-KLEA_WS_MAX_FRAME_BYTES bytes, k at most the domain's ``k_max``, the reference budget
+KLEA_WS_MAX_FRAME_BYTES bytes, a question of at most KLEA_MAX_QUESTION_CHARS characters, k at most the domain's ``k_max``, the reference budget
 KLEA_MAX_REFS_SIZE.
 
 Transports: streamable HTTP at ``/mcp/`` on the site itself (:func:`with_mcp` routes it
@@ -48,7 +48,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from domains.access import domain_list, may_chat, queryable_domains
 from domains.retrieval import Source, retrieve
 
-from .parsing import BadRequest, check_filters, check_text
+from .parsing import BadRequest, check_filters, check_question, check_text
 from .pipeline import TurnRequest, ask as ask_turn
 from .pipeline.references import reference_item, sources_text
 from .tokens import invalid_token_response, user_for_headers
@@ -219,6 +219,10 @@ async def ask(question: str, ctx: Context, domain: str | None = None,
     """
     user = _user(ctx)
     question = _check_text("question", question)
+    try:
+        question = check_question("question", question)
+    except BadRequest as exc:
+        raise _fail(exc.code, exc.message) from None
     filters = _check_filters(filters)
     request = await sync_to_async(_ask_request)(user, question, domain, filters)
     slot = UserTurns(f"user:{user.pk}" if user.is_authenticated else "anonymous")

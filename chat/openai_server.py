@@ -44,7 +44,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from domains.access import may_chat, queryable_domains
 
-from .parsing import BadRequest, check_filters, check_text, decode_json
+from .parsing import BadRequest, check_filters, check_question, check_text, decode_json
 from .pipeline import Answer, Done, Error, References, Token, TurnRequest, run_turn
 from .pipeline.references import sources_text
 from .turn_lock import LockUnavailable, UserTurns
@@ -152,6 +152,7 @@ def parse_completion(body) -> dict:
     last = turns[-1]
     if last["role"] != "user" or not last["content"].strip():
         raise BadRequest("bad_request", "the last message must be the user's, with text")
+    question = check_question(f"messages[{len(turns) - 1}].content", last["content"])
     stream = body.get("stream", False)
     if not isinstance(stream, bool) and stream is not None:
         raise BadRequest("bad_request", '"stream" must be true or false')
@@ -160,7 +161,7 @@ def parse_completion(body) -> dict:
         raise BadRequest("bad_request", '"filters" must be an object (the filter DSL)')
     if filters:
         check_filters(filters)
-    return {"model": model, "question": last["content"].strip(), "history": turns[:-1], "stream": bool(stream),
+    return {"model": model, "question": question, "history": turns[:-1], "stream": bool(stream),
             "filters": filters or None}
 
 
