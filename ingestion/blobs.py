@@ -5,20 +5,22 @@ Web (daphne) and Celery workers may run on machines that share only ``DATABASE_U
 ``uploads`` storage (``STORAGES["uploads"]``: :class:`DatabaseStorage` by default, any
 Django storage backend by ``KLEA_UPLOAD_STORAGE``) under ``<store folder>/<file name>``;
 the process that builds it copies the folder to its own ``KLEA_UPLOAD_DIR`` first
-(:func:`materialise`), since converters read local files.
+(:func:`materialise`), since converters read local files; the source view does the same
+for one file (domains/uploads.py).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files.base import ContentFile, File
-from django.core.files.storage import Storage, storages
+from django.core.files.storage import Storage
 from django.db import transaction
 from django.utils import timezone
 from django.utils.deconstruct import deconstructible
+
+from domains.uploads import is_local, local_copy, stamp, upload_storage
 
 
 @deconstructible
@@ -85,15 +87,11 @@ class DatabaseStorage(Storage):
         raise NotImplementedError("uploaded sources are not served by URL")
 
 
-def upload_storage() -> Storage:
-    return storages["uploads"]
-
-
 def publish(folder: Path, names: list[str]) -> None:
     """Save ``folder/<name>`` for each name to the uploads storage as ``<folder name>/<name>``
     (a no-op when that storage is this very folder, a FileSystemStorage at KLEA_UPLOAD_DIR)."""
     storage = upload_storage()
-    if _is_local(storage):
+    if is_local(storage):
         return
     for name in names:
         key = f"{folder.name}/{name}"
@@ -101,44 +99,16 @@ def publish(folder: Path, names: list[str]) -> None:
             storage.delete(key)
         with (folder / name).open("rb") as fh:
             storage.save(key, File(fh, name=name))
-        _stamp(folder / name, storage, key)
+        stamp(folder / name, storage, key)
 
 
 def materialise(folder_name: str) -> Path:
-    """This process's copy of the uploads storage folder ``folder_name``:
-    ``KLEA_UPLOAD_DIR/<folder_name>``, with every file the storage holds there copied in
-    when missing locally or of another size or modification time (written whole, then
-    renamed, then given the storage's modification time).
-
-    :returns: the local folder.
-    """
-    folder = Path(settings.KLEA_UPLOAD_DIR) / folder_name
+    """This process's copy of the uploads storage folder ``folder_name``
+    (``KLEA_UPLOAD_DIR/<folder_name>``): every file the storage holds there, through
+    :func:`domains.uploads.local_copy`. :returns: the local folder."""
     storage = upload_storage()
-    if _is_local(storage):
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in storage.listdir(folder_name)[1]:
-        key, local = f"{folder_name}/{name}", folder / name
-        if local.is_file():
-            stat = local.stat()
-            same_time = abs(storage.get_modified_time(key).timestamp() - stat.st_mtime) < 1e-3
-            if stat.st_size == storage.size(key) and same_time:
-                continue
-        partial = folder / f".{name}.part"
-        with storage.open(key) as source, partial.open("wb") as fh:
-            for block in source.chunks():
-                fh.write(block)
-        os.replace(partial, local)
-        _stamp(local, storage, key)
+    folder = Path(settings.KLEA_UPLOAD_DIR) / folder_name
+    if not is_local(storage):
+        for name in storage.listdir(folder_name)[1]:
+            local_copy(f"{folder_name}/{name}", storage)
     return folder
-
-
-def _stamp(path: Path, storage: Storage, key: str) -> None:
-    """Give the local copy the storage's modification time (what :func:`materialise` compares)."""
-    stamp = storage.get_modified_time(key).timestamp()
-    os.utime(path, (stamp, stamp))
-
-
-def _is_local(storage: Storage) -> bool:
-    location = getattr(storage, "location", None)
-    return location is not None and Path(location).resolve() == Path(settings.KLEA_UPLOAD_DIR).resolve()

@@ -1,10 +1,12 @@
 """Web and worker share only PostgreSQL and Redis (docs/deployment.md): an admin upload
 in this process (the web) is built by a real Celery worker started in a working folder
 of its own, with its own KLEA_UPLOAD_DIR, after the web's copy of the upload is gone;
-the web then answers from the chunks the worker stored."""
+the web then answers from the chunks the worker stored and shows the source from its
+own copy."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -23,6 +25,7 @@ from django.test import override_settings
 
 from chat.rag.knowledge import Knowledge
 from domains.models import Document, Domain, Store
+from domains.sources import SourceUnavailable, source_file
 from ingestion.blobs import DatabaseStorage, materialise, publish
 from ingestion.models import IngestionJob, StoredFile
 from klea_site.celery import app
@@ -128,7 +131,11 @@ def test_upload_on_the_web_is_built_by_a_worker_with_its_own_disk(client, tmp_pa
     assert (document.file_name, document.status) == ("notes.md", "stored")
     assert document.source_path == str(worker_home / "uploads" / "shared-store" / "notes.md")
     assert (worker_home / "uploads" / "shared-store" / "notes.md").read_bytes() == NOTES
-    assert not web.exists()
+    # the web's source view (the worker's disk out of its reach) reads its own copy
+    shutil.rmtree(worker_home / "uploads")
+    with override_settings(KLEA_UPLOAD_DIR=web / "uploads"):
+        assert source_file(document) == web / "uploads" / "shared-store" / "notes.md"
+        assert source_file(document).read_bytes() == NOTES
     results = Knowledge("shared-store").search("Nav1.6 channel", top_k=3, strategy="hybrid")
     assert [(item.filename, item.text, item.source) for item in results] == [
         ("notes.md", "Voltage-gated Nav1.6 channels open first at the axon initial segment.", document.source_path)
@@ -164,3 +171,24 @@ def test_database_storage_replaces_lists_and_materialises(tmp_path):
         assert os.stat(local / "library.bib").st_mtime_ns == before
     with pytest.raises(FileNotFoundError, match="shared-store/gone.md: not in the database storage"):
         storage.open("shared-store/gone.md")
+
+
+@pytest.mark.django_db
+def test_source_view_serves_an_upload_copy_only_with_the_ingested_bytes(tmp_path):
+    domain = Domain.objects.create(name="shared-nothing", description="d")
+    store = Store.objects.create(name="shared-store", domain=domain, mode=Store.Mode.BM25)
+    folder = tmp_path / "web" / "shared-store"
+    folder.mkdir(parents=True)
+    (folder / "notes.md").write_bytes(NOTES)
+    publish(folder, ["notes.md"])
+    gone = "/elsewhere/uploads/shared-store/notes.md"  # the worker's path, not on this machine
+    right = Document.objects.create(store=store, file_name="notes.md", source_path=gone,
+                                    content_hash=hashlib.sha256(NOTES).hexdigest())
+    other = Document.objects.create(store=store, file_name="other.md", source_path=gone,
+                                    content_hash=hashlib.sha256(b"other bytes").hexdigest())
+    with override_settings(KLEA_UPLOAD_DIR=tmp_path / "here"):
+        assert source_file(right).read_bytes() == NOTES
+        with pytest.raises(SourceUnavailable) as info:
+            source_file(other)
+    assert (info.value.code, str(info.value)) == (
+        "source_missing", "other.md: the source file is no longer where it was ingested")
