@@ -89,7 +89,16 @@ def measure(label: str, ids, texts, test, qrels, identifiers) -> dict:
         qid: {names[cid]: float(K - r) for r, (cid, _) in enumerate(bm25_search(store.id, query_lexemes(q), K))}
         for qid, q in test.items()
     }
-    figures = {"nDCG@10": evaluate(qrels, run)["nDCG@10"]}
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), count(DISTINCT t.id) FROM domains_bm25posting p "
+            "JOIN domains_bm25term t ON t.id = p.term_id WHERE t.store_id = %s",
+            [store.id],
+        )
+        postings, terms = cursor.fetchone()
+    figures = {"nDCG@10": evaluate(qrels, run)["nDCG@10"], "postings": postings / len(index), "terms": terms}
     for form, join in (("hyphenated", "-"), ("joined", ""), ("spaced", " ")):
         p10 = r100 = 0.0
         for _, letters, digits, relevant in identifiers:
@@ -137,11 +146,12 @@ def main() -> None:
         f"identifiers ({len(identifiers)}): "
         + ", ".join(f"{letters}-{digits} ({len(rel)})" for _, letters, digits, rel in identifiers)
     )
-    print("| tokens | SciFact BM25 nDCG@10 | hyphenated P@10 / R@100 | joined P@10 / R@100 | spaced P@10 / R@100 |")
-    print("|---|---|---|---|---|")
+    print("| tokens | SciFact BM25 nDCG@10 | hyphenated P@10 / R@100 | joined P@10 / R@100 | spaced P@10 / R@100 "
+          "| postings per chunk | terms |")
+    print("|---|---|---|---|---|---|---|")
     for name, f in results.items():
         cells = " | ".join(f"{f[form][0]:.3f} / {f[form][1]:.3f}" for form in ("hyphenated", "joined", "spaced"))
-        print(f"| {name} | {f['nDCG@10']:.3f} | {cells} |")
+        print(f"| {name} | {f['nDCG@10']:.3f} | {cells} | {f['postings']:.1f} | {f['terms']:,} |")
 
 
 if __name__ == "__main__":

@@ -73,11 +73,10 @@ def check_filters(filters: dict) -> dict:
 
 
 def check_question(name: str, text: str) -> str:
-    """A question's text, trimmed: the one length rule of every entry point (HTTP API,
-    websocket, /v1, MCP; docs/security.md).
+    """A question (or search query) of any transport, stripped.
 
-    :raises BadRequest: ``bad_request`` (unsafe text), ``too_large`` (more than
-        KLEA_MAX_QUESTION_CHARS characters after trimming), naming the field ``name``.
+    :raises BadRequest: ``bad_request`` (NUL, lone surrogate), ``too_large`` (longer than
+        KLEA_MAX_QUESTION_CHARS), naming the field ``name``.
     """
     text = check_text(name, text).strip()
     if len(text) > settings.KLEA_MAX_QUESTION_CHARS:
