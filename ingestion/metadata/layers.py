@@ -35,7 +35,7 @@ from pathlib import Path
 from django.db import transaction
 
 from ingestion.models import StagedFile
-from ingestion.sources import OWN_FILES, resolve_directory
+from ingestion.sources import OWN_FILES, is_library, resolve_directory
 
 from .biblio.doi import doi_key, doi_url
 from .library import LibraryError, Record, read_library
@@ -289,21 +289,9 @@ def folder_libraries(directory: Path) -> list[Path]:
         rel = path.relative_to(directory)
         if not path.is_file() or any(p.startswith(".") for p in rel.parts) or path.name in OWN_FILES:
             continue
-        suffix = path.suffix.lower()
-        if suffix == ".bib":
-            found.append(path)
-        elif suffix == ".json" and _json_array(path):
+        if is_library(path):
             found.append(path)
     return found
-
-
-def _json_array(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
-    except OSError:
-        return False
-    return head.startswith(b"[")
 
 
 def read_libraries(paths: list[Path]) -> tuple[list[Record], list[str], list[str]]:
