@@ -97,7 +97,7 @@ class MetadataEntryInline(admin.TabularInline):
     fields = ["heading_key", "values"]
 
 
-@admin.action(description="Re-apply the metadata map to the chunks (no re-embedding)")
+@admin.action(description="Re-apply the metadata map to the chunks (no re-embedding)", permissions=["change"])
 def reapply_map(modeladmin, request, queryset):
     documents = queryset if queryset.model is Document else Document.objects.filter(
         id__in=queryset.values_list("document_id", flat=True)
