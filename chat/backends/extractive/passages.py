@@ -43,10 +43,11 @@ LEXICAL_WEIGHT = 0.35
 RETRIEVAL_WEIGHT = 0.15
 # A question term found only in the chunk's heading chain (or file name) counts this much.
 HEADING_WEIGHT = 0.6
-# Embedding costs about 10 ms per passage on 2 busy cores: only the best PREFILTER by the
-# cheap score (lexical + retrieval + shape) are embedded, each cut to EMBED_CHARS.
-PREFILTER = 14
-EMBED_CHARS = 400
+# Embedding is the answer's main cost (about 60 ms per passage at machine load 13, 10 ms
+# idle): only the best PREFILTER by the cheap score (lexical + retrieval + shape) are
+# embedded, each cut to EMBED_CHARS (heading chain first: it carries the topic).
+PREFILTER = 10
+EMBED_CHARS = 320
 # Quoted blocks: a table longer than TABLE_CHARS keeps its header and at most TABLE_ROWS
 # rows holding question words; a code block longer than CODE_CHARS is left out.
 TABLE_CHARS = 700
