@@ -23,6 +23,7 @@ answers). Every passage is verbatim source text followed by its source's citatio
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -66,7 +67,14 @@ EXTEND_CHARS = 450
 SECOND_MARGIN = 0.06
 SECOND_NEW_TERMS = 0.25
 SECOND_CHARS = 800
-MIN_UNIT_CHARS = 12
+MIN_UNIT_CHARS = 6
+# A sentence opening with one of these leans on the one before ("It is intended to ...",
+# "In particular, ..."): the passage takes the previous sentence of its paragraph too.
+_LEANING = re.compile(
+    r"^(it|its|this|these|those|they|their|he|she|such|thus|therefore|however|also|in particular|in addition|"
+    r"for example|for instance|so|but|then|otherwise|here)\b",
+    re.I,
+)
 
 
 @dataclass
@@ -174,6 +182,23 @@ def _candidates(chunk: Chunk, wanted: set[str]) -> list[Passage]:
     return list(found.values())
 
 
+def _lean_back(passage: Passage) -> Passage:
+    """A prose passage whose first sentence leans on the one before (:data:`_LEANING`)
+    starts one sentence earlier, within its paragraph."""
+    units = passage.chunk.units
+    before = passage.start - 1
+    if passage.kind != "prose" or before < 0 or not _LEANING.match(units[passage.start].text):
+        return passage
+    unit = units[before]
+    if unit.kind != "sentence" or unit.paragraph != units[passage.start].paragraph or looks_like_code(unit.text):
+        return passage
+    if len(unit.text) + len(passage.text) + 1 > EXTEND_CHARS:
+        return passage
+    leaned = Passage(passage.chunk, before, passage.end, "prose", f"{unit.text} {passage.text}")
+    leaned.found, leaned.score, leaned.cosine = passage.found, passage.score, passage.cosine
+    return leaned
+
+
 def _extend(passage: Passage, wanted: set[str], idf: dict[str, float]) -> Passage:
     """A one-sentence passage followed by the next sentence of its paragraph when the
     sentence is short or the next one adds question terms (never past a colon's block)."""
@@ -258,7 +283,7 @@ class Composer:
         if max(p.cosine for p in kept) < MIN_SIMILARITY and "generic" not in self.shapes:
             return []
         kept.sort(key=lambda p: (-p.score, p.chunk.rank, p.start))
-        best = _extend(kept[0], self.wanted, idf)
+        best = _lean_back(_extend(kept[0], self.wanted, idf))
         chosen = [best]
         for other in kept[1:]:
             if other.score < best.score - SECOND_MARGIN or other.cosine < MIN_SIMILARITY or "generic" in self.shapes:
@@ -267,7 +292,7 @@ class Composer:
             if _overlap(best, other) or sum(idf[t] for t in new_terms) < SECOND_NEW_TERMS * total:
                 continue
             if len(best.text) + len(other.text) <= SECOND_CHARS:
-                chosen.append(other)
+                chosen.append(_lean_back(other))
             break
         return chosen
 

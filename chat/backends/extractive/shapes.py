@@ -5,7 +5,8 @@ A generic question about "this" ("What does this project do?") names nothing a s
 could match: it is answered by an opening passage, the way a page introduces itself.
 A how-to question is answered by a command or code block (or numbered steps) rather than
 by prose about it; "which ... are" by a whole list or table; "when" by a passage holding a
-year; "how many" by one holding a number; "who" by one holding a name. The bonus is added
+year; "how many" by one holding a number; "who" by one holding a name; "what is X" by the
+sentence that says "X is ..."; "why" by one that gives a cause. The bonus is added
 to a passage's score (:mod:`.passages`), so it only breaks near-ties of evidence.
 """
 
@@ -31,6 +32,8 @@ NUMBER = re.compile(
     r"version|temperature|amount)\b|\bwhich\s+(version|port)\b",
     re.I,
 )
+DEFINITION = re.compile(r"^\s*what\s+(is|are)\s+(an?\s+|the\s+)?(?P<subject>[\w.-]+(\s+[\w.-]+)?)\s*\??\s*$", re.I)
+REASON = re.compile(r"^\s*why\b", re.I)
 NAME = re.compile(r"^\s*who\b|\bwhich\s+(person|people|author|authors|company|organi[sz]ation)\b|\bname\s+of\b", re.I)
 # What a generic question calls the thing it asks about, and the other words it may use.
 REFERENTS = frozenset(
@@ -52,12 +55,18 @@ def is_generic(question: str) -> bool:
     return bool(words & REFERENTS) and terms(question) <= GENERIC_TERMS
 
 
+_BECAUSE = re.compile(r"\b(because|since|so that|due to|as a result|in order to|otherwise|this (alters|avoids|prevents|keeps|makes))\b", re.I)
 _DIGIT = re.compile(r"\d")
 _YEAR_IN = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
-_PROPER_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?\s+[A-Z][a-z]+\b")
+_PROPER_DEFINITION = re.compile(r"^\s*what\s+(is|are)\s+(an?\s+|the\s+)?(?P<subject>[\w.-]+(\s+[\w.-]+)?)\s*\??\s*$", re.I)
+REASON = re.compile(r"^\s*why\b", re.I)
+NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?\s+[A-Z][a-z]+\b")
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 
 OPENING_FOR_GENERIC = 0.15
+SUBJECT_FOR_DEFINITION = 0.10
+CAUSE_FOR_WHY = 0.08
+BLOCK_OTHERWISE = -0.06  # a list or table answers "which ... are" and "how do I"; else it is rarely the point
 CODE_FOR_HOWTO = 0.12
 STEPS_FOR_HOWTO = 0.06
 INLINE_FOR_HOWTO = 0.04
@@ -71,7 +80,7 @@ NAME_FOR_WHO = 0.06
 
 def shapes(question: str) -> frozenset[str]:
     """The shapes of a question: any of "generic", "howto", "listing", "year", "number",
-    "name"."""
+    "name", "reason" ("why"), "definition:<subject>" ("what is X?")."""
     found = {"generic"} if is_generic(question) else set()
     if HOWTO.search(question):
         found.add("howto")
@@ -83,6 +92,10 @@ def shapes(question: str) -> frozenset[str]:
         found.add("number")
     if NAME.search(question):
         found.add("name")
+    if REASON.search(question):
+        found.add("reason")
+    if match := DEFINITION.match(question):
+        found.add("definition:" + match.group("subject").lower())
     return frozenset(found)
 
 
@@ -92,6 +105,15 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
     value = OPENING_FOR_GENERIC if "generic" in question_shapes and opening else 0.0
     if kind == "code" and "howto" not in question_shapes:
         value += CODE_OTHERWISE
+    if kind in ("list", "table") and not question_shapes & {"listing", "howto"}:
+        value += BLOCK_OTHERWISE
+    definition = next((s.split(":", 1)[1] for s in question_shapes if s.startswith("definition:")), "")
+    if definition and kind == "prose" and re.match(
+        rf"^(the\s+|an?\s+)?`?{re.escape(definition)}`?\s+(is|are|was|provides|allows)\b", text, re.I
+    ):
+        value += SUBJECT_FOR_DEFINITION
+    if "reason" in question_shapes and _BECAUSE.search(text):
+        value += CAUSE_FOR_WHY
     if "howto" in question_shapes:
         if kind == "code":
             value += CODE_FOR_HOWTO

@@ -17,8 +17,12 @@ _STOP_WORDS = frozenset(
     "a an and are as at be by can do does for from how i in is it of on or the this to what when where which "
     "who why with you your my me we our into use using".split()
 )
-# A colon does not end a sentence ("(admin: Ingestion > Staged files)").
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`])|\n+")
+# A colon does not end a sentence ("(admin: Ingestion > Staged files)"), nor does an
+# abbreviation ("e.g. `mean`", "(resp. `Dataset`)").
+_SENTENCE = re.compile(
+    r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bresp\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bcf\.)(?<!\bal\.)"
+    r"(?<!\bapprox\.)(?<!\bFig\.)(?<!\bNo\.)\s+(?=[A-Z0-9\"'(\[`])|\n+"
+)
 
 
 def split_sentences(text: str, min_chars: int = MIN_SENTENCE_CHARS) -> list[str]:
