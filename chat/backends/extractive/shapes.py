@@ -32,7 +32,9 @@ NUMBER = re.compile(
     r"version|temperature|amount)\b|\bwhich\s+(version|port)\b",
     re.I,
 )
-DEFINITION = re.compile(r"^\s*what\s+(is|are)\s+(an?\s+|the\s+)?(?P<subject>[\w.-]+(\s+[\w.-]+)?)\s*\??\s*$", re.I)
+DEFINITION = re.compile(
+    r"^\s*what\s+(is|are)\s+(an?\s+|the\s+)?(?P<subject>[\w.-]+(\s+[\w.-]+)?)\s*\??\s*$", re.I
+)
 REASON = re.compile(r"^\s*why\b", re.I)
 NAME = re.compile(r"^\s*who\b|\bwhich\s+(person|people|author|authors|company|organi[sz]ation)\b|\bname\s+of\b", re.I)
 # What a generic question calls the thing it asks about, and the other words it may use.
@@ -55,12 +57,13 @@ def is_generic(question: str) -> bool:
     return bool(words & REFERENTS) and terms(question) <= GENERIC_TERMS
 
 
-_BECAUSE = re.compile(r"\b(because|since|so that|due to|as a result|in order to|otherwise|this (alters|avoids|prevents|keeps|makes))\b", re.I)
+_BECAUSE = re.compile(
+    r"\b(because|since|so that|due to|as a result|in order to|otherwise|this (alters|avoids|prevents|keeps|makes))\b",
+    re.I,
+)
 _DIGIT = re.compile(r"\d")
 _YEAR_IN = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
-_PROPER_DEFINITION = re.compile(r"^\s*what\s+(is|are)\s+(an?\s+|the\s+)?(?P<subject>[\w.-]+(\s+[\w.-]+)?)\s*\??\s*$", re.I)
-REASON = re.compile(r"^\s*why\b", re.I)
-NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?\s+[A-Z][a-z]+\b")
+_PROPER_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?\s+[A-Z][a-z]+\b")
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 
 OPENING_FOR_GENERIC = 0.15
