@@ -17,8 +17,12 @@ WS_PROTOCOL_MAX ?= 8388608
 DAPHNE_ARGS := --websocket-max-message-size $(WS_PROTOCOL_MAX) --websocket-max-frame-size $(WS_PROTOCOL_MAX)
 # The browser tests drive Debian's Chromium (installed here when missing; never downloaded by Playwright).
 CHROMIUM := /usr/bin/chromium
+# OCR of scanned PDFs on the model-free path (docs/ingestion.md, "OCR"): Debian's Tesseract
+# with its English model, installed here when missing.
+TESSERACT := /usr/bin/tesseract
+TESSDATA_ENG := /usr/share/tesseract-ocr/5/tessdata/eng.traineddata
 
-.PHONY: install run test demo models stop-db clean-db help chromium
+.PHONY: install run test demo models stop-db clean-db help chromium tesseract
 
 help:
 	@echo "make run   - install, migrate, ingest docs/ as the demo domain, serve on http://$(HOST):$(PORT)"
@@ -44,7 +48,7 @@ demo: install models
 	$(PY) manage.py demo
 
 # With REDIS_URL set, a Celery worker runs beside daphne (stopped when daphne exits).
-run: demo
+run: tesseract demo
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	@echo "Serving on http://$(HOST):$(PORT)/  (admin: /admin/, create a user with: $(PY) manage.py createsuperuser)"
 	@echo "The embedding models load as the server starts: GET /health says \"ready\": true once they are in memory."
@@ -63,7 +67,14 @@ chromium:
 		{ $$sudo apt-get update && $$sudo apt-get install -y --no-install-recommends chromium; }; \
 	}
 
-test: install chromium models
+tesseract:
+	@[ -x $(TESSERACT) ] && [ -f $(TESSDATA_ENG) ] || { \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng || \
+		{ $$sudo apt-get update && $$sudo apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng; }; \
+	}
+
+test: install chromium tesseract models
 	@redis-cli -u $(TEST_REDIS_URL) ping >/dev/null 2>&1 || \
 		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null
 	KLEA_DOI_NETWORK=false TEST_REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest -c tests/pytest.ini --rootdir . $(PYTEST_ARGS)

@@ -211,7 +211,8 @@ def measure_citations(samples: list[dict]) -> None:
 
 
 def measure_rendering(pages: int, widths: tuple[int, ...]) -> None:
-    from django.test import override_settings
+    from django.contrib.auth.models import User
+    from django.test import Client, override_settings
 
     from domains.models import Document
     from domains.sources import render_page
@@ -231,6 +232,18 @@ def measure_rendering(pages: int, widths: tuple[int, ...]) -> None:
                     assert image.cached == (label == "cached")
                 print(f"render {width} px, {label}: p50 {statistics.median(times):.1f} ms, "
                       f"p90 {percentile(times, 0.9):.1f} ms over {len(times)} pages")
+        # the same cached pages through HTTP (Django's whole request path, no network)
+        client = Client(HTTP_HOST="127.0.0.1")
+        client.force_login(User.objects.filter(is_superuser=True).first() or User.objects.create_superuser("bench-pages"))
+        for width in widths:
+            times = []
+            for document, page in targets:
+                started = time.perf_counter()
+                response = client.get(f"/api/documents/{document.pk}/pages/{page}?width={width}")
+                times.append(1000 * (time.perf_counter() - started))
+                assert response.status_code == 200 and response["X-Klea-Page-Cache"] == "hit"
+            print(f"GET page {width} px, cached: p50 {statistics.median(times):.1f} ms, "
+                  f"p90 {percentile(times, 0.9):.1f} ms over {len(times)} pages")
 
 
 def main() -> None:

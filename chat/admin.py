@@ -1,8 +1,47 @@
+import json
+
+from django import forms
 from django.contrib import admin, messages
 from django.db import models
 
 from . import tokens
 from .models import ApiToken, ChatMessage, ChatSession, McpServer, McpTool
+from .redact import MASK
+
+# McpServer fields that may hold secrets: write-only in the form, masked everywhere else.
+SECRET_FIELDS = ("env", "headers")
+
+
+def masked(values) -> dict:
+    """``{"API_KEY": "s3cret"}`` -> ``{"API_KEY": "[secret]"}`` (names stay visible)."""
+    return {key: MASK for key in values} if isinstance(values, dict) else {}
+
+
+class McpServerForm(forms.ModelForm):
+    """``env`` and ``headers`` are write-only: the form shows their names with
+    ``[secret]`` for each value; a value left as ``[secret]`` keeps the stored one, any
+    other value replaces it, a removed name is removed. (No Meta: the admin builds the
+    form for McpServer from this base, with its formfield_overrides.)"""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in SECRET_FIELDS:
+            if name in self.fields:
+                self.initial[name] = masked(getattr(self.instance, name))
+                self.fields[name].help_text += f" Stored values show as {MASK}: leave one so to keep it."
+
+    def _unmasked(self, name: str):
+        value = self.cleaned_data.get(name)
+        stored = getattr(self.instance, name) if self.instance.pk else {}
+        if not isinstance(value, dict) or not isinstance(stored, dict):
+            return value
+        return {key: stored.get(key, item) if item == MASK else item for key, item in value.items()}
+
+    def clean_env(self):
+        return self._unmasked("env")
+
+    def clean_headers(self):
+        return self._unmasked("headers")
 
 
 class ChatMessageInline(admin.TabularInline):
@@ -49,9 +88,12 @@ class McpToolInline(admin.TabularInline):
 
 @admin.register(McpServer)
 class McpServerAdmin(admin.ModelAdmin):
-    """MCP servers per domain. ``env`` and ``headers`` are shown only on the change form
-    (to administrators allowed to edit servers), never in lists."""
+    """MCP servers per domain. ``env`` and ``headers`` are write-only: the change form
+    shows their names with masked values (:class:`McpServerForm`), the read-only page
+    of a view-only user shows the same masks, and lists never show them. Fetching the
+    tool list starts the server and rewrites tool rows: it needs the change permission."""
 
+    form = McpServerForm
     list_display = ("name", "domain", "transport", "active", "offered_tools", "tools_listed_at")
     list_filter = ("domain", "transport", "active")
     search_fields = ("name", "domain__name", "command", "url")
@@ -66,6 +108,24 @@ class McpServerAdmin(admin.ModelAdmin):
     actions = ["fetch_tool_list"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
+    def get_fieldsets(self, request, obj=None):
+        """A user who may only view gets the masked read-only displays in place of the
+        secret fields (Django would show a read-only field's raw value)."""
+        fieldsets = super().get_fieldsets(request, obj)
+        if self.has_change_permission(request, obj):
+            return fieldsets
+        swap = {name: f"{name}_masked" for name in SECRET_FIELDS}
+        return [(title, {**options, "fields": tuple(swap.get(f, f) for f in options["fields"])})
+                for title, options in fieldsets]
+
+    @admin.display(description="env")
+    def env_masked(self, server: McpServer) -> str:
+        return json.dumps(masked(server.env))
+
+    @admin.display(description="headers")
+    def headers_masked(self, server: McpServer) -> str:
+        return json.dumps(masked(server.headers))
+
     @admin.display(description="offered tools")
     def offered_tools(self, server: McpServer) -> str:
         names = [t.name for t in server.tools.all() if t.offered and t.on_server]
@@ -74,7 +134,7 @@ class McpServerAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("domain").prefetch_related("tools")
 
-    @admin.action(description="Fetch the tool list from the selected servers")
+    @admin.action(description="Fetch the tool list from the selected servers", permissions=["change"])
     def fetch_tool_list(self, request, queryset):
         from .mcp.discovery import refresh_tools  # the mcp SDK loads in 0.6 s: only when used
         from .mcp.session import ServerFailed

@@ -18,13 +18,13 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.csrf import csrf_failure as django_csrf_failure
 
-from domains.access import domain_list, may_chat
+from domains.access import domain_list, may_chat, queryable_domains
 
 from . import sessions
 from .models import ChatSession
 from .parsing import BadRequest, decode_json, parse_title
 from .pipeline import TurnRequest, ask
-from .turn_lock import LockUnavailable, TurnLock
+from .turn_lock import LockUnavailable, TooManyTurns, TurnLock
 from .turn_setup import HTTP_STATUS, prepare_turn
 
 
@@ -90,15 +90,19 @@ def query(request):
 
     :returns: 200 ``{"session", "status", "answer", "route", "domains", "citations",
         "references", "warnings", "errors", "message_id"}`` (``answer`` null when the turn
-        failed); 400 bad_json / bad_request / unknown_domain; 404 not_found; 409 busy;
-        503 unavailable (Redis, which holds the session locks, did not answer).
+        failed); 400 bad_json / bad_request / too_large / unknown_domain; 404 not_found;
+        409 busy; 429 too_many_turns (KLEA_MAX_TURNS_PER_USER); 503 unavailable (Redis,
+        which holds the session locks, did not answer).
     """
     try:
-        turn = prepare_turn(request.user, request.session, _body(request)).request
+        prepared = prepare_turn(request.user, request.session, _body(request))
     except BadRequest as exc:
         return error(HTTP_STATUS.get(exc.code, 400), exc.code, exc.message)
+    turn = prepared.request
     try:
-        result = async_to_sync(_locked_ask)(turn)
+        result = async_to_sync(_locked_ask)(turn, prepared.owner)
+    except TooManyTurns as exc:
+        return error(429, exc.code, str(exc))
     except LockUnavailable as exc:
         return error(503, "unavailable", str(exc))
     if result is None:
@@ -118,8 +122,8 @@ def query(request):
     })
 
 
-async def _locked_ask(request: TurnRequest):
-    lock = TurnLock(request.session_id)
+async def _locked_ask(request: TurnRequest, owner: str):
+    lock = TurnLock(request.session_id, owner)
     if not await lock.acquire():
         return None
     try:
@@ -180,11 +184,13 @@ def session_detail(request, session_id: int):
 @api("GET")
 def session_messages(request, session_id: int):
     """``GET /api/sessions/<id>/messages``: ``{"session", "messages": [message]}`` oldest
-    first (message shape: :func:`chat.sessions.message_payload`); 404 not_found."""
+    first (message shape: :func:`chat.sessions.message_payload`; answers and references
+    of domains the user may no longer query are hidden); 404 not_found."""
     try:
         session = sessions.get_owned(request.user, _anon(request), session_id)
     except ChatSession.DoesNotExist:
         return error(404, "not_found", f"no session {session_id}")
     messages = session.messages.order_by("id")
+    allowed = set(queryable_domains(request.user).values_list("name", flat=True))
     return JsonResponse({"session": sessions.session_payload(session),
-                         "messages": [sessions.message_payload(m) for m in messages]})
+                         "messages": [sessions.message_payload(m, allowed) for m in messages]})

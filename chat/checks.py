@@ -1,7 +1,7 @@
 """System checks for the pipeline settings (fail loudly at startup, not mid-chat)."""
 
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import Error, Tags, Warning, register
 
 E001_MSG = "KLEA_LLM_BACKEND={value!r} is not a backend."
 E001_HINT = "Use one of: extractive, ollama, openai."
@@ -16,6 +16,22 @@ E005_HINT = (
     "KLEA_MCP_TOOL_TIMEOUT and KLEA_MCP_TOOL_BUDGET must be > 0 (defaults 60, 120); "
     "KLEA_MCP_MAX_CALLS and KLEA_MCP_RESULT_CHARS >= 1 (defaults 4, 2500)."
 )
+
+
+W001_MSG = "The development SECRET_KEY is used with DEBUG off."
+W001_HINT = "Set DJANGO_SECRET_KEY to a long random value (docs/security.md)."
+
+
+def insecure_secret_key() -> bool:
+    """The built-in development key, with DEBUG off (a deployment, not a laptop)."""
+    return not settings.DEBUG and settings.SECRET_KEY == getattr(settings, "INSECURE_SECRET_KEY", None)
+
+
+@register(Tags.security)
+def check_secret_key(app_configs=None, **kwargs):
+    if insecure_secret_key():
+        return [Warning(W001_MSG, hint=W001_HINT, id="chat.W001")]
+    return []
 
 
 @register()

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from domains.retrieval import page_label
-
 from .pipeline.events import Answer, Done, Error, Event, References, Stage, Token, ToolCall
+from .pipeline.references import cited_where
 
 
 def _arguments(arguments) -> str:
@@ -26,7 +25,7 @@ def tool_line(event: ToolCall) -> str:
 
 
 def reference_lines(references: list[dict]) -> list[str]:
-    """``[n] file, p. 4–5 — heading chain`` (``[n] tool (server) {arguments}`` for a tool result)
+    """``[n] file — heading chain (p. 4–5)`` (``[n] tool (server) {arguments}`` for a tool result)
     then an indented details line, per reference."""
     lines = []
     for ref in references:
@@ -34,13 +33,7 @@ def reference_lines(references: list[dict]) -> list[str]:
             lines.append(f"[{ref['number']}] {ref['title']} {_arguments(ref['arguments'])}")
             lines.append(f"    status: {ref['status']} | domain: {ref['domain']}")
             continue
-        chains = list(dict.fromkeys(c["heading_chain"] for c in ref["chunks"] if c["heading_chain"]))
-        line = f"[{ref['number']}] {ref['file_name']}"
-        if ref.get("pages"):
-            line += ", " + page_label(ref["pages"])
-        if chains:
-            line += " — " + "; ".join(chains)
-        lines.append(line)
+        lines.append(f"[{ref['number']}] {cited_where(ref)}")
         details = [f"title: {ref['title']}"] if ref["title"] else []
         if ref["authors"]:
             details.append("authors: " + ", ".join(ref["authors"]))

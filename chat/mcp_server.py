@@ -51,7 +51,7 @@ from domains.retrieval import Source, retrieve
 from .parsing import BadRequest, check_filters, check_text
 from .pipeline import TurnRequest, ask as ask_turn
 from .pipeline.references import reference_item, sources_text
-from .tokens import invalid_token_response, user_for_scope_sync
+from .tokens import invalid_token_response, user_for_headers
 from .turn_lock import LockUnavailable, UserTurns
 
 INSTRUCTIONS = (
@@ -266,7 +266,7 @@ class _McpEndpoint:
         domain, _ = split_domain_port(host)
         if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
             return await _send_json(send, 400, {"error": {"code": "bad_host", "message": f"host {host!r} not allowed"}})
-        user = await sync_to_async(user_for_scope_sync)(headers)
+        user = await sync_to_async(user_for_headers)(headers)
         if user is None:
             response = invalid_token_response()
             return await _send_json(send, 401, json.loads(response.content), response["WWW-Authenticate"])

@@ -2,13 +2,19 @@
 
 One set of rules for both (docs/api.md): JSON that is not JSON or nests too deeply is
 ``bad_json``; text, titles and filter strings with a NUL character or a lone surrogate
-(``"\\ud800"``) are refused with ``bad_request`` naming the field (never stripped).
+(``"\\ud800"``) are refused with ``bad_request`` naming the field (never stripped); a
+question longer than KLEA_MAX_QUESTION_CHARS and a filter list of more than
+MAX_FILTER_VALUES values are ``too_large`` (docs/security.md).
 """
 
 from __future__ import annotations
 
 import json
 import re
+
+from django.conf import settings
+
+from domains.retrieval.filters import MAX_FILTER_VALUES
 
 # Filter DSL objects nest this deep at most (the compiler allows 8 levels of $and).
 MAX_FILTER_DEPTH = 20
@@ -45,7 +51,8 @@ def check_text(name: str, text: str) -> str:
 
 
 def check_filters(filters: dict) -> dict:
-    """Walk the filter object (without recursion): no unsafe string, bounded depth."""
+    """Walk the filter object (without recursion): no unsafe string, bounded depth, no
+    list of more than MAX_FILTER_VALUES values (``$in``, ``$contains``, ``$and``)."""
     stack = [(filters, 1)]
     while stack:
         value, depth = stack.pop()
@@ -56,6 +63,9 @@ def check_filters(filters: dict) -> dict:
                 check_text("filters", key)
                 stack.append((item, depth + 1))
         elif isinstance(value, list):
+            if len(value) > MAX_FILTER_VALUES:
+                raise BadRequest("too_large", f'"filters" has a list of {len(value)} values; '
+                                 f"the limit is {MAX_FILTER_VALUES}")
             stack += [(item, depth + 1) for item in value]
         elif isinstance(value, str):
             check_text("filters", value)
@@ -69,6 +79,10 @@ def parse_query(content: dict) -> dict:
     if not isinstance(text, str) or not text.strip():
         raise BadRequest("bad_request", '"text" must be a non-empty string')
     check_text("text", text)
+    text = text.strip()
+    if len(text) > settings.KLEA_MAX_QUESTION_CHARS:
+        raise BadRequest("too_large", f'"text" has {len(text)} characters; '
+                         f"the limit is {settings.KLEA_MAX_QUESTION_CHARS} (KLEA_MAX_QUESTION_CHARS)")
     session = content.get("session")
     if session is not None and (not isinstance(session, int) or isinstance(session, bool)):
         raise BadRequest("bad_request", '"session" must be a session id (integer) or null')
@@ -82,7 +96,7 @@ def parse_query(content: dict) -> dict:
         raise BadRequest("bad_request", '"filters" must be an object (the filter DSL)')
     if filters:
         check_filters(filters)
-    return {"text": text.strip(), "session": session, "domains": domains, "filters": filters or None}
+    return {"text": text, "session": session, "domains": domains, "filters": filters or None}
 
 
 def parse_title(body: dict, required: bool, max_chars: int) -> str:

@@ -5,6 +5,11 @@ A signed-in user owns the sessions whose ``owner`` is them. An anonymous visitor
 with KLEA_CHAT_PUBLIC) owns the owner-less sessions listed under :data:`ANON_KEY` in their
 Django session, so one visitor never reaches another's (or a command-line) session.
 Anything not owned is reported as missing, never as forbidden.
+
+Stored answers follow the user's access *now* (docs/security.md): an answer that drew on
+a domain the user may no longer query (a group was taken away, the domain restricted)
+is shown as :data:`HIDDEN_ANSWER`, and each reference of such a domain only as
+``{"number", "kind", "hidden": true}`` — no text, title or domain name.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from .models import ChatMessage, ChatSession
 
 ANON_KEY = "klea_chat_sessions"
 TITLE_MAX = 200
+HIDDEN_ANSWER = "(hidden: this answer used a domain that is no longer available to you)"
 
 
 def anon_ids(django_session) -> list[int]:
@@ -58,17 +64,32 @@ def session_payload(session: ChatSession) -> dict:
     }
 
 
-def message_payload(message: ChatMessage) -> dict:
+def message_payload(message: ChatMessage, allowed: set[str] | None = None) -> dict:
     """One stored message: ``{"id", "role", "content", "status", "route", "domains",
-    "references", "warnings", "error", "created_at"}``."""
+    "references", "warnings", "error", "created_at"}``.
+
+    :param allowed: names of the domains the reader may query now; None shows all.
+        Content and references of domains outside it are hidden (module docstring).
+    """
+    content, domains, references = message.content, message.domains or [], message.references or []
+    if allowed is not None:
+        revoked = {d for d in domains if d not in allowed}
+        revoked |= {r.get("domain") for r in references if r.get("domain") and r.get("domain") not in allowed}
+        if revoked:
+            content = HIDDEN_ANSWER if message.role == ChatMessage.Role.ASSISTANT else content
+            domains = [d for d in domains if d in allowed]
+            references = [
+                {"number": r.get("number"), "kind": r.get("kind"), "hidden": True} if r.get("domain") in revoked else r
+                for r in references
+            ]
     return {
         "id": message.pk,
         "role": message.role,
-        "content": message.content,
+        "content": content,
         "status": message.status,
         "route": message.route,
-        "domains": message.domains,
-        "references": message.references,
+        "domains": domains,
+        "references": references,
         "warnings": message.warnings,
         "error": message.error,
         "created_at": message.created_at.isoformat(),

@@ -142,11 +142,11 @@ class BearerTokenWebsocketMiddleware:
             if user is None:
                 await send({"type": "websocket.close", "code": 4401})
                 return None
-            scope = {**scope, "user": user}
+            scope = {**scope, "user": user, "api_token": token}  # checked again per query frame
         return await self.inner(scope, receive, send)
 
 
-def user_for_scope_sync(headers: dict[bytes, bytes]):
+def user_for_headers(headers: dict[bytes, bytes]):
     """For ASGI apps outside Django (the MCP endpoint): the token's user, None for a
     bad token, AnonymousUser without a Bearer header."""
     token = bearer(headers.get(b"authorization", b"").decode("latin-1"))

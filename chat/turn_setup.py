@@ -25,10 +25,24 @@ HTTP_STATUS = {"not_found": 404}
 @dataclass
 class PreparedTurn:
     """``request``: what the pipeline runs; ``created``: the session is new (the
-    websocket announces it with a ``session`` frame)."""
+    websocket announces it with a ``session`` frame); ``owner``: who asks, for the
+    per-user turn limit (:func:`turn_owner`)."""
 
     request: TurnRequest
     created: bool
+    owner: str = ""
+
+
+def turn_owner(user, django_session) -> str:
+    """``"user:<id>"`` for a signed-in user; ``"anon:<session key>"`` for an anonymous
+    visitor (the Django session is saved first when it has no key yet)."""
+    if user.is_authenticated:
+        return f"user:{user.pk}"
+    if django_session is None:
+        return "anon:"
+    if not django_session.session_key:
+        django_session.save()
+    return f"anon:{django_session.session_key}"
 
 
 def prepare_turn(user, django_session, content: dict) -> PreparedTurn:
@@ -56,4 +70,4 @@ def prepare_turn(user, django_session, content: dict) -> PreparedTurn:
         except ChatSession.DoesNotExist:
             raise BadRequest("not_found", f"no session {query['session']}") from None
     request = TurnRequest(query["text"], domains=allowed, session_id=session.pk, pick=pick, filters=query["filters"])
-    return PreparedTurn(request, created)
+    return PreparedTurn(request, created, turn_owner(user, django_session))

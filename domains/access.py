@@ -49,6 +49,21 @@ def queryable_domains(user) -> QuerySet[Domain]:
     return active.filter(Q(allowed_groups__isnull=True) | Q(pk__in=member)).distinct()
 
 
+def managed_domains(user) -> QuerySet[Domain]:
+    """The domains (active or not) whose stores an active staff user may see and fill:
+    ingestion job pages, ``/api/jobs/<id>``, admin uploads. All for superusers; for other
+    staff, the domains open to everyone and those of their groups, as for querying.
+
+    :returns: a Domain QuerySet (empty for anyone but active staff).
+    """
+    if user is None or not user.is_authenticated or not user.is_active or not user.is_staff:
+        return Domain.objects.none()
+    if user.is_superuser:
+        return Domain.objects.all()
+    member = Domain.objects.filter(allowed_groups__in=user.groups.all()).values("pk")
+    return Domain.objects.filter(Q(allowed_groups__isnull=True) | Q(pk__in=member)).distinct()
+
+
 def pick_domains(user, names: Iterable[str] | None) -> tuple[list[Domain], list[str] | None]:
     """The turn's domains: everything ``user`` may query, and the user's own pick.
 

@@ -8,6 +8,7 @@ from django.db.models import Count
 
 from .models import Chunk, Document, Domain, FilterField, MetadataEntry, Store
 from .signals import map_edited
+from .text import page_label
 
 REAPPLIED = "Metadata map re-applied: {changed} chunk(s) changed (no re-embedding)."
 
@@ -96,7 +97,7 @@ class MetadataEntryInline(admin.TabularInline):
     fields = ["heading_key", "values"]
 
 
-@admin.action(description="Re-apply the metadata map to the chunks (no re-embedding)")
+@admin.action(description="Re-apply the metadata map to the chunks (no re-embedding)", permissions=["change"])
 def reapply_map(modeladmin, request, queryset):
     documents = queryset if queryset.model is Document else Document.objects.filter(
         id__in=queryset.values_list("document_id", flat=True)
@@ -144,9 +145,19 @@ class MetadataEntryAdmin(admin.ModelAdmin):
 
 @admin.register(Chunk)
 class ChunkAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "store", "heading_chain", "year", "token_count"]
+    list_display = ["__str__", "store", "heading_chain", "where", "year", "token_count"]
     list_filter = ["store__domain", "store"]
     search_fields = ["text", "document__file_name"]
     list_select_related = ["document", "store"]
-    readonly_fields = ["store", "document", "ordinal", "token_count", "year"]
+    # provenance is where ingestion found the text: edited, the source view would lie
+    readonly_fields = ["store", "document", "ordinal", "token_count", "year", "provenance"]
+
+    @admin.display(description="where")
+    def where(self, chunk) -> str:
+        """``p. 4–5`` for a PDF chunk, ``lines 12–30`` for a text source, else empty."""
+        provenance = chunk.provenance or {}
+        if provenance.get("pages"):
+            return page_label(provenance["pages"])
+        lines = provenance.get("lines")
+        return f"lines {lines[0]}–{lines[1]}" if lines else ""
     exclude = ["embedding"]

@@ -1,8 +1,9 @@
 """The source files behind chunks, for the chat's source view (docs/api.md, "The source
 view"): PDF pages rendered as images, the section of a text source around a chunk.
 
-Files are read only from ``Document.source_path``, where ingestion found them; nothing
-here takes a path from a request. A page is rendered from the file only while its
+Files are read only from ``Document.source_path``, where ingestion found them, or from
+the uploads storage under the same store folder and name (a worker on another machine
+built it); nothing here takes a path from a request. A page is rendered from the file only while its
 bytes still hash to the document's ``content_hash`` (else the stored line boxes could
 point at other text), then kept in ``KLEA_PAGE_CACHE_DIR/<content hash>/``.
 
@@ -24,11 +25,15 @@ import pypdfium2 as pdfium
 from django.conf import settings
 
 from .models import Chunk, Document
+from .uploads import local_copy
 
 # Image widths in pixels a page is rendered at; a request is served at the smallest
 # that is at least as wide as asked (the largest for anything wider), so few sizes are
 # cached per page and each is sharp on the screen that asked.
 PAGE_WIDTHS = (480, 800, 1200, 1600)
+# A page taller than this many times its image width (a scroll, a poster strip) is drawn
+# narrower, so one page never costs more than width x 4 width pixels of memory.
+MAX_ASPECT = 4
 JPEG_QUALITY = 85  # page images as JPEG: about 10x faster to encode than PNG, a third smaller
 # A text section longer than this shows only the chunk and this many lines either side.
 MAX_SECTION_LINES = 400
@@ -65,14 +70,29 @@ def is_pdf(document: Document) -> bool:
 
 
 def source_file(document: Document) -> Path:
-    """The document's file where ingestion read it.
+    """The document's file where ingestion read it, else this machine's copy of the
+    upload it came from (domains/uploads.py).
 
     :raises SourceUnavailable: ``source_missing`` when it is not a readable file there.
     """
     path = Path(document.source_path) if document.source_path else None
-    if path is None or not path.is_file() or not os.access(path, os.R_OK):
+    if path is not None and path.is_file() and os.access(path, os.R_OK):
+        return path
+    # Built by a worker on another machine from an upload: this machine's copy of it
+    # (docs/deployment.md); its bytes are checked against content_hash before use.
+    # Only the very bytes ingested are served (another store's upload may share the name).
+    copy = local_copy(f"{path.parent.name}/{path.name}") if path is not None and document.content_hash else None
+    if copy is None or _sha256(copy) != document.content_hash:
         raise SourceUnavailable("source_missing", f"{document.file_name}: the source file is no longer where it was ingested")
-    return path
+    return copy
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _verified(document: Document) -> Path:
@@ -81,11 +101,7 @@ def _verified(document: Document) -> Path:
     :raises SourceUnavailable: ``source_missing``, or ``source_changed`` (re-ingest it).
     """
     path = source_file(document)
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    if document.content_hash and digest.hexdigest() != document.content_hash:
+    if document.content_hash and _sha256(path) != document.content_hash:
         raise SourceUnavailable(
             "source_changed", f"{document.file_name}: the file changed since it was ingested; ingest it again"
         )
@@ -105,7 +121,8 @@ def _cache_path(document: Document, page: int, width: int) -> Path:
 
 
 def render_page(document: Document, page: int, width: int | None = None) -> PageImage:
-    """Page ``page`` (1-based) of a PDF document as a JPEG ``page_width(width)`` pixels wide.
+    """Page ``page`` (1-based) of a PDF document as a JPEG ``page_width(width)`` pixels
+    wide (narrower for a page more than MAX_ASPECT times taller than wide).
 
     :raises ValueError: not a PDF, or no such page (the message says how many there are).
     :raises SourceUnavailable: the file is missing or changed since ingestion.
@@ -127,8 +144,9 @@ def render_page(document: Document, page: int, width: int | None = None) -> Page
                 raise ValueError(f"{document.file_name} has pages 1 to {len(pdf)}, not {page}")
             pdf_page = pdf[page - 1]
             try:
-                points_wide, _ = pdf_page.get_size()
-                image = pdf_page.render(scale=width / points_wide).to_pil()
+                points_wide, points_high = pdf_page.get_size()
+                scale = min(width / points_wide, MAX_ASPECT * width / max(points_high, 1.0))
+                image = pdf_page.render(scale=scale).to_pil()
             finally:
                 pdf_page.close()
         finally:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.http import HttpResponseRedirect
@@ -12,8 +13,9 @@ from django.utils.html import format_html, format_html_join
 
 from ingestion.runs.uploads import save_uploads
 
-from .forms import UploadForm
+from .forms import UploadForm, upload_too_large
 from .models import DoiRecord, IngestionJob, StagedFile
+from .views import visible_jobs
 
 
 @admin.register(IngestionJob)
@@ -27,6 +29,10 @@ class IngestionJobAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # jobs come from commands and uploads
+
+    def get_queryset(self, request):
+        """Only the jobs of stores the user may manage, and their own (ingestion/views.py)."""
+        return super().get_queryset(request).filter(pk__in=visible_jobs(request.user).values("pk"))
 
     def has_change_permission(self, request, obj=None):
         return False  # a record of what ran: viewed (and deleted), never edited
@@ -43,7 +49,7 @@ class IngestionJobAdmin(admin.ModelAdmin):
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """The job page opens with its live "Progress" panel (admin/ingestion/job_live.html)."""
-        job = IngestionJob.objects.filter(pk=object_id).first()
+        job = self.get_queryset(request).filter(pk=object_id).first()
         if job is not None:
             files = [(name, outcome, job.errors.get(name, "")) for name, outcome in sorted(job.outcomes.items())]
             extra_context = {**(extra_context or {}), "job_files": files, "job_waiting": max(job.total - job.done, 0)}
@@ -59,10 +65,16 @@ class IngestionJobAdmin(admin.ModelAdmin):
 
     def upload_view(self, request):
         """Upload one or many files into a store: one Celery task per file."""
+        back = HttpResponseRedirect(reverse("admin:ingestion_ingestionjob_changelist"))
         if not request.user.has_perm("domains.add_document"):
             messages.error(request, "You may not add documents.")
-            return HttpResponseRedirect(reverse("admin:ingestion_ingestionjob_changelist"))
-        form = UploadForm(request.POST or None, request.FILES or None)
+            return back
+        limit = settings.KLEA_UPLOAD_MAX_BYTES
+        size = int(request.META.get("CONTENT_LENGTH") or 0)
+        if request.method == "POST" and size > limit:  # refused before the body is read
+            messages.error(request, upload_too_large(size, limit))
+            return back
+        form = UploadForm(request.POST or None, request.FILES or None, user=request.user)
         if request.method == "POST" and form.is_valid():
             job = save_uploads(form, request.user)
             messages.success(request, f"Uploaded {job.total} file(s): job {job.pk} ingests them, progress below.")

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from django import forms
+from django.conf import settings
 
+from domains.access import managed_domains
 from domains.models import Store
 
 from .convert import SUPPORTED_EXTENSIONS
@@ -31,8 +33,16 @@ class MultipleFileField(forms.FileField):
         return [single(data, initial)]
 
 
+def upload_too_large(size: int, limit: int) -> str:
+    return f"The upload is {size:,} bytes; the limit is {limit:,} bytes (KLEA_UPLOAD_MAX_BYTES)."
+
+
 class UploadForm(forms.Form):
-    store = forms.ModelChoiceField(queryset=Store.objects.select_related("domain").order_by("name"))
+    """Files into one store. ``user``: only stores of the domains the user may manage
+    (domains.access.managed_domains) are offered; the files together may take at most
+    KLEA_UPLOAD_MAX_BYTES."""
+
+    store = forms.ModelChoiceField(queryset=Store.objects.none())
     files = MultipleFileField(help_text="PDF, DOCX, Markdown/MyST, reStructuredText, HTML or plain text; and a "
                                         "reference-manager library (BibTeX .bib or CSL-JSON .json) whose records "
                                         "fill the metadata of the files they match.")
@@ -46,8 +56,17 @@ class UploadForm(forms.Form):
     )
     force = forms.BooleanField(required=False, help_text="Re-convert and re-embed files that did not change.")
 
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["store"].queryset = (
+            Store.objects.filter(domain__in=managed_domains(user)).select_related("domain").order_by("name")
+        )
+
     def clean_files(self):
         files = self.cleaned_data["files"]
+        size = sum(f.size or 0 for f in files)
+        if size > settings.KLEA_UPLOAD_MAX_BYTES:
+            raise forms.ValidationError(upload_too_large(size, settings.KLEA_UPLOAD_MAX_BYTES))
         allowed = SUPPORTED_EXTENSIONS | set(LIBRARY_SUFFIXES)
         bad = [f.name for f in files if Path(f.name).suffix.lower() not in allowed]
         if bad:

@@ -1,9 +1,23 @@
-"""``GET /api/jobs/<id>``: an ingestion job's progress as JSON (staff or its creator)."""
+"""``GET /api/jobs/<id>``: an ingestion job's progress as JSON (its creator, or staff
+who may manage the job's store: domains.access.managed_domains)."""
 
+from django.db.models import Q
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
+from domains.access import managed_domains
+
 from .models import IngestionJob
+
+
+def visible_jobs(user):
+    """The IngestionJob rows ``user`` may read: those they started, and (staff) those of
+    the stores of :func:`domains.access.managed_domains`; every job for superusers."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return IngestionJob.objects.none()
+    if user.is_superuser:
+        return IngestionJob.objects.all()
+    return IngestionJob.objects.filter(Q(created_by=user) | Q(store__domain__in=managed_domains(user)))
 
 
 def job_payload(job: IngestionJob) -> dict:
@@ -26,11 +40,9 @@ def job_payload(job: IngestionJob) -> dict:
 
 @require_GET
 def job_detail(request, job_id: int):
-    """:returns: 200 with :func:`job_payload`; 404 for a missing job and for anyone but
-    staff and the job's creator (other users learn nothing, not even that it exists)."""
-    job = IngestionJob.objects.select_related("store").filter(pk=job_id).first()
-    user = request.user
-    allowed = job is not None and user.is_authenticated and (user.is_staff or job.created_by_id == user.pk)
-    if not allowed:
+    """:returns: 200 with :func:`job_payload`; 404 for a missing job and for anyone who
+    may not read it (:func:`visible_jobs`; others learn nothing, not even that it exists)."""
+    job = visible_jobs(request.user).select_related("store").filter(pk=job_id).first()
+    if job is None:
         return JsonResponse({"error": {"code": "not_found", "message": f"no job {job_id}"}}, status=404)
     return JsonResponse(job_payload(job))

@@ -6,6 +6,7 @@ embedding models start loading as the server process starts (``/health`` says
 ``"ready": true`` once they are in memory), so the first question does not wait for them.
 """
 
+import logging
 import os
 
 from django.core.asgi import get_asgi_application
@@ -22,6 +23,7 @@ from django.conf import settings  # noqa: E402
 from chat.mcp_server import with_mcp  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
 from chat.tokens import BearerTokenWebsocketMiddleware  # noqa: E402
+from chat.checks import W001_HINT, W001_MSG, insecure_secret_key  # noqa: E402
 from domains.embeddings import start_warm_up  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -32,5 +34,7 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+if insecure_secret_key():  # the system check (chat.W001) does not run under daphne
+    logging.getLogger("klea").warning("%s %s", W001_MSG, W001_HINT)
 if settings.KLEA_WARM_START:
     start_warm_up()

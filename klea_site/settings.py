@@ -13,13 +13,22 @@ VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
 
-SECRET_KEY = env(
-    "DJANGO_SECRET_KEY",
-    default="django-insecure-local-only-set-DJANGO_SECRET_KEY-in-production",
-)
+# The development key: fine on a laptop, never on a shared server (chat.W001 warns, and
+# the ASGI server logs it at startup, when it is used with DEBUG off).
+INSECURE_SECRET_KEY = "django-insecure-local-only-set-DJANGO_SECRET_KEY-in-production"
+SECRET_KEY = env("DJANGO_SECRET_KEY", default=INSECURE_SECRET_KEY)
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+# Behind a TLS-terminating reverse proxy (docs/security.md): cookies only over HTTPS,
+# HSTS for this many seconds, and the proxy's header that says the request was HTTPS
+# (only when the proxy sets it and strips it from clients).
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=False)
+SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", default=False)
+if env.bool("DJANGO_TRUST_PROXY_TLS_HEADER", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SSL_REDIRECT", default=False)
 
 INSTALLED_APPS = [
     "daphne",
@@ -221,6 +230,9 @@ KLEA_RAG_HISTORY_CHARS = env.int("KLEA_RAG_HISTORY_CHARS", default=10_000)
 KLEA_BM25_K1 = env.float("KLEA_BM25_K1", default=1.2)
 KLEA_BM25_B = env.float("KLEA_BM25_B", default=0.75)
 KLEA_VECTOR_EXACT_MAX_ROWS = env.int("KLEA_VECTOR_EXACT_MAX_ROWS", default=10_000)
+# Seconds one retrieval SQL statement may run (PostgreSQL statement_timeout, set for the
+# retrieval's transaction only); a list that runs longer fails as "statement timeout". 0: none.
+KLEA_RETRIEVAL_STATEMENT_TIMEOUT = env.float("KLEA_RETRIEVAL_STATEMENT_TIMEOUT", default=10.0)
 
 # --- MCP tools per domain (chat/mcp; docs/mcp.md) -----------------------------------
 # Seconds one tool call may take (also the bound on starting a server and its handshake).
@@ -238,8 +250,13 @@ KLEA_CHAT_PUBLIC = env.bool("KLEA_CHAT_PUBLIC", default=False)
 # Largest websocket frame the chat accepts (bytes); larger ones get a `too_large` error.
 # daphne's own cap (--websocket-max-message-size, set by `make run`) must be above it.
 KLEA_WS_MAX_FRAME_BYTES = env.int("KLEA_WS_MAX_FRAME_BYTES", default=64 * 1024)
+# Limits per caller (docs/security.md): characters of one question (HTTP and websocket;
+# longer ones get `too_large`), turns one user (or anonymous visitor's session) may run
+# at once across all sockets, sessions and server processes (more get `too_many_turns`).
+KLEA_MAX_QUESTION_CHARS = env.int("KLEA_MAX_QUESTION_CHARS", default=4_000)
+KLEA_MAX_TURNS_PER_USER = env.int("KLEA_MAX_TURNS_PER_USER", default=3)
 # Turns one user may run at once through /v1/ and the MCP server (docs/clients.md);
-# one more is answered 429 busy. The chat is limited per session instead.
+# one more is answered 429 busy. Chat turns (KLEA_MAX_TURNS_PER_USER) count too.
 KLEA_API_CONCURRENT_TURNS = env.int("KLEA_API_CONCURRENT_TURNS", default=4)
 # Seconds /health waits for Redis and for the model server, each.
 KLEA_HEALTH_TIMEOUT = env.float("KLEA_HEALTH_TIMEOUT", default=2.0)
@@ -253,8 +270,27 @@ KLEA_CONVERT_TIMEOUT = env.float("KLEA_CONVERT_TIMEOUT", default=1800.0)
 # standard, or native (model-free). DOCLING_DEVICE / DOCLING_NUM_THREADS (default 4)
 # are read from the environment by the conversion process.
 KLEA_PDF_PIPELINE = env("KLEA_PDF_PIPELINE", default="auto")
+# OCR of image pages on the model-free path (Tesseract): cached per file content hash;
+# a page slower than the limit fails alone; pages at once (0 = the core count).
+KLEA_OCR_CACHE_DIR = Path(env("KLEA_OCR_CACHE_DIR", default=str(VAR_DIR / "ocr-cache")))
+KLEA_OCR_PAGE_TIMEOUT = env.float("KLEA_OCR_PAGE_TIMEOUT", default=120.0)
+KLEA_OCR_WORKERS = env.int("KLEA_OCR_WORKERS", default=0)
 # Where admin uploads are kept (one folder per store); they are the documents' sources.
 KLEA_UPLOAD_DIR = Path(env("KLEA_UPLOAD_DIR", default=str(VAR_DIR / "uploads")))
+# Bytes one admin upload (all its files together) may take; a larger request is refused
+# before its body is read.
+KLEA_UPLOAD_MAX_BYTES = env.int("KLEA_UPLOAD_MAX_BYTES", default=512 * 2**20)
+# Where uploads travel between web and worker processes (ingestion/blobs.py): the
+# database by default, so machines share only DATABASE_URL and REDIS_URL; any Django
+# storage backend (its OPTIONS from KLEA_UPLOAD_STORAGE_OPTIONS, JSON) otherwise.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "uploads": {
+        "BACKEND": env("KLEA_UPLOAD_STORAGE", default="ingestion.blobs.DatabaseStorage"),
+        "OPTIONS": env.json("KLEA_UPLOAD_STORAGE_OPTIONS", default={}),
+    },
+}
 # Rendered PDF pages of the chat's source view (docs/api.md, "The source view"), one
 # folder per file version; safe to delete at any time.
 KLEA_PAGE_CACHE_DIR = Path(env("KLEA_PAGE_CACHE_DIR", default=str(VAR_DIR / "page-cache")))

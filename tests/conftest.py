@@ -13,6 +13,9 @@ from django.conf import settings
 # thread here (its log lines would land in other tests' caplog). The daphne and Celery
 # processes that tests start warm up as in production.
 settings.KLEA_WARM_START = False
+# Not the development key (chat.W001 would warn in every daphne the tests start); the
+# daphne processes get the same key (tests/live_daphne.py), so our session cookies work.
+settings.SECRET_KEY = "klea-test-suite-secret-key-0123456789-not-the-development-one"
 
 DOC_DOMAINS = {
     "domains": {
@@ -38,8 +41,10 @@ DOC_DOMAINS = {
 
 
 def corpora_path(*parts: str) -> Path:
-    """A path inside the shared corpora; fails (never skips) when it is missing."""
-    path = Path(settings.KLEA_CORPORA_DIR, *parts)
+    """A path inside the shared corpora, resolved as the product resolves the folders it
+    reads (the corpora may be reached through a symbolic link); fails (never skips) when
+    it is missing."""
+    path = Path(settings.KLEA_CORPORA_DIR, *parts).resolve()
     if not path.exists():
         pytest.fail(f"shared corpora not found at {path}; set KLEA_CORPORA_DIR", pytrace=False)
     return path

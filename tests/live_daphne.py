@@ -51,7 +51,9 @@ class LiveDaphne:
     """``with LiveDaphne(log_path, **env) as server: server.url`` (http://127.0.0.1:port)."""
 
     def __init__(self, log: Path, ready_status: int = 200, **env: str):
-        """:param ready_status: the /health status that means "started" (503: no database);
+        """``env`` values override the environment (None unsets a variable).
+
+        :param ready_status: the /health status that means "started" (503: no database);
         with 200, the server must also say ``"ready": true`` unless ``KLEA_WARM_START="false"``
         (for servers that answer no question: they load no model)."""
         self.log = log
@@ -66,8 +68,10 @@ class LiveDaphne:
             "KLEA_LLM_BACKEND": "extractive",
             "KLEA_RAG_GUARD_MODEL": "",
             "KLEA_EMBEDDING_CACHE_DIR": str(settings.KLEA_EMBEDDING_CACHE_DIR),
+            "DJANGO_SECRET_KEY": settings.SECRET_KEY,  # the test process's: its session cookies work
             **env,
         }
+        self.env = {name: value for name, value in self.env.items() if value is not None}  # None: unset
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> LiveDaphne:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFont
 from reportlab.lib.pagesizes import A4
 from reportlab.lib.pdfencrypt import StandardEncryption
 from reportlab.lib.utils import ImageReader
@@ -85,7 +85,8 @@ def many_pages(path: Path, pages: int = 1000) -> Path:
 def scanned(path: Path, pages: int = 2) -> Path:
     """Pages that are only an image of text (no text layer), like a scan."""
     image = Image.new("L", (600, 800), 255)
-    ImageDraw.Draw(image).text((40, 40), "A scanned page about neurons", fill=0)
+    font = ImageFont.load_default(size=28)  # about 11 pt once the image fills an A4 page
+    ImageDraw.Draw(image).text((40, 40), "A scanned page about neurons", fill=0, font=font)
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     c = canvas.Canvas(str(path), pagesize=A4)
@@ -121,4 +122,18 @@ def broken_xref(path: Path, source: Path) -> Path:
 def no_pages(path: Path) -> Path:
     """A valid PDF whose page tree is empty (``/Count 0``)."""
     canvas.Canvas(str(path)).save()  # nothing drawn: no page is emitted
+    return path
+
+
+def scan_of(source: Path, path: Path, dpi: int = 300) -> Path:
+    """An image-only copy of ``source``: each page rendered at ``dpi`` in grey levels and
+    wrapped as a PDF page of the same size (no text layer), so its expected text is known."""
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(str(source))
+    try:
+        images = [pdf[i].render(scale=dpi / 72, grayscale=True).to_pil().convert("L") for i in range(len(pdf))]
+    finally:
+        pdf.close()
+    images[0].save(path, format="PDF", resolution=dpi, save_all=True, append_images=images[1:])
     return path

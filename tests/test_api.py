@@ -345,3 +345,22 @@ def test_undeclared_filter_fields_are_reported(setup):
     assert (body["status"], body["errors"]) == ("complete", [
         {"code": "filter_dropped", "message": "filter field 'bogus' is not declared by domain(s) neuro; ignored",
          "node": "retrieve", "fatal": False}])
+
+
+def test_stored_answers_of_a_domain_no_longer_allowed_are_hidden(setup):
+    alice = client_for(setup["alice"])
+    turn = post(alice, "/api/query", {"text": HH, "domains": ["neuro"]}).json()
+    assert turn["status"] == "complete" and {r["domain"] for r in turn["references"]} == {"neuro"}
+    path = f"/api/sessions/{turn['session']}/messages"
+    shown = alice.get(path).json()["messages"]
+    assert (shown[1]["content"], shown[1]["references"]) == (turn["answer"], turn["references"])
+    setup["alice"].groups.clear()  # alice leaves the lab: neuro is no longer hers
+    question, answer = alice.get(path).json()["messages"]
+    assert question["content"] == HH
+    assert (answer["content"], answer["domains"]) == (
+        "(hidden: this answer used a domain that is no longer available to you)", [])
+    assert answer["references"] == [{"number": r["number"], "kind": "document", "hidden": True}
+                                    for r in turn["references"]]
+    assert "Hodgkin" not in json.dumps(answer)
+    setup["alice"].groups.add(Group.objects.get(name="lab"))  # access back: the answer is back
+    assert alice.get(path).json()["messages"][1]["content"] == turn["answer"]

@@ -78,15 +78,16 @@ def test_each_bad_file_fails_alone_with_its_reason(domain, folder):
     assert job.messages[-2:] == ["1 unsupported: slides.key", "4 failed, 1 needs_ocr, 3 stored"]
 
 
-def test_scanned_pdf_without_ocr_engine_needs_ocr_under_auto(domain, folder):
-    report = ingest(folder, "bad-store", "bad-input", mirror=True)  # ocr="auto", no OCR engine here
+def test_scanned_pdf_is_ocred_under_auto(domain, folder):
+    report = ingest(folder, "bad-store", "bad-input", mirror=True)  # ocr="auto": Tesseract reads the scan
     scanned = next(o for o in report.outcomes if o.file_name == "scanned.pdf")
-    assert (scanned.status, scanned.error) == (
-        "needs_ocr",
-        "scanned.pdf: needs OCR (2 of 2 pages have no text layer) and no OCR engine is available "
-        "(docling's models are not installed)",
-    )
-    assert StagedFile.objects.get(file_name="scanned.pdf", directory=str(folder)).chunks == []
+    assert (scanned.status, scanned.error, scanned.pages) == ("stored", "", 2)
+    texts = list(Chunk.objects.filter(document__store__name="bad-store", document__file_name="scanned.pdf")
+                 .order_by("ordinal").values_list("text", flat=True))
+    assert texts == ["A scanned page about neurons\n\nA scanned page about neurons"]
+    assert "image pages OCRed (tesseract 5.3.0)" in StagedFile.objects.get(
+        file_name="scanned.pdf", directory=str(folder)
+    ).converter
 
 
 def test_thousand_page_pdf_converts_within_the_memory_bound(domain, tmp_path):

@@ -286,3 +286,14 @@ def test_missing_file_is_logged_not_raised(tmp_path, db, caplog):
 def test_textless_pdf_with_junk_info(tmp_path, db):
     pdf = write_pdf(tmp_path / "scan.pdf", [[]], info={"Title": "Microsoft Word - 02. 206.doc", "Author": "Cambridge Journals"})
     assert extract_bibliography(pdf, network=False) == {"_metadata_complete": False, "_sources": []}
+
+
+def test_a_hostile_page_one_is_read_without_stalling(tmp_path, db):
+    """20,000 digits in the header and a DOI followed by 20,000 ``)``: before the
+    patterns were made linear and lines capped, this took minutes (bench/abuse.py)."""
+    hostile = write_pdf(tmp_path / "hostile.pdf", [article(
+        title=two_line_title(), header="1" * 20_000, footer="doi:10.1234/abc" + ")" * 20_000)])
+    out = extract_bibliography(hostile, network=False)
+    assert out == {  # the regex tier reads the first 3,000 characters: all digits here
+        "title": TITLE, "authors": AUTHORS, "doi": "10.1234/abc", "url_doi": "https://doi.org/10.1234/abc",
+        "_metadata_complete": False, "_sources": ["layout-regex"]}

@@ -9,6 +9,7 @@ from docling_core.types.doc.document import ProvenanceItem
 from ingestion.convert.textclean import clean_text, page_text
 from ingestion.metadata.biblio.fields import (
     arxiv_id, is_junk_title, is_title_text, journal_from_line, keywords_from_lines, pick_year, urls_in,
+    year_candidates,
 )
 from ingestion.metadata.biblio.info import docling_fields, info_fields
 from ingestion.metadata.biblio.names import clean_person_name, collaboration_byline, parse_byline, split_author_field
@@ -249,3 +250,15 @@ def test_regex_tier_on_plain_text():
         "year": 2017,
     }
     assert text_fields("") == {}
+
+
+def test_hostile_runs_give_the_same_answers_in_linear_time():
+    """Long runs of ``)``, digits and spaces (quadratic before; bench/abuse.py times them)."""
+    from ingestion.metadata.biblio.doi import MAX_DOI_CHARS, normalize_doi
+
+    assert normalize_doi("10.1234/abc" + ")" * 200_000) == "10.1234/abc"
+    assert normalize_doi("doi:10.1016/0022-0000(85)90041-8)))") == "10.1016/0022-0000(85)90041-8"
+    assert normalize_doi("10.1234/" + "a" * MAX_DOI_CHARS) is None
+    assert year_candidates("1" * 200_000) == []
+    assert year_candidates("1" * 200_000 + " J. Test. 8(1): 7-10, 2009") == [(1, 2009)]
+    assert parse_byline("Ada Lovelace" + " " * 200_000 + "and Grace Hopper") == ["Ada Lovelace", "Grace Hopper"]

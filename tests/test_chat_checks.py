@@ -48,3 +48,20 @@ def test_mcp_settings_message():
         (error,) = check_pipeline_settings()
     assert (error.id, error.msg) == ("chat.E005", "An MCP tool setting is out of range (seconds > 0, counts >= 1).")
     assert error.hint.startswith("KLEA_MCP_TOOL_TIMEOUT and KLEA_MCP_TOOL_BUDGET must be > 0")
+
+
+@pytest.mark.parametrize("debug, key, expected", [
+    (False, "django-insecure-local-only-set-DJANGO_SECRET_KEY-in-production", ["chat.W001"]),
+    (True, "django-insecure-local-only-set-DJANGO_SECRET_KEY-in-production", []),  # a developer's laptop
+    (False, "a-long-random-production-key-0123456789abcdef", []),
+])
+def test_the_development_secret_key_with_debug_off_is_a_warning(debug, key, expected):
+    from chat.checks import check_secret_key
+
+    with override_settings(DEBUG=debug, SECRET_KEY=key):
+        warnings = check_secret_key()
+    assert [w.id for w in warnings] == expected
+    if warnings:
+        assert (warnings[0].msg, warnings[0].hint) == (
+            "The development SECRET_KEY is used with DEBUG off.",
+            "Set DJANGO_SECRET_KEY to a long random value (docs/security.md).")

@@ -81,6 +81,22 @@ def test_fetching_the_tool_list_keeps_the_administrators_choices(tmp_path):
 
 
 @pytest.mark.django_db
+def test_a_tool_that_stops_declaring_itself_read_only_is_no_longer_offered():
+    domain = Domain.objects.create(name="neuro", description="d")
+    server = McpServer.objects.create(domain=domain, name="neuro-lab", command=sys.executable, args=[SERVER_SCRIPT])
+    # first discovered while the server said read-only; the server now says destructive
+    McpTool.objects.create(server=server, name="delete_model", allowed=True, read_only=True,
+                           annotations={"readOnlyHint": True})
+    McpTool.objects.create(server=server, name="channel_density", allowed=True, read_only=True,
+                           annotations={"readOnlyHint": True})
+    report = refresh_tools(server)
+    assert report.no_longer_read_only == ["delete_model"]
+    assert report.summary().endswith(", 1 no longer read-only, not offered (delete_model)")
+    assert McpTool.objects.get(server=server, name="delete_model").read_only is False
+    assert [t.function for t in offered_tools([domain])] == ["channel_density"]
+
+
+@pytest.mark.django_db
 def test_catalog_offers_allowed_read_only_tools_of_routed_active_servers():
     neuro = Domain.objects.create(name="neuro", description="d")
     arrays = Domain.objects.create(name="arrays", description="d")

@@ -190,15 +190,17 @@ def run(calls, timeout=30, budget=60, max_chars=2500):
     return outcomes, events
 
 
-def test_a_server_that_prints_its_secret_while_failing_is_masked():
+def test_a_server_that_prints_its_secret_while_failing_is_masked(caplog):
+    """Chat users get a short typed line; the log keeps the command and stderr (masked)."""
     crash = "import os, sys; sys.stderr.write('bad token ' + os.environ['LAB_TOKEN']); sys.exit(1)"
     spec = ServerSpec(name="lab", domain="neuro", transport="stdio", command=sys.executable, args=("-c", crash),
                       env={"LAB_TOKEN": LAB_TOKEN})
     (outcome,), events = run([PlannedCall(1, tool(server=spec), {"channel": "Nav1.6"})])
     assert (outcome.status, outcome.message) == (
-        "error",
-        f"server 'lab' ({sys.executable}) did not start: the server closed the connection during the handshake; stderr: bad token [secret]",
-    )
+        "error", "server 'lab' did not start (the server closed the connection during the handshake)")
+    assert [r.getMessage() for r in caplog.records if r.name == "klea.mcp"] == [
+        f"server 'lab' ({sys.executable}) did not start: the server closed the connection during the handshake; "
+        "stderr: bad token [secret]"]
     assert events == [("start", 1), ("end", 1, "error")]
 
 
@@ -250,12 +252,13 @@ def test_streamable_http_server_lists_tools_and_gets_the_headers(http_lab):
 
 def test_an_unreachable_http_server_fails_to_start_and_its_credentials_stay_out():
     port = free_port()
-    spec = ServerSpec(name="gone", domain="neuro", transport="http", url=f"http://lab:pw-123456@127.0.0.1:{port}/mcp")
+    spec = ServerSpec(name="gone", domain="neuro", transport="http", url=f"http://lab:pw-123456@127.0.0.1:{port}/mcp?key=tok-123456")
     with pytest.raises(ServerFailed) as info:
         async_to_sync(list_server_tools)(spec, 30)
     assert str(info.value) == (
         f"server 'gone' (http://127.0.0.1:{port}/mcp) did not start: ConnectError: All connection attempts failed"
     )
+    assert info.value.public == "server 'gone' did not start (ConnectError)"
 
 
 # --- reference material, references, events, console ---------------------------------

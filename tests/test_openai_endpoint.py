@@ -5,13 +5,16 @@ Sources list and the references field, errors in the protocol's shape (401, 404,
 
 from __future__ import annotations
 
+import os
 import time
 
 import httpx
 import openai
 import pytest
+import redis
 
 from chat import tokens
+from chat.turn_lock import UserTurns
 
 from .chat_world import SECRET_TEXT, in_thread, world  # noqa: F401
 from .fake_ollama import FakeOllama, Reply
@@ -167,3 +170,25 @@ def test_history_busy_and_a_client_going_away(world, tmp_path):
                 list(api.chat.completions.create(model="klea/wsneuro", messages=history, stream=True))
     assert "Traceback" not in log.read_text()
     assert fake.unexpected == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("redis_url", ["", os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")])
+async def test_user_turns_are_counted_per_user_in_redis_or_in_process(settings, redis_url):
+    settings.REDIS_URL = redis_url
+    settings.KLEA_API_CONCURRENT_TURNS = 2
+    key = f"test-{os.getpid()}"
+    first, second, third, other = UserTurns(key), UserTurns(key), UserTurns(key), UserTurns(f"{key}-other")
+    assert [await first.acquire(), await second.acquire(), await third.acquire(), await other.acquire()] == [
+        True, True, False, True]
+    if redis_url:  # one member per running turn, expiring with the last one started
+        client = redis.Redis.from_url(redis_url)
+        assert client.zcard(f"klea:user-turns:{key}") == 2 and 0 < client.ttl(f"klea:user-turns:{key}") <= 900
+    await first.release()
+    await first.release()  # idempotent: frees one slot only
+    assert await third.acquire() is True
+    assert await UserTurns(key).acquire() is False
+    for slot in (second, third, other):
+        await slot.release()
+    if redis_url:
+        assert [client.zcard(f"klea:user-turns:{k}") for k in (key, f"{key}-other")] == [0, 0]

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from chat.pipeline import Answer, Done, Error, PipelineConfig, References, Stage, Token
+from asgiref.sync import async_to_sync
+
 from chat.answers.citations import AnswerCleaner, strip_think
+from chat.backends.structured import parse_json
+from chat.pipeline import Answer, Done, Error, PipelineConfig, References, Stage, Token, TurnRequest
 from chat.pipeline.evaluation import SCORE_KEYS, Options, apply_checks, decide, validate_evaluation
 from chat.pipeline.filters import FieldSpec, merge_filters, query_schema, to_filter_dsl
 from chat.pipeline.flow import EDGES, build_graph
-from chat.pipeline.graph import END, Graph, GraphError, Node, Step
+from chat.pipeline.graph import END, Graph, GraphError, Node, Step, declare
 from chat.pipeline.nodes.guard import GuardVerdict, parse_verdict
 from chat.pipeline.references import labelled_urls, primary_url
-from chat.backends.structured import parse_json
+from chat.pipeline.state import TurnState, UndeclaredAccess
 
 
 def clean(pieces, valid=(1, 2, 3)):
@@ -193,6 +196,92 @@ def test_the_pipeline_graph_and_its_budgets():
     with pytest.raises(ValueError, match=r"KLEA_RAG_GUARD_ON_ERROR='maybe'; allowed: decline, allow"):
         PipelineConfig(guard_on_error="maybe")
 
+
+
+def test_every_node_declares_the_state_it_writes():
+    """Who writes what (chat/pipeline/nodes/*.py, @declare): no field has writers in more
+    than two modules, and ``route`` is derived from the nodes that ran, written by none."""
+    graph = build_graph(PipelineConfig())
+    said = ["answer", "general_chat", "decline", "refuse", "clarify"]
+    assert graph.writers() == {
+        "answer_text": said, "attempt": said, "cited": said, "dropped_citations": said,
+        "assistant_message_id": ["remember"], "declined": ["answer"], "dropped_filters": ["retrieve"],
+        "evaluation": ["evaluate"], "filters": ["generate_queries", "retrieve"], "guard_failed": ["guard"],
+        "history": ["memory"], "k": ["evaluate"], "material": ["retrieve", "join_tools"],
+        "previous_queries": ["generate_queries"], "queries": ["generate_queries"], "query_domains": ["classify"],
+        "query_vector": ["classify", "answer"], "question_task": ["memory", "remember"],
+        "retrieval": ["retrieve"], "rewrites": ["evaluate"], "routed": ["route"], "summary": ["memory"],
+        "tool_results": ["pick_tools", "join_tools"], "tool_task": ["pick_tools"],
+        "user_message_id": ["memory", "remember"], "warnings": ["retrieve", "evaluate"],
+    }
+    for written, names in graph.writers().items():
+        modules = {graph.nodes[name].run.__module__ for name in names}
+        assert len(modules) <= 2, (written, modules)
+    assert [n.name for n in graph.nodes.values() if n.close] == ["memory", "pick_tools"]
+
+
+def _fresh():
+    async def node(state):
+        return Step("next")
+
+    return node
+
+
+def _state(events: list) -> TurnState:
+    async def emit(event):
+        events.append(event)
+
+    return TurnState(TurnRequest("q"), None, PipelineConfig(), emit)
+
+
+def test_nodes_are_held_to_their_declarations_and_close_hooks_run_last_first():
+    @declare(reads={"summary"}, writes={"history"})
+    async def honest(state):
+        state.history = [{"role": "user", "content": state.summary}]
+        return Step("next")
+
+    @declare(writes={"history"})
+    async def peeks(state):
+        assert state.summary
+        return Step("next")
+
+    @declare(reads={"history"})
+    async def scribbles(state):
+        state.summary = "x"
+        return Step("next")
+
+    closed = []
+
+    async def close_a(state):
+        closed.append("a")
+
+    async def close_b(state):
+        closed.append("b")
+        raise RuntimeError("logged, and the other hooks still run")
+
+    honest.close, peeks.close = close_a, close_b
+    @async_to_sync
+    async def run(graph, state):
+        await graph.run(state)
+
+    events: list = []
+    state = _state(events)
+    state.summary = "hello"  # outside a node nothing is checked
+    graph = Graph([Node("a", honest, frozenset({"next"})), Node("b", peeks, frozenset({"next"}))],
+                  {"a": {"next": "b"}, "b": {"next": END}}, entry="a")
+    with pytest.raises(UndeclaredAccess, match=r"node 'b' read state.summary, which it does not declare"):
+        run(graph, state)
+    assert state.history == [{"role": "user", "content": "hello"}]
+    async_to_sync(graph.close)(state)
+    assert closed == ["b", "a"]
+    graph = Graph([Node("c", scribbles, frozenset({"next"}))], {"c": {"next": END}}, entry="c")
+    with pytest.raises(UndeclaredAccess, match=r"node 'c' wrote state.summary, which it does not declare"):
+        run(graph, _state([]))
+    with pytest.raises(GraphError, match=r"node 'd' declares unknown state field\(s\) answer, route"):
+        Graph([Node("d", declare(reads={"route"}, writes={"answer"})(_fresh()), frozenset({"next"}))],
+              {"d": {"next": END}}, entry="d")
+    with pytest.raises(GraphError, match=r"node 'e' declares writes to runs, which only the turn writes"):
+        Graph([Node("e", declare(writes={"runs"})(_fresh()), frozenset({"next"}))], {"e": {"next": END}}, entry="e")
 
 def test_event_shapes():
     assert Stage("classify", "end", 2, "neuro", 3.5).as_dict() == {

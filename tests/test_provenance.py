@@ -8,9 +8,11 @@ material, ``manage.py ask`` lines and the Python API's citations (real Postgres)
 
 from __future__ import annotations
 
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
 from chat.console import reference_lines
 from chat.pipeline.references import reference_list, source_line
@@ -23,6 +25,7 @@ from domains.retrieval.types import RetrievedChunk
 from domains.text import page_label
 from ingestion.chunk.chunker import chunk_blocks
 from ingestion.convert.base import Block, LineBox, slug
+from ingestion.convert.docling_doc import docling_blocks
 from ingestion.convert.html import convert_html
 from ingestion.convert.markdown import convert_markdown
 from ingestion.convert.pdf import convert_pdf
@@ -92,6 +95,20 @@ def test_pdf_blocks_carry_their_line_boxes_as_fractions_of_the_page(tmp_path):
     assert [box.page for box in results.boxes] == [2]
 
 
+def test_ocr_lines_of_a_scan_give_the_same_boxes_as_the_text_layer(tmp_path):
+    from ingestion.convert import OcrConfig, convert_file
+
+    from .pdf_factory import scan_of
+
+    text = convert_pdf(paper(tmp_path / "paper.pdf"), pipeline="native").blocks
+    scan = convert_file(scan_of(tmp_path / "paper.pdf", tmp_path / "scan.pdf"), ocr_config=OcrConfig(workers=2)).blocks
+    assert [b.text for b in scan] == [b.text for b in text]
+    for printed, ocr in zip(text, scan):
+        assert [(box.page, box.start, box.end) for box in ocr.boxes] == [(box.page, box.start, box.end) for box in printed.boxes]
+        for a, b in zip(printed.boxes, ocr.boxes):  # glyph boxes vs ink boxes: within 1.5 % of the page
+            assert a.box == pytest.approx(b.box, abs=0.015)
+
+
 def test_a_block_split_over_two_chunks_gives_each_chunk_only_its_own_lines():
     sentence = "One two three four five six seven eight nine ten."
     text = " ".join([sentence] * 4)
@@ -129,6 +146,25 @@ def test_text_sources_record_source_lines_offset_and_heading_anchor():
     ]
 
 
+def test_docling_blocks_carry_the_boxes_docling_recorded():
+    from docling_core.types.doc import BoundingBox, CoordOrigin, DocItemLabel, DoclingDocument, ProvenanceItem, Size
+
+    doc = DoclingDocument(name="paper")
+    for number in (1, 2):
+        doc.add_page(page_no=number, size=Size(width=600, height=800))
+    doc.add_heading("1 Results", level=1)
+
+    def prov(page, left, top, right, bottom):  # docling PDF boxes: origin bottom left
+        box = BoundingBox(l=left, t=800 - top, r=right, b=800 - bottom, coord_origin=CoordOrigin.BOTTOMLEFT)
+        return ProvenanceItem(page_no=page, bbox=box, charspan=(0, 1))
+
+    doc.add_text(DocItemLabel.TEXT, "Firing rates doubled.", prov=prov(2, 60, 80, 300, 100))
+    (block,) = docling_blocks(doc, title_in_chain=False)[1]
+    assert [(b.page, b.box) for b in block.boxes] == [(2, (0.1, 0.1, 0.5, 0.125))]
+    (draft,) = chunk_blocks([block], lambda t: len(t.split()))
+    assert draft.provenance == {"pages": [2, 2], "boxes": [[2, 0.1, 0.1, 0.5, 0.125]]}
+
+
 def test_slug_and_page_label():
     assert slug("2.1 What you need!") == "21-what-you-need"
     assert (page_label([4, 4]), page_label([4, 5]), page_label(None)) == ("p. 4", "p. 4–5", "")
@@ -151,8 +187,9 @@ def test_reference_material_and_reference_items_name_the_pages():
     assert item["pages"] == [4, 7]
     assert [(c["pages"], c["lines"], c["anchor"]) for c in item["chunks"]] == [([4, 5], None, ""), ([7, 7], None, ""),
                                                                               (None, None, "")]
-    assert reference_lines([item])[0] == "[1] paper.pdf, p. 4–7 — Results; Notes"
-    assert source_line(item) == "[1] Paper (paper.pdf, p. 4–7 — Results; Notes)"
+    # each heading chain once with its chunks' pages; pages of chunks without headings after the file
+    assert reference_lines([item])[0] == "[1] paper.pdf, p. 7 — Results (p. 4–5); Notes"
+    assert source_line(item) == "[1] Paper (paper.pdf, p. 7 — Results (p. 4–5); Notes)"
 
 
 @pytest.mark.django_db
@@ -175,7 +212,12 @@ def test_provenance_is_stored_retrieved_and_carried_to_references_and_citations(
     assert [(c.text, c.pages) for c in found.results] == [("Firing rates doubled after stimulation.", [2, 2])]
     (item,) = reference_list(group_sources(found.results))
     assert (item["file_name"], item["pages"], item["chunks"][0]["pages"]) == ("paper.pdf", [2, 2], [2, 2])
-    assert reference_lines([item])[0] == "[1] paper.pdf, p. 2 — 3 Results"
+    assert reference_lines([item])[0] == "[1] paper.pdf — 3 Results (p. 2)"
+
+    out = StringIO()
+    call_command("ask", "Did firing rates double after stimulation?", "--domain", "prov", "--quiet", stdout=out)
+    (line,) = [line for line in out.getvalue().splitlines() if line.startswith("[1] paper.pdf — ")]
+    assert "3 Results (p. 2)" in line.split(" — ")[1].split("; ")  # the other chunks retrieved follow
 
     knowledge = Knowledge(store="prov-store", domain="prov")
     (pdf_item,) = knowledge.search("firing rates doubled after stimulation", top_k=1)

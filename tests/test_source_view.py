@@ -132,3 +132,14 @@ def test_a_changed_or_missing_file_is_said_so_and_cached_pages_stay_those_of_the
     assert info["unavailable"] == {
         "code": "source_missing", "message": "paper.pdf: the source file is no longer where it was ingested"}
     assert alice.get(f"/api/documents/{document.pk}/file").status_code == 410
+
+
+def test_the_chunk_admin_lists_where_each_chunk_is_and_shows_its_provenance_read_only(sources):
+    admin = Client()
+    admin.force_login(User.objects.create_superuser("root"))
+    listing = admin.get("/admin/domains/chunk/?store__id__exact=%d" % chunk_of("Firing rates doubled after stimulation.").store_id)
+    assert listing.status_code == 200
+    cells = listing.content.decode()
+    assert '<td class="field-where">p. 2</td>' in cells and '<td class="field-where">lines 12–13</td>' in cells
+    page = admin.get(f"/admin/domains/chunk/{chunk_of('Firing rates doubled after stimulation.').pk}/change/")
+    assert 'name="provenance"' not in page.content.decode()  # shown, not editable

@@ -10,13 +10,17 @@ import pytest
 import pytest_asyncio
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+from django.contrib.sessions.models import Session
 from django.db import connections
+from django.test import Client
 
-from chat.models import ChatSession
+from chat import tokens, turn_lock
+from chat.models import ApiToken, ChatSession
 from domains.access import queryable_domains
 from klea_site.asgi import application
 
-from .chat_world import SECRET_TEXT, in_thread, world, ws_headers  # noqa: F401
+from .chat_world import SECRET_TEXT, in_thread, session_cookie, world, ws_headers  # noqa: F401
 from .test_ws_chat import TIMEOUT, bad, connect, until
 
 pytestmark = pytest.mark.django_db
@@ -122,3 +126,77 @@ async def test_a_restricted_domain_is_invisible_to_non_members(world):
     await bob.send_json_to({"type": "query", "session": 999_999_999, "text": "And then?"})
     assert await bob.receive_json_from(timeout=TIMEOUT) == bad("not_found", "no session 999999999")
     await bob.disconnect()
+
+
+SIGNED_OUT = {"type": "error", "code": "not_authenticated", "message": "signed out; sign in again to chat",
+              "node": "", "fatal": True}
+
+
+def owner_less_sessions() -> int:
+    return in_thread(lambda: ChatSession.objects.filter(owner__isnull=True).count())
+
+
+def logout(cookie: str) -> int:
+    def post():
+        client = Client()
+        client.cookies["sessionid"] = cookie
+        return client.post("/accounts/logout/").status_code
+
+    return in_thread(post)
+
+
+@pytest.mark.asyncio
+async def test_a_query_sent_after_the_4401_close_creates_nothing(world, settings):
+    settings.REDIS_URL = ""  # the in-process turn locks, which this test can see
+    before = owner_less_sessions()
+    ws = WebsocketCommunicator(application, "/ws/chat/", headers=ws_headers())
+    assert (await ws.connect(timeout=TIMEOUT))[0]
+    await ws.send_json_to({"type": "query", "session": None, "text": ZORBLAX})
+    assert (await ws.receive_json_from(timeout=TIMEOUT))["code"] == "not_authenticated"
+    assert await ws.receive_output(timeout=TIMEOUT) == {"type": "websocket.close", "code": 4401}
+    assert await ws.receive_nothing(timeout=1)
+    assert (owner_less_sessions(), turn_lock._local) == (before, set())
+
+
+@pytest.mark.asyncio
+async def test_signing_out_closes_the_open_socket_of_that_session(world):
+    cookie = await sync_to_async(session_cookie)(world.bob)
+    ws = WebsocketCommunicator(application, "/ws/chat/", headers=ws_headers(cookie))
+    assert (await ws.connect(timeout=TIMEOUT))[0]
+    other = await connect(world.bob)  # bob's other browser: another session, stays open
+    assert logout(cookie) == 302
+    assert await ws.receive_json_from(timeout=TIMEOUT) == SIGNED_OUT
+    assert await ws.receive_output(timeout=TIMEOUT) == {"type": "websocket.close", "code": 4401}
+    await other.send_json_to({"type": "cancel"})
+    assert await other.receive_json_from(timeout=TIMEOUT) == bad("idle", "no turn is running")
+    await other.disconnect()
+
+
+@pytest.mark.asyncio
+async def test_sign_in_is_checked_again_on_every_query_frame(world):
+    cookie = await sync_to_async(session_cookie)(world.bob)
+    signed_out = WebsocketCommunicator(application, "/ws/chat/", headers=ws_headers(cookie))
+    assert (await signed_out.connect(timeout=TIMEOUT))[0]
+    # the session row goes away as another server process's sign-out would remove it
+    in_thread(lambda: Session.objects.filter(session_key=cookie).delete())
+    deactivated = await connect(world.alice)
+    in_thread(lambda: User.objects.filter(pk=world.alice.pk).update(is_active=False))
+    sessions_before = in_thread(lambda: ChatSession.objects.count())
+    for ws in (signed_out, deactivated):
+        await ws.send_json_to({"type": "query", "session": None, "text": ZORBLAX})
+        assert await ws.receive_json_from(timeout=TIMEOUT) == SIGNED_OUT
+        assert await ws.receive_output(timeout=TIMEOUT) == {"type": "websocket.close", "code": 4401}
+    assert in_thread(lambda: ChatSession.objects.count()) == sessions_before
+
+
+@pytest.mark.asyncio
+async def test_a_token_revoked_while_its_socket_is_open_asks_no_more(world):
+    row, token = in_thread(tokens.create_token, world.bob, "socket")
+    headers = ws_headers() + [(b"authorization", f"Bearer {token}".encode())]
+    ws = WebsocketCommunicator(application, "/ws/chat/", headers=headers)
+    assert (await ws.connect(timeout=TIMEOUT))[0]
+    in_thread(tokens.revoke, row)
+    await ws.send_json_to({"type": "query", "session": None, "text": ZORBLAX})
+    assert await ws.receive_json_from(timeout=TIMEOUT) == SIGNED_OUT
+    assert await ws.receive_output(timeout=TIMEOUT) == {"type": "websocket.close", "code": 4401}
+    in_thread(lambda: ApiToken.objects.filter(pk=row.pk).delete())

@@ -125,8 +125,13 @@ async def test_closing_the_browser_mid_answer_stores_it_as_interrupted_and_logs_
 
 def test_health_is_503_when_the_database_is_down(tmp_path):
     url = closed_port_url().replace("http://", "postgres://klea@") + "/klea"
-    with LiveDaphne(tmp_path / "daphne.log", ready_status=503, DATABASE_URL=url, KLEA_WARM_START="false") as server:
+    log = tmp_path / "daphne.log"
+    with LiveDaphne(log, ready_status=503, DATABASE_URL=url, KLEA_WARM_START="false",
+                    DJANGO_SECRET_KEY=None) as server:
         with pytest.raises(urllib.error.HTTPError) as failed:
             urllib.request.urlopen(f"{server.url}/health", timeout=10)
         body = json.loads(failed.value.read())
     assert (failed.value.code, body) == (503, {"status": "down", "ready": False})  # no driver text for strangers
+    # the development SECRET_KEY with DEBUG off: said once at startup (chat.W001)
+    assert log.read_text().count("WARNING klea: The development SECRET_KEY is used with DEBUG off. "
+                                 "Set DJANGO_SECRET_KEY to a long random value (docs/security.md).") == 1

@@ -12,6 +12,7 @@ call ends with an outcome.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,9 @@ from mcp import types
 
 from .catalog import OfferedTool, ServerSpec, mask
 from .plan import PlannedCall
-from .session import ServerFailed, describe, open_session
+from .session import ServerFailed, describe, innermost, open_session
+
+logger = logging.getLogger("klea.mcp")
 
 # Outcome statuses: "ok", "error" (the tool or its server failed), "timeout".
 MAX_MESSAGE_CHARS = 300
@@ -115,7 +118,10 @@ async def run_calls(
         except TimeoutError:
             _finish(outcome, "timeout", f"no result within {timeout:g} s (KLEA_MCP_TOOL_TIMEOUT)", max_chars, (), begun)
         except Exception as exc:  # a protocol error or a dead server: this call's outcome
-            _finish(outcome, "error", f"the call failed: {describe(exc)}", max_chars, secrets, begun)
+            logger.warning("MCP call %s on %s failed: %s", outcome.tool.tool, outcome.tool.server.name,
+                           mask(describe(exc), secrets))
+            _finish(outcome, "error", f"the call failed ({type(innermost(exc)).__name__})", max_chars, secrets,
+                    begun)
         else:
             status = "error" if result.isError else "ok"
             _finish(outcome, status, result_text(result), max_chars, secrets, begun)
@@ -130,15 +136,17 @@ async def run_calls(
                 async with anyio.create_task_group() as calls_group:
                     for outcome in group:
                         calls_group.start_soon(one, session, outcome, secrets)
-        except ServerFailed as exc:
+        except ServerFailed as exc:  # users get the short line, the log the details
+            logger.warning("%s", exc)
             for outcome in group:
                 if outcome.call not in ended:
-                    _finish(outcome, "error", str(exc), max_chars, (), started)
+                    _finish(outcome, "error", exc.public, max_chars, (), started)
                     await end(outcome)
         except Exception as exc:  # the session broke while closing or mid-call
+            logger.warning("MCP server %s failed: %s", spec.name, mask(describe(exc), secrets))
             for outcome in group:
                 if outcome.call not in ended:
-                    message = f"server {spec.name!r} failed: {describe(exc)}"
+                    message = f"server {spec.name!r} failed ({type(innermost(exc)).__name__})"
                     _finish(outcome, "error", message, max_chars, secrets, started)
                     await end(outcome)
 

@@ -3,7 +3,10 @@
 New tools start *not allowed*; their read-only flag starts from the server's
 ``readOnlyHint`` (an administrator confirms both). Known tools get the server's current
 input schema and annotations; their description, allow-list entry and read-only flag
-are the administrator's and are kept (an empty description is filled). Tools the server
+are the administrator's and are kept (an empty description is filled) — except that a
+tool that declared ``readOnlyHint`` and no longer does, or that now declares
+``destructiveHint``, loses its read-only flag (it is no longer offered until an
+administrator looks again). Tools the server
 no longer lists are kept but marked ``on_server = False`` (never offered).
 """
 
@@ -29,12 +32,16 @@ class ToolListReport:
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)
+    no_longer_read_only: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         parts = [f"{len(self.added)} new" + (f" ({', '.join(self.added)})" if self.added else "")]
         parts.append(f"{len(self.updated)} updated")
         if self.gone:
             parts.append(f"{len(self.gone)} no longer listed ({', '.join(self.gone)})")
+        if self.no_longer_read_only:
+            names = ", ".join(self.no_longer_read_only)
+            parts.append(f"{len(self.no_longer_read_only)} no longer read-only, not offered ({names})")
         return ", ".join(parts)
 
 
@@ -87,9 +94,13 @@ def refresh_tools(server, timeout: float | None = None) -> ToolListReport:
                 )
                 report.added.append(tool.name)
                 continue
+            withdrawn = (row.annotations or {}).get("readOnlyHint") and not annotations.get("readOnlyHint")
+            if row.read_only and (withdrawn or annotations.get("destructiveHint")):
+                row.read_only = False
+                report.no_longer_read_only.append(tool.name)
             row.input_schema, row.annotations, row.on_server = tool.inputSchema, annotations, True
             row.description = row.description or tool.description or ""
-            row.save(update_fields=["input_schema", "annotations", "on_server", "description"])
+            row.save(update_fields=["input_schema", "annotations", "on_server", "description", "read_only"])
             report.updated.append(tool.name)
         for row in known.values():
             if row.on_server:

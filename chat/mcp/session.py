@@ -12,7 +12,6 @@ when one is given.
 from __future__ import annotations
 
 import tempfile
-from urllib.parse import urlsplit, urlunsplit
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 
@@ -24,6 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from ..redact import public_url
 from .catalog import ServerSpec, mask
 
 STDERR_TAIL_CHARS = 300
@@ -34,10 +34,19 @@ HTTP_TIMEOUT = httpx.Timeout(30.0, connect=10.0, read=None)
 
 
 class ServerFailed(Exception):
-    """The server could not be started or did not complete the MCP handshake."""
+    """The server could not be started or did not complete the MCP handshake.
+
+    ``str(exc)``: the details for administrators and the log (command or URL without
+    user info, the cause, the end of the server's stderr; secrets masked); ``public``:
+    one short line for chat users (server name and the kind of failure only).
+    """
+
+    def __init__(self, message: str, public: str = ""):
+        super().__init__(message)
+        self.public = public or message
 
 
-def _innermost(exc: BaseException) -> BaseException:
+def innermost(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
@@ -45,7 +54,7 @@ def _innermost(exc: BaseException) -> BaseException:
 
 def describe(exc: BaseException) -> str:
     """One line for an exception, unwrapping the exception groups of anyio task groups."""
-    exc = _innermost(exc)
+    exc = innermost(exc)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
@@ -71,32 +80,26 @@ async def _start(stack: AsyncExitStack, spec: ServerSpec, timeout: float | None,
     return session
 
 
-def _without_userinfo(url: str) -> str:
-    """``https://user:password@host/mcp`` -> ``https://host/mcp`` (for messages)."""
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-
-
 def _connection_closed(exc: BaseException) -> bool:
     """A server that exits mid-handshake surfaces as the SDK's "Connection closed" or,
     when the exit wins the race with our write, as anyio's closed/broken stream."""
-    exc = _innermost(exc)
+    exc = innermost(exc)
     if isinstance(exc, (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)):
         return True
     return isinstance(exc, McpError) and "connection closed" in str(exc).lower()
 
 
-def _failure(spec: ServerSpec, exc: Exception, timeout: float | None, errlog) -> str:
-    where = spec.command if spec.transport == "stdio" else _without_userinfo(spec.url)
+def _failure(spec: ServerSpec, exc: Exception, timeout: float | None, errlog) -> ServerFailed:
+    where = spec.command if spec.transport == "stdio" else public_url(spec.url)
     if isinstance(exc, TimeoutError) and timeout:
-        cause = f"no answer within {timeout:g} s"
+        cause = kind = f"no answer within {timeout:g} s"
     elif spec.transport == "stdio" and _connection_closed(exc):
-        cause = "the server closed the connection during the handshake"
+        cause = kind = "the server closed the connection during the handshake"
     else:
-        cause = describe(exc)
+        cause, kind = describe(exc), type(innermost(exc)).__name__
     tail = _stderr_tail(errlog) if spec.transport == "stdio" else ""
     message = f"server {spec.name!r} ({where}) did not start: {cause}" + (f"; stderr: {tail}" if tail else "")
-    return mask(message, spec.secrets())
+    return ServerFailed(mask(message, spec.secrets()), f"server {spec.name!r} did not start ({kind})")
 
 
 @asynccontextmanager
@@ -112,14 +115,15 @@ async def open_session(spec: ServerSpec, timeout: float | None) -> AsyncIterator
         arrives wrapped in the transport's exception group.
     """
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
-        failure, started = "", False
+        failure: ServerFailed | None = None
+        started = False
         try:
             async with AsyncExitStack() as stack:
                 try:
                     session = await _start(stack, spec, timeout, errlog)
                 except Exception as exc:
                     failure = _failure(spec, exc, timeout, errlog)
-                if not failure:
+                if failure is None:
                     started = True
                     yield session
         except Exception as exc:
@@ -128,5 +132,5 @@ async def open_session(spec: ServerSpec, timeout: float | None) -> AsyncIterator
             # A transport task that failed while starting (a refused HTTP connection)
             # surfaces here, as the transport's exception group.
             failure = failure or _failure(spec, exc, timeout, errlog)
-        if failure:
-            raise ServerFailed(failure)
+        if failure is not None:
+            raise failure

@@ -202,14 +202,29 @@ def reference_list(cited: Sequence[Source | ToolSource]) -> list[dict]:
     return [reference_item(number, source) for number, source in enumerate(cited, start=1)]
 
 
+def cited_where(ref: dict) -> str:
+    """A document reference's file and where its cited chunks are, for one line of
+    text: ``smith2019.pdf — 3 Results (p. 7); Abstract (p. 1)`` (each heading chain once,
+    with the pages of its chunks in PDFs), ``smith2019.pdf, p. 3`` for chunks without
+    headings."""
+    chains: dict[str, list[int]] = {}
+    for chunk in ref["chunks"]:
+        span = chains.setdefault(chunk.get("heading_chain") or "", [])
+        if chunk.get("pages"):
+            span[:] = [min(span[0], chunk["pages"][0]), max(span[1], chunk["pages"][1])] if span else list(chunk["pages"])
+    parts = [f"{chain} ({page_label(span)})" if chain and span else chain for chain, span in chains.items() if chain]
+    loose = chains.get("")
+    where = ref["file_name"] + (f", {page_label(loose)}" if loose else "")
+    return where + (" — " + "; ".join(parts) if parts else "")
+
+
 def source_line(ref: dict) -> str:
-    """One reference as one line of text: ``[n] title (file, p. 4–5 — heading chain),
-    authors (year). url`` for a document (pages for PDFs only), ``[n] tool (server) {arguments}`` for a tool result."""
+    """One reference as one line of text: ``[n] title (file — heading chain (p. 4–5)),
+    authors (year). url`` for a document (:func:`cited_where`), ``[n] tool (server)
+    {arguments}`` for a tool result."""
     if ref.get("kind") == "tool":
         return f"[{ref['number']}] {ref['title']} {json.dumps(ref['arguments'], ensure_ascii=False, sort_keys=True)}"
-    chains = list(dict.fromkeys(c["heading_chain"] for c in ref["chunks"] if c.get("heading_chain")))
-    pages = page_label(ref.get("pages"))
-    where = ref["file_name"] + (f", {pages}" if pages else "") + (" — " + "; ".join(chains) if chains else "")
+    where = cited_where(ref)
     line = f"[{ref['number']}] {ref['title']} ({where})" if ref["title"] else f"[{ref['number']}] {where}"
     if ref["authors"]:
         line += ", " + ", ".join(ref["authors"])

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
 
 from django.conf import settings
 
@@ -117,10 +118,35 @@ class Evaluation:
         }
 
 
+# Every node may read the turn's inputs; the graph and the turn write the bookkeeping.
+CONTEXT = frozenset({"request", "backend", "config", "emit"})
+BOOKKEEPING = frozenset({"started", "node", "runs", "timings", "ttft_ms"})
+
+
+class UndeclaredAccess(RuntimeError):
+    """A node read or wrote a TurnState field it does not declare (a bug)."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """The TurnState fields one node declares (:func:`chat.pipeline.graph.declare`);
+    what it writes it may also read."""
+
+    node: str
+    reads: frozenset[str] = frozenset()
+    writes: frozenset[str] = frozenset()
+
+
 @dataclass
 class TurnState:
     """Everything one turn knows. Nodes read and write it; nothing here is shared
-    between turns or sessions."""
+    between turns or sessions.
+
+    While a node runs, the state holds it to its declaration (:class:`Access`): reading
+    a field outside ``reads | writes``, or writing one outside ``writes``, raises
+    :class:`UndeclaredAccess`. CONTEXT and BOOKKEEPING fields are never checked;
+    properties are checked through the fields they read. docs/pipeline.md, "Nodes".
+    """
 
     request: TurnRequest
     backend: LLMBackend
@@ -140,7 +166,6 @@ class TurnState:
     query_vector: object = None  # numpy (384,) for the extractive backend
     query_domains: list[str] = field(default_factory=list)
     routed: list[Domain] = field(default_factory=list)
-    route: str = ""
     # search
     queries: list[str] = field(default_factory=list)
     filters: dict = field(default_factory=dict)
@@ -169,6 +194,28 @@ class TurnState:
     status: str = "complete"
     error: str = ""
 
+    def __getattribute__(self, name: str):
+        if name in _CHECKED:
+            access = object.__getattribute__(self, "__dict__").get("_access")
+            if access is not None and name not in access.reads and name not in access.writes:
+                raise UndeclaredAccess(f"node {access.node!r} read state.{name}, which it does not declare")
+        return object.__getattribute__(self, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        access = self.__dict__.get("_access")
+        if access is not None and name in _CHECKED and name not in access.writes:
+            raise UndeclaredAccess(f"node {access.node!r} wrote state.{name}, which it does not declare")
+        object.__setattr__(self, name, value)
+
+    @contextmanager
+    def held_to(self, access: Access) -> Iterator[None]:
+        """Check every access against ``access`` inside the block (the graph runs each node so)."""
+        object.__setattr__(self, "_access", access)
+        try:
+            yield
+        finally:
+            object.__setattr__(self, "_access", None)
+
     @property
     def question(self) -> str:
         return self.request.question
@@ -177,9 +224,27 @@ class TurnState:
     def domain_names(self) -> list[str]:
         return [d.name for d in self.routed]
 
+    @property
+    def route(self) -> str:
+        """The way the turn went, from the nodes that ran: ``declined`` (guard),
+        ``refused`` (no domain fits), ``general`` (general chat for a question no domain
+        covers), ``fallback`` (general chat after the domains' answer failed),
+        ``domains``, or "" before routing."""
+        if self.runs["decline"]:
+            return "declined"
+        if self.runs["refuse"]:
+            return "refused"
+        if self.runs["general_chat"]:
+            return "fallback" if self.routed else "general"
+        return "domains" if self.routed else ""
+
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000
 
     def warn(self, text: str) -> None:
         if text not in self.warnings:
             self.warnings.append(text)
+
+
+FIELDS = frozenset(f.name for f in fields(TurnState))
+_CHECKED = FIELDS - CONTEXT - BOOKKEEPING

@@ -31,8 +31,6 @@ from domains.models import Domain
 
 from .events import Answer, Done, Error, Event, References, Token
 from .flow import build_graph
-from .nodes.memory import save_assistant
-from .nodes.tools import stop_tools
 from .state import PipelineConfig, TurnRequest, TurnState
 
 logger = logging.getLogger("klea.pipeline")
@@ -59,6 +57,7 @@ class Turn:
         self.config = config or PipelineConfig.from_settings()
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
         self.state = TurnState(request, backend or get_backend(), self.config, self._emit)
+        self.graph = build_graph(self.config)
         self._task: asyncio.Task | None = None
         self._cancelled = False
         self._running = False
@@ -108,7 +107,7 @@ class Turn:
             if self._cancelled:
                 raise asyncio.CancelledError
             state.allowed = await sync_to_async(load_domains)(self.request.domains)
-            await build_graph(self.config).run(state)
+            await self.graph.run(state)
         except asyncio.CancelledError:
             state.status, state.error = "interrupted", "cancelled"
             await self._finish_failed(Error(code="interrupted", message="the turn was cancelled", node=state.node))
@@ -120,7 +119,7 @@ class Turn:
             state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
             await self._finish_failed(Error(code="internal", message=state.error, node=state.node))
         finally:
-            await stop_tools(state)  # normally joined already; after a failure, stopped here
+            await self.graph.close(state)  # normally a no-op by now; after a failure, done already
             try:
                 await state.backend.aclose()
             except Exception:  # closing must not hide the turn's outcome
@@ -135,15 +134,13 @@ class Turn:
             )
 
     async def _finish_failed(self, error: Error) -> None:
-        await stop_tools(self.state)  # no tool event after the fatal error
-        error.fatal = True
-        await self._emit(error)
         if self.state.status == "failed":
             self.state.answer_text = ""  # a failed turn has no answer text
-        try:
-            await save_assistant(self.state)
-        except Exception:  # the database may be what failed
-            logger.exception("could not store the %s turn", self.state.status)
+        # The nodes' hooks: tools stopped (no tool event after the fatal error), the
+        # question and the partial answer stored (the database may be what failed: logged).
+        await self.graph.close(self.state)
+        error.fatal = True
+        await self._emit(error)
 
 
 class TurnFailed(Exception):

@@ -89,6 +89,36 @@ def _savepoint():
     return transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
 
 
+@contextlib.contextmanager
+def _statement_timeout():
+    """A transaction whose statements may each run KLEA_RETRIEVAL_STATEMENT_TIMEOUT
+    seconds at most (PostgreSQL cancels a longer one with QueryCanceled); the previous
+    value is put back for a caller's transaction that goes on. No bound when 0."""
+    seconds = settings.KLEA_RETRIEVAL_STATEMENT_TIMEOUT
+    if not seconds or seconds <= 0:
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('statement_timeout'), set_config('statement_timeout', %s, true)",
+                           [f"{max(1, round(seconds * 1000))}ms"])
+            previous = cursor.fetchone()[0]
+        yield
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
+
+
+# PostgreSQL's SQLSTATE for a statement cancelled by statement_timeout (query_canceled).
+QUERY_CANCELED = "57014"
+
+
+def _failure_kind(exc: Exception) -> str:
+    """What users see of a failed list: the error's class, or ``statement timeout``."""
+    if getattr(exc.__cause__, "sqlstate", None) == QUERY_CANCELED:
+        return "statement timeout"
+    return type(exc).__name__
+
+
 def apply_budget(per_domain: list[list[RetrievedChunk]], max_chars: int) -> list[RetrievedChunk]:
     """Take chunks round-robin across domains while the budget lasts.
 
@@ -175,7 +205,8 @@ def retrieve(
     :returns: RetrievalResult: chunks best first per domain after the budget cut;
         ``keywords`` = the BM25 lexemes of all queries; ``retrieval_failed`` with
         ``error`` when a store could not be searched (the other stores' hits are
-        still returned).
+        still returned); a statement over KLEA_RETRIEVAL_STATEMENT_TIMEOUT seconds
+        fails its list as ``statement timeout``.
     :raises ValueError: a malformed filter (naming the field), an unknown mode or
         fusion method, ``k`` not a positive integer, an unknown store name.
     """
@@ -207,15 +238,17 @@ def retrieve(
         search = _Search(queries, tuple(modes or MODES), None if query_vectors is None else np.asarray(query_vectors))
         for lexemes in search.lexemes:
             result.keywords += [lex for lex in lexemes if lex not in result.keywords]
-        per_domain = [
-            _search_domain(search, domain, compiled[domain.pk], result, k=k, depth=depth, stores=stores, fusion=fusion)
-            for domain in active
-        ]
+        with _statement_timeout():
+            per_domain = [
+                _search_domain(search, domain, compiled[domain.pk], result, k=k, depth=depth, stores=stores,
+                               fusion=fusion)
+                for domain in active
+            ]
     except DatabaseError as exc:  # the database as a whole, not one list
         logger.exception("retrieval failed")
         result.retrieval_failed = True
         result.error = f"database: {exc}".strip()
-        result.failures.append(f"database: {type(exc).__name__}")
+        result.failures.append(f"database: {_failure_kind(exc)}")
         return result
     result.results = apply_budget(per_domain, settings.KLEA_MAX_REFS_SIZE if max_chars is None else max_chars)
     return result
@@ -239,7 +272,7 @@ def _search_domain(search: _Search, domain: Domain, where, result: RetrievalResu
                 result.retrieval_failed = True
                 message = f"{store.name}:{mode} (domain {domain.name}): {exc}".strip()
                 result.error = f"{result.error}; {message}" if result.error else message
-                result.failures.append(f"{store.name}:{mode} (domain {domain.name}): {type(exc).__name__}")
+                result.failures.append(f"{store.name}:{mode} (domain {domain.name}): {_failure_kind(exc)}")
     fused = fuse(lists, fusion or domain.fusion, domain.fusion_alpha)
     years = _years([cid for cid, _, _ in fused])
     chunks = [

@@ -15,7 +15,8 @@ field is dropped there and logged. A chunk that lacks a field never matches a cl
 on it. Values are typed by the field: ``int`` accepts integers (or their decimal
 strings), ``float`` finite numbers, ``string`` strings (numbers are compared as their
 text), ``list`` strings. A malformed value raises ``ValueError`` naming the field, as do
-strings with a NUL character or a lone surrogate and ``$and`` nested over 8 levels.
+strings with a NUL character or a lone surrogate, ``$and`` nested over 8 levels and
+``$in`` / ``$contains`` lists of more than MAX_FILTER_VALUES (100) values.
 
 ``year`` (int) is read from the indexed ``chunk.year`` column; other fields from
 ``chunk.metadata`` via SQL/JSON paths (lax mode: a list value matches when one of its
@@ -42,6 +43,9 @@ OPERATORS = {"$eq", "$in", "$contains", *RANGE_OPS}
 YEAR_COLUMN = "year"
 # "$and" nests this deep at most (a deeper filter raises ValueError).
 MAX_AND_DEPTH = 8
+# Values one "$in" / "$contains" (or plain list) takes at most: each becomes a SQL/JSON
+# path test evaluated per chunk, so the list bounds the work of one clause.
+MAX_FILTER_VALUES = 100
 _UNSAFE = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -128,6 +132,9 @@ class _Compiler:
         return [self.operator(spec, "$contains" if spec.value_type == "list" else "$eq", condition)]
 
     def operator(self, spec: FieldSpec, op: str, value) -> str:
+        if isinstance(value, (list, tuple)) and len(value) > MAX_FILTER_VALUES:
+            raise ValueError(f"filter on {spec.name!r}: {op} takes at most {MAX_FILTER_VALUES} values, "
+                             f"got {len(value)}")
         if op in RANGE_OPS:
             if spec.value_type not in ("int", "float"):
                 raise ValueError(f"filter on {spec.name!r}: {op} needs an int or float field")

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import transaction
 
 from domains import embeddings
-from ingestion.convert import ConversionError
+from ingestion.convert import ConversionError, OcrConfig
 from ingestion.convert.worker import ConversionWorker
 from ingestion.metadata.defaults import default_metadata
 from ingestion.metadata.layers import CASCADE, apply_sources, refresh_generated
@@ -47,11 +47,26 @@ def shared_worker() -> ConversionWorker:
         return _shared["worker"]
 
 
+def ocr_config() -> OcrConfig:
+    """OCR settings of this deployment (docs/configuration.md: ``KLEA_OCR_*``)."""
+    return OcrConfig(
+        cache_dir=str(settings.KLEA_OCR_CACHE_DIR),
+        page_timeout=settings.KLEA_OCR_PAGE_TIMEOUT,
+        workers=settings.KLEA_OCR_WORKERS or None,
+    )
+
+
 def chunk_file(
-    directory: Path, path: Path, options: IngestOptions, *, worker: ConversionWorker | None = None
+    directory: Path, path: Path, options: IngestOptions, *, worker: ConversionWorker | None = None,
+    on_page: Callable[[str, int, int], None] | None = None,
 ) -> tuple[StagedFile | None, FileOutcome]:
-    """Stage one file (idempotent). :returns: its StagedFile (None when the file
-    vanished or cannot be read: nothing is staged) and the outcome of this call."""
+    """Stage one file (idempotent).
+
+    :param on_page: called with (file name, pages OCRed, pages to OCR) during OCR.
+    :returns: its StagedFile (None when the file vanished or cannot be read: nothing is
+        staged) and the outcome of this call; a file converted with losses (pages whose
+        OCR failed) is ``chunked`` with the losses in ``error``.
+    """
     recorded = options.chunking()
     file_name = relative_name(path, directory)
     try:
@@ -69,8 +84,9 @@ def chunk_file(
         return old, FileOutcome(file_name, "unchanged", chunks=old.chunk_count, pages=old.pages)
     values: dict = {"content_hash": content_hash, "options": recorded, "chunks": [], "reason": "", "error": ""}
     try:
+        progress = (lambda done, total: on_page(file_name, done, total)) if on_page else None
         converted = (worker or shared_worker()).convert(
-            path, ocr=options.ocr, pipeline=settings.KLEA_PDF_PIPELINE
+            path, on_progress=progress, ocr=options.ocr, pipeline=settings.KLEA_PDF_PIPELINE, ocr_config=ocr_config()
         )
         drafts = chunk_document(converted, embeddings.count_tokens, options.max_tokens)
         chunks = [
@@ -92,8 +108,11 @@ def chunk_file(
             chunks=chunks,
             metadata_map=layered.metadata_map,
             sources=layered.sources,
+            error="\n".join(converted.warnings),
         )
-        outcome = FileOutcome(file_name, "chunked", chunks=len(drafts), pages=converted.pages)
+        outcome = FileOutcome(
+            file_name, "chunked", chunks=len(drafts), pages=converted.pages, error="; ".join(converted.warnings)
+        )
     except ConversionError as exc:
         status = {"needs_ocr": StagedFile.Status.NEEDS_OCR, "no_text": StagedFile.Status.SKIPPED}.get(
             exc.reason, StagedFile.Status.FAILED
@@ -118,13 +137,15 @@ def chunk_directory(
     worker: ConversionWorker | None = None,
     on_start: Callable[[int], None] | None = None,
     on_file: Callable[[FileOutcome], None] | None = None,
+    on_page: Callable[[str, int, int], None] | None = None,
     **options,
 ) -> StepReport:
     """Chunk every supported file under ``directory``.
 
     :param options: :class:`ingestion.options.IngestOptions` fields (``max_tokens``,
         ``ocr`` auto/on/off as ``--ocr`` / ``--no-ocr``, ``force``, ``library``).
-    :param on_start: called with the number of files; :param on_file: once per file.
+    :param on_start: called with the number of files; :param on_file: once per file;
+        :param on_page: (file name, pages OCRed, pages to OCR) during OCR.
     :returns: StepReport (outcomes chunked / unchanged / skipped / needs_ocr / failed /
         unsupported / pruned); ``notes`` holds the PDF conversion path line and what the
         libraries and the map file gave (:func:`ingestion.metadata.layers.apply_folder_sources`);
@@ -141,7 +162,7 @@ def chunk_directory(
         on_start(len(files))
     paths_logged: set[str] = set()
     for path in files:
-        staged, outcome = chunk_file(directory, path, chunking, worker=worker)
+        staged, outcome = chunk_file(directory, path, chunking, worker=worker, on_page=on_page)
         converter = staged.converter if staged is not None else ""
         if outcome.status == "chunked" and converter.startswith("pdf") and converter not in paths_logged:
             paths_logged.add(converter)

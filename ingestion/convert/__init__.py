@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from .base import OCR_MODES, Block, ConversionError, ConvertedDocument
 from .html import convert_html
 from .markdown import convert_markdown
+from .ocr import OcrConfig
 from .plain import convert_plain
 from .rst import convert_rst
 from .text_input import read_text
@@ -26,15 +28,19 @@ PDF_EXTENSIONS = frozenset({".pdf"})
 DOCX_EXTENSIONS = frozenset({".docx"})
 SUPPORTED_EXTENSIONS = frozenset(TEXT_CONVERTERS) | PDF_EXTENSIONS | DOCX_EXTENSIONS
 
-__all__ = ["Block", "ConversionError", "ConvertedDocument", "OCR_MODES", "SUPPORTED_EXTENSIONS", "convert_file"]
+__all__ = ["Block", "ConversionError", "ConvertedDocument", "OCR_MODES", "OcrConfig", "SUPPORTED_EXTENSIONS", "convert_file"]
 
 
-def convert_file(path: Path, *, ocr: str = "auto", pipeline: str = "auto") -> ConvertedDocument:
+def convert_file(
+    path: Path, *, ocr: str = "auto", pipeline: str = "auto", ocr_config: OcrConfig | None = None,
+    on_page: Callable[[int, int], None] | None = None,
+) -> ConvertedDocument:
     """Convert one file to blocks under heading chains.
 
     Markdown/MyST, reST, HTML and plain text go through our own converters (MyST and
     Sphinx markup never reach a block); DOCX through docling's simple pipeline; PDF
-    through :func:`ingestion.convert.pdf.convert_pdf` (``ocr``, ``pipeline``).
+    through :func:`ingestion.convert.pdf.convert_pdf` (``ocr``, ``pipeline``, ``ocr_config``,
+    ``on_page`` for per-page OCR progress).
 
     :raises ConversionError: unsupported extension, empty, binary or non-UTF-8 content,
         an encrypted or broken PDF, a PDF that needs OCR, or a document with no text.
@@ -44,7 +50,7 @@ def convert_file(path: Path, *, ocr: str = "auto", pipeline: str = "auto") -> Co
     if suffix in PDF_EXTENSIONS:
         from .pdf import convert_pdf
 
-        document = convert_pdf(path, ocr=ocr, pipeline=pipeline)
+        document = convert_pdf(path, ocr=ocr, pipeline=pipeline, ocr_config=ocr_config, on_page=on_page)
     elif suffix in DOCX_EXTENSIONS:
         from .docling_doc import convert_docx
 

@@ -112,13 +112,15 @@ def line_offsets(text: str) -> list[int]:
 
 @dataclass
 class ConvertedDocument:
-    """A converted file. ``converter`` names the path that ran (for logs and the admin)."""
+    """A converted file. ``converter`` names the path that ran (for logs and the admin);
+    ``warnings``: one line each about parts that were lost (a page whose OCR failed)."""
 
     blocks: list[Block] = field(default_factory=list)
     title: str = ""
     metadata: dict = field(default_factory=dict)
     pages: int | None = None
     converter: str = ""
+    warnings: list[str] = field(default_factory=list)
 
     def first_heading(self) -> str:
         """The first heading that is not a banner (a badge line, a lone symbol)."""

@@ -5,7 +5,9 @@ depth of a ``2.1``-style number when docling gives every header level 1, as its 
 pipeline does); paragraphs, list groups, tables, code and formulas become blocks;
 pictures contribute only their captions (no ``<!-- image -->`` placeholder ever
 reaches a chunk); page headers, footers and other furniture are skipped; inline groups
-(runs of differently formatted text) become one paragraph.
+(runs of differently formatted text) become one paragraph. Each block carries the
+boxes docling recorded for its items (``prov``: page and bounding box), as page
+provenance (docs/ingestion.md, "Provenance").
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .base import Block, BlockCollector, ConversionError, ConvertedDocument
+from .base import Block, BlockCollector, ConversionError, ConvertedDocument, LineBox
 from .pdf_structure import numbering_level
 
 _SKIPPED_LABELS = {"page_header", "page_footer", "marker", "empty_value"}
 _CODE_LABELS = {"code", "formula"}
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?)\]])")
+# docling boxes items, not lines: every part of the block's text is under all its boxes
+_WHOLE_BLOCK = 1 << 30
 
 
 class _Walker(BlockCollector):
@@ -27,6 +31,34 @@ class _Walker(BlockCollector):
         self.document = document
         self.title_in_chain = title_in_chain
         self.title = ""
+        self.item = None  # the item whose blocks are being added (for their boxes)
+
+    def add(self, text: str, kind: str = "text") -> None:
+        before = len(self.blocks)
+        super().add(text, kind)
+        if len(self.blocks) > before and self.item is not None:
+            block = self.blocks[-1]
+            self.blocks[-1] = Block(block.headings, block.text, block.kind, boxes=self.boxes(self.item))
+
+    def boxes(self, item) -> tuple[LineBox, ...]:
+        """The page boxes of ``item`` and its descendants, as fractions of their page."""
+        out = []
+        for node in [item, *self.descendants(item)]:
+            for prov in getattr(node, "prov", None) or []:
+                page = self.document.pages.get(prov.page_no)
+                if page is None or not page.size.width or not page.size.height:
+                    continue
+                bbox = prov.bbox.to_top_left_origin(page_height=page.size.height)
+                box = (bbox.l / page.size.width, bbox.t / page.size.height,
+                       bbox.r / page.size.width, bbox.b / page.size.height)
+                box = tuple(round(min(max(v, 0.0), 1.0), 4) for v in box)
+                out.append(LineBox(0, _WHOLE_BLOCK, prov.page_no, box))
+        return tuple(dict.fromkeys(out))
+
+    def descendants(self, item):
+        for child in self.children(item):
+            yield child
+            yield from self.descendants(child)
 
     def children(self, node):
         for ref in node.children or []:
@@ -41,6 +73,7 @@ class _Walker(BlockCollector):
 
         if getattr(item, "content_layer", ContentLayer.BODY) != ContentLayer.BODY:
             return
+        self.item = item
         label = str(getattr(item.label, "value", item.label))
         if isinstance(item, GroupItem):
             if label == "inline":

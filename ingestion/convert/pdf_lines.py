@@ -43,7 +43,9 @@ class Line:
     ``bold``: most letters are set in a bold face. ``plain``: ``text`` without raised
     small marks (superscript affiliation and footnote marks), for bylines; the same as
     ``text`` when not given. ``rotated``: printed across the page's text direction
-    (margin stamps), kept only when asked for.
+    (margin stamps), kept only when asked for. ``ocr``: read by OCR from a page image
+    (:mod:`.ocr`): ``size`` is estimated from word heights (and ``estimated``), ``bold`` is
+    never set.
     """
 
     page: int
@@ -57,6 +59,7 @@ class Line:
     estimated: bool = False  # size guessed from glyph boxes (Type 3 fonts without a size)
     plain: str | None = None
     rotated: bool = False
+    ocr: bool = False
 
     def __post_init__(self) -> None:
         if self.plain is None:

@@ -7,8 +7,9 @@ font size):
   repeats on at least 30 % of the pages (running heads), and lone page numbers;
 - title: the largest paragraph of the first page, when clearly larger than the body;
 - heading: a short paragraph (at most 3 lines, 160 characters, no final period) that
-  is larger than the body, or entirely bold, or in capitals, or numbered like
-  ``2.1 Neurons`` / ``IV. RESULTS`` and bold or larger;
+  is larger than the body (by 12 %; 40 % for sizes guessed from glyph heights; 25 % for
+  OCR lines, which have no bold), or entirely bold, or in capitals, or numbered like
+  ``2.1 Neurons`` / ``IV. RESULTS`` and bold or larger (for OCR lines, by 12 %);
 - level: from the numbering depth (``2`` -> 1, ``2.1`` -> 2, ``II.`` -> 1, ``A.`` ->
   2); unnumbered headings by style rank (larger, then capitals, then bold first).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from statistics import median
 
 from .base import Block, LineBox
 from .pdf_layout import Paragraph, line_spans, merge_continued, page_paragraphs
@@ -27,6 +29,7 @@ FURNITURE_SHARE = 0.30
 LARGER = 1.12
 TITLE_LARGER = 1.15
 ESTIMATED_LARGER = 1.4  # sizes guessed from glyph heights are noisy
+OCR_LARGER = 1.25  # OCR sizes come from several words' heights: steadier, but no bold to help
 MAX_HEADING_CHARS = 160
 MAX_LEVEL = 4
 
@@ -47,26 +50,54 @@ def _mask(text: str) -> str:
     return _DIGITS.sub("#", " ".join(text.lower().split()))
 
 
-def drop_furniture(pages: list[list[Line]], heights: list[float]) -> list[list[Line]]:
-    """Remove running heads/feet and page numbers from every page."""
+def drop_furniture(
+    pages: list[list[Line]], heights: list[float], printed: frozenset[int] = frozenset()
+) -> list[list[Line]]:
+    """Remove running heads/feet and page numbers from every page. A line set clearly
+    larger than the other copies of its text stays: a title that the running heads repeat.
+
+    :param printed: indexes of pages whose zones are measured on the printed area (the
+        extent of their lines) instead of the page: scans, where the page image often
+        sits with a wide blank border inside the PDF page.
+    """
+    frames = [
+        _printed_frame(lines) if index in printed and lines else (0.0, height)
+        for index, (lines, height) in enumerate(zip(pages, heights))
+    ]
     counts: Counter = Counter()
-    for lines, height in zip(pages, heights):
-        seen = {_mask(line.text) for line in lines if _in_margin(line, height)}
-        counts.update(seen)
-    repeated = {text for text, n in counts.items() if n >= max(2, FURNITURE_SHARE * len(pages))}
-    out = []
-    for lines, height in zip(pages, heights):
-        kept = [
-            line
-            for line in lines
-            if not (_in_margin(line, height) and (_mask(line.text) in repeated or _PAGE_NUMBER.match(line.text.strip())))
-        ]
-        out.append(kept)
-    return out
+    sizes: dict[str, list[float]] = {}
+    for lines, frame in zip(pages, frames):
+        seen = {}
+        for line in lines:
+            if _in_margin(line, frame):
+                seen.setdefault(_mask(line.text), line.size)
+        counts.update(seen.keys())
+        for text, size in seen.items():
+            sizes.setdefault(text, []).append(size)
+    repeated = {
+        text: median(sizes[text]) for text, n in counts.items() if n >= max(2, FURNITURE_SHARE * len(pages))
+    }
+
+    def furniture(line: Line) -> bool:
+        text = _mask(line.text)
+        if text in repeated:
+            return line.size < repeated[text] * TITLE_LARGER
+        return bool(_PAGE_NUMBER.match(line.text.strip()))
+
+    return [
+        [line for line in lines if not (_in_margin(line, frame) and furniture(line))]
+        for lines, frame in zip(pages, frames)
+    ]
 
 
-def _in_margin(line: Line, height: float) -> bool:
-    return line.y0 > height * (1 - FURNITURE_ZONE) or line.y1 < height * FURNITURE_ZONE
+def _printed_frame(lines: list[Line]) -> tuple[float, float]:
+    return min(line.y0 for line in lines), max(line.y1 for line in lines)
+
+
+def _in_margin(line: Line, frame: tuple[float, float]) -> bool:
+    bottom, top = frame
+    zone = FURNITURE_ZONE * (top - bottom)
+    return line.y0 > top - zone or line.y1 < bottom + zone
 
 
 def body_size(pages: list[list[Line]]) -> float:
@@ -127,47 +158,56 @@ def _heading_style(paragraph: Paragraph, body: float) -> tuple | None:
         return None
     if text.endswith((".", ",", ";")) or not _looks_like_words(text):
         return None
-    larger = paragraph.size >= body * (ESTIMATED_LARGER if paragraph.estimated else LARGER)
+    ocr = all(line.ocr for line in paragraph.lines)
+    larger = paragraph.size >= body * (OCR_LARGER if ocr else ESTIMATED_LARGER if paragraph.estimated else LARGER)
     not_smaller = paragraph.size >= body * 0.9
     caps = _is_caps(text) and len(text.split()) <= 8
     bold = paragraph.bold and len(text.split()) <= 14
     numbered = numbering_level(text) is not None
-    if larger or (not_smaller and (bold or caps)) or (numbered and (larger or bold or caps)):
+    larger_numbered = paragraph.size >= body * LARGER if ocr else larger
+    if larger or (not_smaller and (bold or caps)) or (numbered and (larger_numbered or bold or caps)):
         return (round(paragraph.size * 2) / 2, caps, paragraph.bold)
     return None
 
 
 def _title(paragraphs: list[Paragraph], body: float) -> list[Paragraph]:
-    """The title paragraphs: the largest text of page one and what follows in its style."""
+    """The title paragraphs: the largest text of page one and the paragraphs around it in
+    its style (a centred title's lines can read as separate paragraphs)."""
     first_page = [p for p in paragraphs if p.page == paragraphs[0].page and _letters(p.text) >= 4]
     if not first_page:
         return []
     best = max(first_page, key=lambda p: p.size)
     if best.size < body * TITLE_LARGER or len(best.text) > 300:
         return []
-    title = [best]
-    index = paragraphs.index(best) + 1
-    while index < len(paragraphs) and _same_style(paragraphs[index], best) and len(title) < 3:
-        title.append(paragraphs[index])
-        index += 1
-    return title
+    start = end = paragraphs.index(best)
+    while start > 0 and _same_style(paragraphs[start - 1], best) and end - start < 2:
+        start -= 1
+    while end + 1 < len(paragraphs) and _same_style(paragraphs[end + 1], best) and end - start < 2:
+        end += 1
+    return paragraphs[start : end + 1]
 
 
 def _same_style(a: Paragraph, b: Paragraph) -> bool:
-    return a.page == b.page and abs(a.size - b.size) <= 0.5 and a.bold == b.bold
+    # OCR and glyph-height sizes wobble by a point or so between lines of one style.
+    tolerance = 0.1 * b.size if a.estimated or b.estimated else 0.5
+    return a.page == b.page and abs(a.size - b.size) <= tolerance and a.bold == b.bold
 
 
 def _demote_front_matter(paragraphs: list[Paragraph], styles: dict, title: list[Paragraph]) -> None:
     """Authors and affiliations are not headings: drop the candidates that come before
     the first Abstract/Introduction-like or numbered heading of the first two pages (or,
-    without one, before the title)."""
+    without one, before the title). A letter is no section number here: "G. NIGEL
+    MARTIN" is a byline."""
     first = [p for p in paragraphs if p.page <= paragraphs[0].page + 1]
     anchor = next(
         (
             i
             for i, p in enumerate(first)
             if styles.get(id(p)) is not None
-            and (numbering_level(p.text) is not None or _plain(p.text).startswith(FRONT_MATTER_END))
+            and (
+                (numbering_level(p.text) is not None and not _LETTER.match(p.text))
+                or _plain(p.text).startswith(FRONT_MATTER_END)
+            )
         ),
         None,
     )
@@ -208,16 +248,19 @@ def line_boxes(paragraph: Paragraph, widths: list[float], heights: list[float]) 
 
 
 def structure(
-    pages: list[list[Line]], heights: list[float], widths: list[float] | None = None
+    pages: list[list[Line]], heights: list[float], widths: list[float] | None = None,
+    printed: frozenset[int] = frozenset(),
 ) -> tuple[str, list[Block]]:
     """Title and blocks under heading chains for a whole document.
 
     :param pages: each page's lines (any order); :param heights: page heights in points.
     :param widths: page widths in points; when given, each block carries the boxes of
         its lines (:class:`ingestion.convert.base.LineBox`).
+    :param printed: pages whose furniture zones follow their printed area (OCR pages,
+        :func:`drop_furniture`).
     :returns: (title or "", blocks in reading order).
     """
-    pages = drop_furniture(pages, heights)
+    pages = drop_furniture(pages, heights, printed)
     body = body_size(pages)
     paragraphs = merge_continued([p for lines in pages for p in page_paragraphs(lines, body)])
     if not paragraphs:

@@ -2,8 +2,8 @@
 
 :class:`ConversionWorker` keeps one child process (``python -m
 ingestion.convert.worker``) and sends it one file at a time over a pipe. While a file
-converts, the parent polls the child's resident memory: above ``memory_limit_mb`` the
-child is killed and the file is retried once in a fresh process; a second overrun, a
+converts, the parent polls the resident memory of the child and its own children (the
+OCR engine's processes): above ``memory_limit_mb`` the child is killed and the file is retried once in a fresh process; a second overrun, a
 crash or a timeout fails that file alone with a one-line reason. After a file, a child
 above ``recycle_fraction`` of the limit is replaced before the next one, so leaks never
 accumulate. The child imports no Django: it only converts.
@@ -34,16 +34,30 @@ _PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 def _send(stream, payload) -> None:
     data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)) + data)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:  # a raw pipe may take part of it
+        written = stream.write(view)
+        view = view[written if written is not None else 0:]
     stream.flush()
 
 
+def _read_exact(stream, size: int) -> bytes:
+    """``size`` bytes (a raw pipe returns short reads), fewer only at end of stream."""
+    data = b""
+    while len(data) < size:
+        block = stream.read(size - len(data))
+        if not block:
+            break
+        data += block
+    return data
+
+
 def _receive(stream):
-    header = stream.read(_HEADER.size)
+    header = _read_exact(stream, _HEADER.size)
     if len(header) < _HEADER.size:
         raise EOFError("conversion worker closed its pipe")
     (size,) = _HEADER.unpack(header)
-    data = stream.read(size)
+    data = _read_exact(stream, size)
     if len(data) < size:
         raise EOFError("conversion worker closed its pipe")
     return pickle.loads(data)
@@ -56,6 +70,30 @@ def rss_mb(pid: int) -> float:
             return int(fh.read().split()[1]) * _PAGE_SIZE / 2**20
     except (OSError, IndexError, ValueError):
         return 0.0
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                out += [int(child) for child in fh.read().split()]
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and all its descendants, in MiB."""
+    total, todo, seen = 0.0, [pid], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        total += rss_mb(current)
+        todo += _children(current)
+    return total
 
 
 class ConversionWorker:
@@ -95,6 +133,7 @@ class ConversionWorker:
             [sys.executable, "-m", "ingestion.convert.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            bufsize=0,  # unbuffered replies: select() then sees every progress message
             cwd=str(_PROJECT_DIR),
             env=env,
         )
@@ -129,25 +168,27 @@ class ConversionWorker:
         with self._lock:
             self._stop()
 
-    def convert(self, path: Path, **options) -> ConvertedDocument:
+    def convert(self, path: Path, on_progress=None, **options) -> ConvertedDocument:
         """Convert ``path`` in the child (options as :func:`ingestion.convert.convert_file`).
+
+        :param on_progress: called with (pages OCRed, pages to OCR) as the child reports them.
 
         :raises ConversionError: the converter's own errors; ``memory`` when the file
             needs more than the limit twice; ``crashed``; ``timeout``.
         """
         path = Path(path)
         with self._lock:
-            outcome = self._attempt(path, options)
+            outcome = self._attempt(path, options, on_progress)
             if outcome == "memory":
                 logger.warning("%s: over %d MB, retrying in a fresh process", path.name, self.memory_limit_mb)
-                outcome = self._attempt(path, options)
+                outcome = self._attempt(path, options, on_progress)
             if isinstance(outcome, ConvertedDocument):
                 return outcome
             if isinstance(outcome, ConversionError):
                 raise outcome
             raise ConversionError(outcome, _MESSAGES[outcome].format(name=path.name, limit=self.memory_limit_mb))
 
-    def _attempt(self, path: Path, options: dict):
+    def _attempt(self, path: Path, options: dict, on_progress=None):
         process = self._process if self._process and self._process.poll() is None else self._start()
         try:
             _send(process.stdin, (str(path), options))
@@ -157,10 +198,20 @@ class ConversionWorker:
         started = time.monotonic()
         while True:
             ready, _, _ = select.select([process.stdout], [], [], POLL_SECONDS)
-            rss = rss_mb(process.pid)
+            rss = tree_rss_mb(process.pid)
             self.peak_rss_mb = max(self.peak_rss_mb, rss)
             if ready:
-                break
+                try:
+                    status, payload = _receive(process.stdout)
+                except (EOFError, pickle.UnpicklingError):
+                    self._stop(kill=True)
+                    return "crashed"
+                if status != "progress":
+                    break
+                started = time.monotonic()
+                if on_progress:
+                    on_progress(*payload)
+                continue
             if rss > self.memory_limit_mb:
                 self._stop(kill=True)
                 return "memory"
@@ -170,11 +221,6 @@ class ConversionWorker:
             if time.monotonic() - started > self.timeout:
                 self._stop(kill=True)
                 return "timeout"
-        try:
-            status, payload = _receive(process.stdout)
-        except (EOFError, pickle.UnpicklingError):
-            self._stop(kill=True)
-            return "crashed"
         if rss_mb(process.pid) > self.recycle_fraction * self.memory_limit_mb:
             self._stop()  # a fresh process for the next file
         if status == "ok":
@@ -191,7 +237,8 @@ _MESSAGES = {
 
 
 def _serve() -> None:
-    """Child loop: read (path, options), convert, reply ("ok", doc) or ("error", (reason, message))."""
+    """Child loop: read (path, options), convert, reply ("ok", doc) or ("error", (reason,
+    message)), after any number of ("progress", (pages done, pages to do))."""
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt the pipe
     requests = sys.stdin.buffer
@@ -205,8 +252,12 @@ def _serve() -> None:
         if request is None:
             return
         path, options = request
+
+        def progress(done: int, total: int) -> None:
+            _send(replies, ("progress", (done, total)))
+
         try:
-            reply = ("ok", convert_file(Path(path), **options))
+            reply = ("ok", convert_file(Path(path), on_page=progress, **options))
         except ConversionError as exc:
             reply = ("error", (exc.reason, str(exc)))
         except MemoryError:

@@ -65,20 +65,27 @@ def plausible_title(value: str, file_stem: str = "") -> bool:
 
 # Tier order of ``_sources`` (ingestion.metadata.biblio): a fallback title from the converter
 # counts as the "docling" tier and is listed in its place.
-_TIER_ORDER = ("doi-service", "pdf-info", "docling", "layout-regex", "regex")
+_TIER_ORDER = ("doi-service", "pdf-info", "docling", "layout-regex", "regex", "ocr")
 
 
 def pdf_default_metadata(path: Path, converted: ConvertedDocument) -> dict:
     """The DEFAULT map entry of a PDF from the bibliographic cascade
     (:func:`ingestion.metadata.biblio.extract_bibliography`: DOI services, Info dict, layout,
-    regex); when no tier finds a title, the title conversion found is used.
+    regex); when no tier finds a title, the title conversion found is used. For a scan,
+    the layout and regex tiers read the OCR output of its first pages.
 
     :returns: the cascade's dict (title, authors, keywords, year, journal, doi, url_*,
         ``_metadata_complete``, ``_sources``).
     """
     from .biblio import extract_bibliography
 
-    entry = extract_bibliography(Path(path))
+    ocr = converted.metadata.get("ocr") or {}
+    if ocr.get("page_one"):
+        entry = extract_bibliography(
+            Path(path), first_pages_text=ocr.get("first_pages_text"), ocr_page_one=ocr["page_one"]
+        )
+    else:
+        entry = extract_bibliography(Path(path))
     if not entry.get("title"):
         info = converted.metadata.get("pdf_info") or {}
         stem = Path(path).stem

@@ -29,7 +29,9 @@ from ingestion.store.step import store_directory
 from ingestion.store.target import resolve_store
 
 from . import jobs
-from .steps import OnFile, closed_on_error, enqueue, folder_job, guarded, recording, run_error, run_file
+from .steps import (
+    OnFile, OnPage, closed_on_error, enqueue, folder_job, guarded, recording, recording_pages, run_error, run_file,
+)
 
 
 def ingest(
@@ -44,7 +46,9 @@ def ingest(
     on_start: Callable[[int], None] | None = None,
     on_chunked: OnFile | None = None,
     on_file: OnFile | None = None,
+    on_page: OnPage | None = None,
     user=None,
+    upload: str = "",
     **options,
 ) -> StepReport:
     """Ingest files and folders (recursively) into the store ``store_name`` of
@@ -56,7 +60,10 @@ def ingest(
     :param create: create the store when absent (else it must exist).
     :param new_domain: with ``create``, also create a missing domain with this description.
     :param on_start: called with the number of files; ``on_chunked`` per file after
-        chunking (``mirror`` only); ``on_file`` per file once it is stored.
+        chunking (``mirror`` only); ``on_file`` per file once it is stored; ``on_page``
+        with (file name, pages OCRed, pages to OCR) during OCR (also shown on the job).
+    :param upload: with ``queue``, the files are the uploads storage folder of that name
+        (ingestion/blobs.py): each task builds from its own process's copy of it.
     :param options: :class:`ingestion.options.IngestOptions` fields (``max_tokens``,
         ``ocr``, ``bm25_only``, ``force``).
     :returns: the StepReport: one outcome per file (stored / unchanged / skipped /
@@ -80,21 +87,21 @@ def ingest(
     if mirror:
         job = folder_job("build", directory, checked, store=store, user=user)
         return guarded(job, lambda: _mirror(directory, store, domain_name, checked, on_start, on_chunked,
-                                            recording(job.pk, on_file)))
+                                            recording(job.pk, on_file), recording_pages(job.pk, on_page)))
     report = StepReport("build", ", ".join(str(p) for p in items), store=store.name)
     arguments = {"paths": [str(p) for p in items], **checked.as_dict(), "async": queue}
     report.job_id = jobs.start_job("build", len(work), arguments, store=store, user=user).pk
     if on_start:
         on_start(len(work))
-    _add_files(report, work, store, checked, queue, on_file)
+    _add_files(report, work, store, checked, queue, on_file, recording_pages(report.job_id, on_page), upload)
     return report
 
 
 def _mirror(directory: Path, store, domain_name: str, options: IngestOptions, on_start, on_chunked,
-            on_stored: OnFile) -> StepReport:
+            on_stored: OnFile, on_page: OnPage) -> StepReport:
     """``stores build DIR``: chunk every file of the folder, then store it (and prune)."""
     values = options.as_dict()
-    chunked = chunk_directory(directory, on_start=on_start, on_file=on_chunked, **values)
+    chunked = chunk_directory(directory, on_start=on_start, on_file=on_chunked, on_page=on_page, **values)
     stored = store_directory(directory, store.name, domain_name, on_file=on_stored, **values)
     stored.notes = chunked.notes + stored.notes
     # Files the store step did not see: unsupported ones, and any gone since chunking.
@@ -104,7 +111,7 @@ def _mirror(directory: Path, store, domain_name: str, options: IngestOptions, on
 
 
 def _add_files(report: StepReport, work: list[tuple[Path, str]], store, options: IngestOptions, queue: bool,
-               on_file: OnFile | None) -> None:
+               on_file: OnFile | None, on_page: OnPage, upload: str = "") -> None:
     """Each file built on its own (or queued), its outcome recorded as it comes; the job
     closes with the last one. An unexpected error fails the job, naming the file."""
     supported = []
@@ -117,7 +124,7 @@ def _add_files(report: StepReport, work: list[tuple[Path, str]], store, options:
         if queue:
             continue
         try:
-            outcome = run_file("build", str(folder), name, store.pk, options.as_dict())
+            outcome = run_file("build", str(folder), name, store.pk, options.as_dict(), on_page=on_page)
         except BaseException as exc:  # the job must never stay running
             jobs.fail(report.job_id, f"{name}: {run_error(exc)}")
             raise
@@ -126,7 +133,7 @@ def _add_files(report: StepReport, work: list[tuple[Path, str]], store, options:
         from ingestion.tasks import enqueue as enqueue_tasks
 
         job = IngestionJob.objects.get(pk=report.job_id)
-        closed_on_error(job, lambda: enqueue_tasks(job, "build", supported, store.pk, options))
+        closed_on_error(job, lambda: enqueue_tasks(job, "build", supported, store.pk, options, upload=upload))
 
 
 def _add(report: StepReport, outcome: FileOutcome, on_file: OnFile | None) -> None:

@@ -92,6 +92,22 @@ def finish(job_id: int, report: StepReport) -> None:
         job.save()
 
 
+OCR_PAGE = "{name}: OCR page {done} of {total}"
+
+
+@transaction.atomic
+def record_pages(job_id: int, file_name: str, done: int, total: int) -> None:
+    """Show OCR progress of one file on its job: one message per file, replaced as pages
+    are done (the job page and ``GET /api/jobs/<id>`` show it)."""
+    job = IngestionJob.objects.select_for_update().filter(pk=job_id).first()
+    if job is None:
+        return
+    prefix = f"{file_name}: OCR page "
+    messages = [m for m in job.messages if not m.startswith(prefix)]
+    job.messages = (messages + [OCR_PAGE.format(name=file_name, done=done, total=total)])[-MAX_MESSAGES:]
+    job.save(update_fields=["messages"])
+
+
 def fail(job_id: int, message: str) -> None:
     """Mark a job failed with a one-line message (a run-level error)."""
     IngestionJob.objects.filter(pk=job_id).update(

@@ -37,6 +37,11 @@ class Progress:
             total=total, unit=self.unit, desc=self.desc, disable=self.disable, file=self.stream, dynamic_ncols=True
         )
 
+    def on_page(self, file_name: str, done: int, total: int) -> None:
+        """OCR progress within the current file: ``name.pdf OCR 3/28`` beside the bar."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{file_name} OCR {done}/{total}")
+
     def on_file(self, outcome: FileOutcome) -> None:
         if self.bar is None:
             return
@@ -46,6 +51,8 @@ class Progress:
             self.bar.set_postfix(chunks=self.chunks, refresh=False)
         if outcome.status in LOUD:
             self.bar.write(f"{outcome.status}: {outcome.error}", file=self.stream)
+        elif outcome.error:  # converted with losses (a page whose OCR failed)
+            self.bar.write(f"warning: {outcome.error}", file=self.stream)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -27,6 +27,7 @@ from . import jobs
 
 STEPS = ("chunk", "store", "build")
 OnFile = Callable[[FileOutcome], None]
+OnPage = Callable[[str, int, int], None]
 
 
 def folder_job(kind: str, directory: Path, options: IngestOptions, store=None, user=None) -> IngestionJob:
@@ -42,6 +43,17 @@ def recording(job_id: int, on_file: OnFile | None = None) -> OnFile:
         jobs.record(job_id, outcome)
         if on_file:
             on_file(outcome)
+
+    return record
+
+
+def recording_pages(job_id: int, on_page: OnPage | None = None) -> OnPage:
+    """A per-page OCR callback that shows progress on the job, then calls ``on_page``."""
+
+    def record(file_name: str, done: int, total: int) -> None:
+        jobs.record_pages(job_id, file_name, done, total)
+        if on_page:
+            on_page(file_name, done, total)
 
     return record
 
@@ -78,8 +90,11 @@ def run_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
-def run_chunk(directory, *, on_start=None, on_file: OnFile | None = None, user=None, **options) -> StepReport:
-    """``stores chunk``: :func:`ingestion.chunk.step.chunk_directory` under a job.
+def run_chunk(
+    directory, *, on_start=None, on_file: OnFile | None = None, on_page: OnPage | None = None, user=None, **options
+) -> StepReport:
+    """``stores chunk``: :func:`ingestion.chunk.step.chunk_directory` under a job (OCR
+    progress per page shown on the job and passed to ``on_page``).
 
     :param options: :class:`ingestion.options.IngestOptions` fields.
     """
@@ -88,7 +103,10 @@ def run_chunk(directory, *, on_start=None, on_file: OnFile | None = None, user=N
     job = folder_job("chunk", directory, checked, user=user)
     return guarded(
         job,
-        lambda: chunk_directory(directory, on_start=on_start, on_file=recording(job.pk, on_file), **options),
+        lambda: chunk_directory(
+            directory, on_start=on_start, on_file=recording(job.pk, on_file),
+            on_page=recording_pages(job.pk, on_page), **options,
+        ),
     )
 
 
@@ -152,10 +170,13 @@ def enqueue(
     return job
 
 
-def run_file(step: str, directory: str, file_name: str, store_id: int | None, options: dict) -> FileOutcome:
+def run_file(
+    step: str, directory: str, file_name: str, store_id: int | None, options: dict, on_page: OnPage | None = None
+) -> FileOutcome:
     """The work of one Celery task (or one file of :func:`ingestion.runs.ingest.ingest`).
 
     :param options: :meth:`IngestOptions.as_dict` values (missing ones take defaults).
+    :param on_page: (file name, pages OCRed, pages to OCR) during OCR.
     :raises ValueError: unknown step. :raises Store.DoesNotExist: the store is gone.
     """
     if step not in STEPS:
@@ -167,7 +188,7 @@ def run_file(step: str, directory: str, file_name: str, store_id: int | None, op
         return unreadable(file_name, FileNotFoundError(str(path)))  # queued, then gone
     outcome = None
     if step in ("chunk", "build"):
-        staged, outcome = chunk_file(folder, path, checked)
+        staged, outcome = chunk_file(folder, path, checked, on_page=on_page)
         if staged is not None:
             apply_folder_sources(folder, [checked.library] if checked.library else None, only={file_name})
     if step in ("store", "build"):

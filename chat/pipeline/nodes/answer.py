@@ -11,16 +11,18 @@ from chat.answers.citations import AnswerCleaner
 from chat.answers.compose import Composition, cleaned
 
 from .. import prompts
-from ..graph import Step
+from ..graph import Step, declare
 from ..state import TurnState
 from .question import question_vector
-from .streaming import say, stream_attempt
+from .streaming import WRITES, say, stream_attempt
 
 
 def no_source_text(domains: list[str]) -> str:
     return f"No source in {', '.join(domains)} answers this question."
 
 
+@declare(reads={"material", "evaluation", "routed", "summary", "history", "tool_results"},
+         writes=WRITES | {"declined", "query_vector"})
 async def answer(state: TurnState) -> Step:
     sources = state.material.sources if state.material else []
     state.declined = False
@@ -54,11 +56,10 @@ async def answer(state: TurnState) -> Step:
     return Step("next", ("rewrite: " if rewrite else "") + detail)
 
 
+@declare(reads={"summary", "history"}, writes=WRITES)
 async def general_chat(state: TurnState) -> Step:
     """An answer from the model's own knowledge: for questions no domain covers, or as
     the evaluator's fallback (with a warning, set by evaluate). It cites nothing."""
-    if state.route == "domains":
-        state.route = "fallback"
     messages = prompts.general(state.question, state.summary, state.history)
     await stream_attempt(state, cleaned(state.backend.stream(messages), AnswerCleaner(())))
     state.cited, state.dropped_citations = [], 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 from chat.backends.base import ClassifyTask
 
 from .. import prompts
-from ..graph import Step
+from ..graph import Step, declare
 from ..state import TurnState
 from .question import question_vector
 
@@ -50,6 +50,7 @@ def _validate(value: object) -> list:
     return items
 
 
+@declare(reads={"allowed", "summary", "history"}, writes={"query_domains", "query_vector"})
 async def classify(state: TurnState) -> Step:
     names = [d.name for d in state.allowed]
     if state.request.pick is not None:
@@ -74,16 +75,14 @@ async def classify(state: TurnState) -> Step:
     return Step("next", ", ".join(state.query_domains) + result.note)
 
 
+@declare(reads={"query_domains", "allowed"}, writes={"routed"})
 async def route(state: TurnState) -> Step:
     """domains -> search; undefined -> general chat (KLEA_RAG_NON_DOMAIN_CHAT and a
     backend that composes text) or a refusal listing the domains."""
     if state.query_domains != [UNDEFINED]:
         by_name = {d.name: d for d in state.allowed}
         state.routed = [by_name[n] for n in state.query_domains]
-        state.route = "domains"
         return Step("domains", "domains: " + ", ".join(state.domain_names))
     if state.config.non_domain_chat and state.backend.can_compose:
-        state.route = "general"
         return Step("general", "general chat")
-    state.route = "refused"
     return Step("refuse", "refusal")

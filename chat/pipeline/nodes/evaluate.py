@@ -14,7 +14,7 @@ from chat.backends.structured import ask_json
 
 from .. import prompts
 from ..evaluation import EVALUATION_SCHEMA, Options, apply_checks, decide, validate_evaluation
-from ..graph import Step
+from ..graph import Step, declare
 from ..state import Evaluation, TurnState
 
 PARTIAL_WARNING = "The sources only partly cover this question; the answer may be incomplete."
@@ -41,6 +41,8 @@ def _options(state: TurnState) -> Options:
     )
 
 
+@declare(reads={"material", "cited", "answer_text", "declined", "routed"},
+         writes={"evaluation", "k", "rewrites", "warnings"})
 async def evaluate(state: TurnState) -> Step:
     sources = state.material.sources if state.material else []
     checks = {

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from chat.backends.base import BackendError
 
 from ..events import Error
-from ..graph import Step
+from ..graph import Step, declare
 from ..state import TurnState
 
 # Llama Guard 3 hazard taxonomy (MLCommons).
@@ -58,6 +58,7 @@ def parse_verdict(reply: str) -> GuardVerdict:
     raise ValueError(f"unexpected guard reply {lines[0][:60]!r}")
 
 
+@declare(writes={"guard_failed"})
 async def guard(state: TurnState) -> Step:
     backend = state.backend
     model = backend.guard_model

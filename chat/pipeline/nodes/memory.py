@@ -17,11 +17,23 @@ from chat.models import ChatMessage
 
 from .. import prompts
 from ..events import Error
-from ..graph import Step
+from ..graph import Step, declare
 from ..references import reference_list
 from ..state import TurnState
 
 
+async def save_assistant(state: TurnState) -> None:
+    """Store the answer once (the question first); memory's close hook stores an
+    interrupted or failed turn's too."""
+    if state.request.session_id is None or state.assistant_message_id is not None:
+        return
+    await store_question(state)  # the question always comes before the answer
+    state.assistant_message_id = await sync_to_async(store.add_message)(
+        state.request.session_id, ChatMessage.Role.ASSISTANT, state.answer_text, **assistant_fields(state)
+    )
+
+
+@declare(writes={"summary", "history", "user_message_id", "question_task"}, close=save_assistant)
 async def load_memory(state: TurnState) -> Step:
     session_id = state.request.session_id
     if session_id is None:
@@ -60,15 +72,11 @@ async def store_question(state: TurnState) -> None:
     state.user_message_id = await asyncio.shield(state.question_task)
 
 
-async def save_assistant(state: TurnState) -> None:
-    if state.request.session_id is None or state.assistant_message_id is not None:
-        return
-    await store_question(state)  # the question always comes before the answer
-    state.assistant_message_id = await sync_to_async(store.add_message)(
-        state.request.session_id, ChatMessage.Role.ASSISTANT, state.answer_text, **assistant_fields(state)
-    )
+# What the stored assistant message holds (assistant_fields).
+STORED = {"status", "routed", "cited", "evaluation", "warnings", "error", "answer_text"}
 
 
+@declare(reads=STORED, writes={"assistant_message_id", "user_message_id", "question_task"})
 async def remember(state: TurnState) -> Step:
     if state.request.session_id is None:
         return Step("next", "no session")
@@ -76,6 +84,7 @@ async def remember(state: TurnState) -> Step:
     return Step("next", f"message {state.assistant_message_id}")
 
 
+@declare(reads={"summary"})
 async def summarise(state: TurnState) -> Step:
     session_id = state.request.session_id
     if session_id is None:

@@ -16,7 +16,7 @@ from chat.backends.structured import ask_json
 
 from .. import prompts
 from ..filters import declared_fields, merge_filters, query_schema, to_filter_dsl
-from ..graph import Step
+from ..graph import Step, declare
 from ..state import TurnState
 
 
@@ -34,6 +34,7 @@ def _validator(fields, max_queries):
     return validate
 
 
+@declare(reads={"routed", "summary", "history", "evaluation"}, writes={"queries", "previous_queries", "filters"})
 async def generate_queries(state: TurnState) -> Step:
     if state.queries:
         state.previous_queries = list(state.queries)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ..graph import Step
+from ..graph import Step, declare
 from ..state import TurnState
+from .streaming import WRITES as SAID
 from .streaming import say
 
 DECLINE_TEXT = "I'm sorry, but I can't help with that request."
@@ -22,18 +23,20 @@ def clarify_text(domains: list[str]) -> str:
     )
 
 
+@declare(reads={"guard_failed"}, writes=SAID)
 async def decline(state: TurnState) -> Step:
-    state.route = "declined"
     await say(state, GUARD_FAILED_TEXT if state.guard_failed else DECLINE_TEXT)
     return Step("next", "guard failed" if state.guard_failed else "unsafe")
 
 
+@declare(reads={"allowed"}, writes=SAID)
 async def refuse(state: TurnState) -> Step:
     names = [d.name for d in state.allowed]
     await say(state, refusal_text(names))
     return Step("next", "lists " + (", ".join(names) or "no domain"))
 
 
+@declare(reads={"routed"}, writes=SAID)
 async def clarify(state: TurnState) -> Step:
     await say(state, clarify_text(state.domain_names))
     return Step("next", "asks for details")

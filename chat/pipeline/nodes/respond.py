@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from ..events import Answer, References
-from ..graph import Step
+from ..graph import Step, declare
 from ..references import reference_list
 from ..state import TurnState
 
 
+@declare(reads={"cited", "answer_text", "routed", "dropped_citations", "evaluation", "warnings", "assistant_message_id"})
 async def respond(state: TurnState) -> Step:
     await state.emit(References(references=reference_list(state.cited)))
     await state.emit(

@@ -16,12 +16,14 @@ from domains.retrieval import retrieve as retrieval_entry
 from domains.retrieval import serialize_reference_material
 
 from ..events import Error
-from ..graph import Step
+from ..graph import Step, declare
 from ..state import TurnState
 
 FAILED_WARNING = "Some sources could not be searched; the answer may be incomplete."
 
 
+@declare(reads={"query_vector", "queries", "routed", "k"},
+         writes={"filters", "dropped_filters", "retrieval", "material", "warnings"})
 async def retrieve(state: TurnState) -> Step:
     # The question's embedding from classification is reused when it is the only query.
     single = state.query_vector is not None and list(state.queries) == [state.question]

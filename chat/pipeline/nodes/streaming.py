@@ -8,6 +8,9 @@ from contextlib import aclosing
 from ..events import Token
 from ..state import TurnState
 
+# The state fields an answering node writes through these helpers.
+WRITES = frozenset({"attempt", "answer_text", "cited", "dropped_citations"})
+
 
 async def stream_attempt(state: TurnState, pieces: AsyncIterable[str] | Iterable[str]) -> None:
     """Start a new attempt and send ``pieces`` (final text: cleaned by the answer core,

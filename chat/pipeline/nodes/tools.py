@@ -26,7 +26,7 @@ from chat.mcp.plan import Rejection, plan_calls
 
 from .. import prompts
 from ..events import Error, ToolCall
-from ..graph import Step
+from ..graph import Step, declare
 from ..references import ToolSource, with_tool_results
 from ..state import TurnState
 
@@ -72,11 +72,11 @@ def _source(outcome: CallOutcome) -> ToolSource:
     )
 
 
-async def _pick_and_call(state: TurnState, offered: list[OfferedTool]) -> list[ToolSource]:
-    """The background task: the model's choice, the checks, the calls."""
+async def _pick_and_call(state: TurnState, messages, offered: list[OfferedTool]) -> list[ToolSource]:
+    """The background task: the model's choice, the checks, the calls. It runs beside
+    other nodes, so it reads only the turn's CONTEXT (backend, config, emit) of the state."""
     from chat.mcp.calls import run_calls
 
-    messages = prompts.pick_tools(state.question, state.routed, state.summary, state.history)
     try:
         requests = await state.backend.choose_tools(messages, [tool.spec() for tool in offered])
     except BackendError as exc:
@@ -105,6 +105,19 @@ async def _pick_and_call(state: TurnState, offered: list[OfferedTool]) -> list[T
     return [_source(outcome) for outcome in outcomes]
 
 
+async def stop_tools(state: TurnState) -> None:
+    """Cancel a tool task that is still running (a failed or cancelled turn) and wait
+    until its servers are stopped. Idempotent: pick_tools' close hook."""
+    task = state.tool_task
+    if task is None or task.done():
+        return
+    task.cancel()
+    await asyncio.wait([task])
+    if not task.cancelled():
+        task.exception()  # retrieved: the turn's own error is what gets reported
+
+
+@declare(reads={"routed", "summary", "history"}, writes={"tool_task", "tool_results"}, close=stop_tools)
 async def pick_tools(state: TurnState) -> Step:
     if not state.backend.supports_tools:
         state.tool_results = []
@@ -113,7 +126,8 @@ async def pick_tools(state: TurnState) -> Step:
     if not offered:
         state.tool_results = []
         return Step("next", "no tools offered")
-    state.tool_task = asyncio.get_running_loop().create_task(_pick_and_call(state, offered))
+    messages = prompts.pick_tools(state.question, state.routed, state.summary, state.history)
+    state.tool_task = asyncio.get_running_loop().create_task(_pick_and_call(state, messages, offered))
     by_server: dict[str, list[str]] = {}
     for tool in offered:
         by_server.setdefault(tool.server.name, []).append(tool.function)
@@ -121,6 +135,7 @@ async def pick_tools(state: TurnState) -> Step:
     return Step("next", f"offers {names}; choosing in the background")
 
 
+@declare(reads={"tool_task"}, writes={"tool_results", "material"})
 async def join_tools(state: TurnState) -> Step:
     """Wait for the tool task (first pass only) and append its results to the material."""
     if state.tool_results is None:
@@ -134,14 +149,3 @@ async def join_tools(state: TurnState) -> Step:
     numbers = f"source {first}" if len(results) == 1 else f"sources {first}-{first + len(results) - 1}"
     return Step("next", f"{statuses}: {numbers}")
 
-
-async def stop_tools(state: TurnState) -> None:
-    """Cancel a tool task that is still running (a failed or cancelled turn) and wait
-    until its servers are stopped. Idempotent."""
-    task = state.tool_task
-    if task is None or task.done():
-        return
-    task.cancel()
-    await asyncio.wait([task])
-    if not task.cancelled():
-        task.exception()  # retrieved: the turn's own error is what gets reported

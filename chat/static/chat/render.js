@@ -77,7 +77,14 @@ const KleaRender = (() => {
     const section = el("section", { class: "references" });
     section.append(el("h3", { text: "References" }));
     const list = el("ol", { class: "reference-list" });
-    for (const ref of refs) list.append(ref.kind === "tool" ? toolReference(ref) : documentReference(ref));
+    for (const ref of refs) {
+      if (ref.hidden) {  /* a domain the reader may no longer query (docs/security.md) */
+        list.append(el("li", { class: "reference hidden-ref", "data-number": String(ref.number),
+          text: `[${ref.number}] hidden: its domain is no longer available to you` }));
+      } else {
+        list.append(ref.kind === "tool" ? toolReference(ref) : documentReference(ref));
+      }
+    }
     section.append(list);
     return section;
   }

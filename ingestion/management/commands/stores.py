@@ -111,7 +111,8 @@ class Command(BaseCommand):
             return self._queued(enqueue("chunk", directory, **options))
         progress = Progress(self.stderr._out, disable=no_progress, desc="chunk")
         try:
-            report = run_chunk(directory, on_start=progress.on_start, on_file=progress.on_file, **options)
+            report = run_chunk(directory, on_start=progress.on_start, on_file=progress.on_file,
+                               on_page=progress.on_page, **options)
         finally:
             progress.close()
         self._summary(report, f"chunk {report.directory} (job {report.job_id})")
@@ -170,7 +171,7 @@ class Command(BaseCommand):
 
         try:
             report = ingest(directory, collection, domain, mirror=True, on_start=on_start, on_chunked=on_chunked,
-                            on_file=on_stored, **options)
+                            on_file=on_stored, on_page=chunking.on_page, **options)
         finally:
             chunking.close()
             storing.close()

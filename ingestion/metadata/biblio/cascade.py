@@ -7,6 +7,9 @@ fields the tiers above left empty (docs/bibliography.md, "The cascade").
 3. ``docling``: a converted DoclingDocument, when the caller has one.
 4. ``layout-regex``: the printed lines of page one (:mod:`.layout_tier`).
 5. ``regex``: plain text of the first pages (:mod:`.text_tier`).
+
+For a scan, tiers 4 and 5 read the OCR lines and text of its first pages, and ``ocr`` is
+listed in ``_sources`` after them.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from ingestion.convert.textclean import page_text
 
 from .doi import doi_url
 from .info import fold, docling_fields, info_fields
-from .layout import PageLayout, first_page_layout
+from .layout import PageLayout, first_page_layout, lines_layout
 from .layout_tier import layout_fields
 from .resolver import default_resolver
 from .text_tier import text_fields
@@ -117,6 +120,7 @@ def extract_bibliography(
     first_pages_text: str | None = None,
     docling_document=None,
     network: bool | None = None,
+    ocr_page_one: tuple[list, float] | None = None,
 ) -> dict:
     """The DEFAULT metadata-map entry of one PDF, from the five-tier cascade.
 
@@ -131,6 +135,10 @@ def extract_bibliography(
         page headers/footers, hyperlinks and origin URI are used).
     :param network: look DOIs up in Crossref/OpenAlex/Semantic Scholar; None = the
         ``KLEA_DOI_NETWORK`` setting. Cached records are used either way.
+    :param ocr_page_one: page one of a scan as OCR lines and the page height in points
+        (``ConvertedDocument.metadata["ocr"]["page_one"]``): the layout tier reads them
+        instead of the text layer, and ``_sources`` ends with ``ocr`` when the layout
+        or regex tier contributed.
     :returns: a dict with, when found, ``title`` (str), ``authors`` (list[str]),
         ``keywords`` (list[str]), ``year`` (int), ``journal`` (str), ``doi`` (str, as
         printed), ``url_1``.. (str, up to 3), ``url_arxiv`` and ``url_doi``
@@ -144,6 +152,8 @@ def extract_bibliography(
     """
     path = Path(pdf_path)
     pdf = _read_pdf(path)
+    if ocr_page_one is not None:
+        pdf.layout = lines_layout(*ocr_page_one)
     text = first_pages_text if first_pages_text and first_pages_text.strip() else pdf.text
     page_one = "\n".join(ln.text for ln in pdf.layout.lines) if pdf.layout else text
     info, info_complete = info_fields(pdf.info, page_one, path.stem)
@@ -163,4 +173,7 @@ def extract_bibliography(
         if lookup.record:
             tiers.insert(0, ("doi-service", {**lookup.record, "doi": doi}))
             complete = complete or all(lookup.record.get(k) for k in ("title", "authors", "year"))
-    return _merge(tiers, complete)
+    merged = _merge(tiers, complete)
+    if ocr_page_one is not None and {"layout-regex", "regex"} & set(merged["_sources"]):
+        merged["_sources"].append("ocr")
+    return merged

@@ -24,6 +24,9 @@ _HYPHENS = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2212"), "-")
 # A hyphen (or pdfium's end-of-line hyphen mark) at a line break: the DOI continues.
 _BROKEN_LINE = re.compile(r"[-\u00ad\ufffe\x02]\s*\r?\n\s*")
 _TRAILING = ".,;:'\"\u2019\u201d"
+# Longer candidates are not DOIs (registered DOIs stay far below 300 characters); the cap
+# also bounds the work a hostile text can cause.
+MAX_DOI_CHARS = 300
 _PAIRS = {")": "(", "]": "[", ">": "<", "}": "{"}
 
 
@@ -59,18 +62,25 @@ def normalize_doi(raw: str | None) -> str | None:
     match = _CORE.match(text.strip())
     if not match:
         return None
-    return _trim(match.group(0)) or None
+    doi = _trim(match.group(0))
+    return doi if doi and len(doi) <= MAX_DOI_CHARS else None
 
 
 def _trim(doi: str) -> str:
-    while doi:
-        last = doi[-1]
+    """Trailing punctuation and unbalanced closing brackets removed, in linear time (the
+    bracket counts are taken once and kept up to date)."""
+    counts = {char: doi.count(char) for pair in _PAIRS.items() for char in pair}
+    end = len(doi)
+    while end:
+        last = doi[end - 1]
         if last in _TRAILING:
-            doi = doi[:-1]
-        elif last in _PAIRS and doi.count(_PAIRS[last]) < doi.count(last):
-            doi = doi[:-1]
+            end -= 1
+        elif last in _PAIRS and counts[_PAIRS[last]] < counts[last]:
+            counts[last] -= 1
+            end -= 1
         else:
             break
+    doi = doi[:end]
     return doi if re.fullmatch(r"10\.\d{4,9}/.+", doi) else ""
 
 

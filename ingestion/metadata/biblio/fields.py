@@ -32,10 +32,12 @@ _VOLUME = re.compile(r"\b(?:vol(?:ume)?\.?|no\.|number|issue)\s*\d", re.IGNORECA
 _CITATION_YEARS = [
     re.compile(rf"[(~]\s*{_YEAR}\s*[)!]"),  # "(2014)", APS "~2002!"
     re.compile(rf"\b{_YEAR},\s*\d+\s*[:(]"),  # "2014, 14:1"
-    re.compile(rf"\d+\s*\(\d+\)\s*:\s*\d+(?:\s*[-\u2013]\s*\d+)?,\s*{_YEAR}\b"),  # "8(1): 7-10, 2009"
+    re.compile(rf"(?<!\d)\d+\s*\(\d+\)\s*:\s*\d+(?:\s*[-\u2013]\s*\d+)?,\s*{_YEAR}\b"),  # "8(1): 7-10, 2009"
     re.compile(rf"\b\d{{1,4}},\s*\d{{3,}}(?:[-\u2013]\d+)?\s+{_YEAR}\b"),  # "101, 023106 2007"
 ]
-_PAGES = re.compile(r"\d+\s*[,:]\s*\d+|\b\d+\s*\(\d+\)|\d+\s*[-\u2013]\s*\d+")
+# Patterns that start with a digit run start only where the run does ((?<!\d)): a match
+# inside a run implies one at its start, and without it a long run costs quadratic time.
+_PAGES = re.compile(r"(?<!\d)\d+\s*[,:]\s*\d+|\b\d+\s*\(\d+\)|(?<!\d)\d+\s*[-\u2013]\s*\d+")
 _DATED = re.compile(rf"{_DATE}{_YEAR}\b", re.IGNORECASE)
 _STAMP_DATE = re.compile(rf"\b\d{{1,2}}\s+{MONTH}\s+(\d{{2}})\b", re.IGNORECASE)
 _COPYRIGHT = re.compile(rf"(?:\u00a9|\(c\)|copyright)\s*(?:\S{{1,2}}\s+)?{_YEAR}\b", re.IGNORECASE)

@@ -16,6 +16,11 @@ import pypdfium2 as pdfium
 from ingestion.convert.pdf_lines import PDFIUM_HYPHEN, Line, page_lines
 from ingestion.convert.textclean import clean_text
 
+# Input caps against hostile PDFs (docs/security.md): a printed line is cut to this many
+# characters, and the tiers read this many lines of page one (real pages print < 200
+# lines of < 300 characters), so no pattern ever runs over an unbounded text.
+MAX_LINE_CHARS = 1000
+MAX_LINES = 1000
 HEADER_FRACTION = 0.1  # top/bottom share of the printed area that is header/footer
 
 
@@ -127,7 +132,7 @@ def _joined(lines: list[Line]) -> list[list[Line]]:
 
 
 def _text(value: str) -> str:
-    return clean_text(" ".join(value.replace(PDFIUM_HYPHEN, "-").split()))
+    return clean_text(" ".join(value.replace(PDFIUM_HYPHEN, "-").split()))[:MAX_LINE_CHARS]
 
 
 def _printed(group: list[Line], height: float) -> PrintedLine:
@@ -147,10 +152,16 @@ def _printed(group: list[Line], height: float) -> PrintedLine:
 
 def page_layout(page: pdfium.PdfPage) -> PageLayout:
     """The printed lines of ``page`` with sizes and positions (see the module docstring)."""
-    lines, height = page_lines(page, 0, rotated=True)
+    return lines_layout(*page_lines(page, 0, rotated=True))
+
+
+def lines_layout(lines: list[Line], height: float) -> PageLayout:
+    """The layout of one page's lines (stream order; from a text layer or from OCR,
+    :mod:`ingestion.convert.ocr`) on a page ``height`` points high."""
     layout = PageLayout(height=height)
     layout.lines = [p for p in (_printed(g, height) for g in _joined(lines)) if p.text]
     layout.lines.sort(key=lambda ln: (ln.rotated, round(ln.top / 3), ln.left))
+    del layout.lines[MAX_LINES:]
     return layout
 
 

@@ -72,10 +72,11 @@ def _blocks(lines: list[PrintedLine]) -> list[list[PrintedLine]]:
 
 
 def block_text(block: list[PrintedLine]) -> str:
-    """The lines of a block joined; a line-end hyphen joins without a space."""
+    """The lines of a block joined; a line-end hyphen after a letter joins without a
+    space (a spaced dash, "a-Si:H - growth", is no hyphenation)."""
     text = ""
     for line in block:
-        if text.endswith("-") and line.text[:1].islower():
+        if text.endswith("-") and text[-2:-1].isalpha() and line.text[:1].islower():
             text += line.text
         else:
             text = f"{text} {line.text}" if text else line.text

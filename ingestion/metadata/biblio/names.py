@@ -130,7 +130,8 @@ def parse_byline(text: str) -> list[str] | None:
     if collaboration:
         return [collaboration]
     names: list[str] = []
-    for piece in _SEPARATORS.split(strip_marks(text)):
+    # whitespace runs collapsed first: _SEPARATORS is quadratic on a long one
+    for piece in _SEPARATORS.split(" ".join(strip_marks(text).split())):
         piece = piece.strip()
         if not re.search(r"\b(?:[A-Z]|Jr|Sr)\.$", piece):
             piece = piece.strip(" .")

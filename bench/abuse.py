@@ -1,0 +1,279 @@
+"""Abuse replay: the kinds of issue 16 against a live daphne on loopback, each outcome printed.
+
+Starts one daphne (as ``make run`` does, extractive backend) on a free loopback port
+against the benchmark database (bench/common.py), with one small domain (this
+project's docs/security.md) and one user. Every case is bounded (timeouts, sizes) and
+talks to 127.0.0.1 only. Printed per case: what the server answered and how long it
+took (milliseconds, as the client sees it); at the end the server's resident memory
+after a warm-up turn and after all cases. The hostile-text cases run in this process (they are pure functions)
+and time the bibliographic patterns on the inputs that used to stall a worker.
+
+    python bench/abuse.py
+    python bench/abuse.py --sockets 8        # sockets of one user asking at once
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.common import command_line, setup_django  # noqa: E402
+
+DOMAIN = "bench-abuse-docs"
+USER = "bench-abuse"
+TIMEOUT = 120.0  # seconds any one case may wait
+QUESTION = "Which limits bound the work one caller can cause?"
+
+
+def prepare() -> dict:
+    """The domain, the user, two signed-in sessions and an API token in the benchmark database."""
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from chat.tokens import create_token
+    from domains.models import Domain
+    from ingestion.runs.ingest import ingest
+
+    Domain.objects.get_or_create(name=DOMAIN, defaults={"description": "Klea's security notes: limits, threats."})
+    source = Path(tempfile.mkdtemp(prefix="bench-abuse-"))
+    (source / "security.md").write_text((ROOT / "docs" / "security.md").read_text(encoding="utf-8"), encoding="utf-8")
+    ingest(source, f"{DOMAIN}-store", DOMAIN, mirror=True)
+    user, _ = User.objects.get_or_create(username=USER)
+    cookies = []
+    for _ in range(2):
+        client = Client()
+        client.force_login(user)
+        cookies.append(client.cookies["sessionid"].value)
+    _, token = create_token(user, "bench-abuse")
+    return {"database_url": database_url(), "cookies": cookies, "token": token}
+
+
+def database_url() -> str:
+    from django.db import connection
+
+    db = connection.settings_dict
+    host = db["HOST"] or db["OPTIONS"].get("host", "")
+    port = db["PORT"] or db["OPTIONS"].get("port", "5432")
+    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
+    if host.startswith("/"):
+        return f"postgres://{db['USER']}{password}@/{db['NAME']}?host={host}&port={port}"
+    return f"postgres://{db['USER']}{password}@{host}:{port}/{db['NAME']}"
+
+
+def http(url: str, body: bytes | None = None, headers: dict | None = None) -> tuple[int, dict | str, float]:
+    """(status, JSON body or text, milliseconds)."""
+    request = urllib.request.Request(url, data=body, headers=headers or {}, method="POST" if body else "GET")
+    started = time.perf_counter()
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            status, raw = response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    elapsed = (time.perf_counter() - started) * 1000
+    try:
+        return status, json.loads(raw), elapsed
+    except ValueError:
+        return status, raw[:200].decode(errors="replace"), elapsed
+
+
+def api_query(base: str, token: str, content: dict) -> tuple[int, dict | str, float]:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    return http(f"{base}/api/query", json.dumps(content).encode(), headers)
+
+
+def error_of(body) -> str:
+    return body["error"]["code"] if isinstance(body, dict) and "error" in body else str(body)[:80]
+
+
+async def socket_for(port: int, cookie: str | None):
+    import websockets
+
+    headers = {"Cookie": f"sessionid={cookie}"} if cookie else {}
+    return await websockets.connect(f"ws://127.0.0.1:{port}/ws/chat/", additional_headers=headers,
+                                    origin="http://127.0.0.1", max_size=None, open_timeout=TIMEOUT)
+
+
+async def next_frame(socket) -> dict:
+    return json.loads(await asyncio.wait_for(socket.recv(), TIMEOUT))
+
+
+async def until_done(socket) -> list[dict]:
+    frames = [await next_frame(socket)]
+    while frames[-1]["type"] != "done" and not (frames[-1]["type"] == "error" and frames[-1]["code"] in (
+            "too_many_turns", "too_large", "busy", "not_authenticated")):
+        frames.append(await next_frame(socket))
+    return frames
+
+
+async def socket_cases(port: int, cookies: list[str], sockets: int) -> list[dict]:
+    import websockets
+
+    from asgiref.sync import sync_to_async
+
+    from chat.models import ChatSession
+
+    out = []
+    socket = await socket_for(port, cookies[0])
+    started = time.perf_counter()
+    await socket.send(json.dumps({"type": "query", "session": None, "text": "x" * 60_000}))
+    frame = await next_frame(socket)
+    out.append({"case": "websocket question of 60,000 characters", "outcome": frame.get("code"),
+                "ms": round((time.perf_counter() - started) * 1000, 1)})
+    await socket.close()
+
+    # one user asks on many sockets at once (a new chat session each)
+    open_sockets = [await socket_for(port, cookies[0]) for _ in range(sockets)]
+    started = time.perf_counter()
+    for s in open_sockets:
+        await s.send(json.dumps({"type": "query", "session": None, "text": QUESTION, "domains": [DOMAIN]}))
+    endings = await asyncio.gather(*(until_done(s) for s in open_sockets))
+    kinds = [f[-1]["code"] if f[-1]["type"] == "error" else f[-1]["status"] for f in endings]
+    out.append({"case": f"{sockets} sockets of one user ask at once",
+                "outcome": {k: kinds.count(k) for k in sorted(set(kinds))},
+                "ms": round((time.perf_counter() - started) * 1000, 1)})
+    for s in open_sockets:
+        await s.close()
+
+    # an anonymous socket that sends a query after the 4401 close began
+    count = sync_to_async(lambda: ChatSession.objects.filter(owner__isnull=True).count())
+    before = await count()
+    anonymous = await socket_for(port, None)
+    frames, code = [], None
+    try:  # sent at once, racing the server's 4401 close
+        await anonymous.send(json.dumps({"type": "query", "session": None, "text": QUESTION}))
+        while True:
+            frames.append(await next_frame(anonymous))
+    except websockets.ConnectionClosed as closed:
+        code = closed.rcvd.code if closed.rcvd else None
+    await asyncio.sleep(1.0)  # a turn started by mistake would have created its session by now
+    out.append({"case": "anonymous query sent after the 4401 close began",
+                "outcome": {"frames": [f.get("code", f["type"]) for f in frames], "close": code,
+                            "sessions_created": await count() - before}, "ms": None})
+
+    # the session signs out while its socket is open
+    socket = await socket_for(port, cookies[1])
+    started = time.perf_counter()  # the sign-out request included
+    status = await sync_to_async(logout)(port, cookies[1])
+    try:
+        frame = await next_frame(socket)
+        await next_frame(socket)
+        code = None
+    except websockets.ConnectionClosed as closed:
+        code = closed.rcvd.code if closed.rcvd else None
+    out.append({"case": "sign-out while a socket is open", "outcome": {
+        "logout": status, "frame": frame.get("code"), "close": code},
+        "ms": round((time.perf_counter() - started) * 1000, 1)})
+    return out
+
+
+def logout(port: int, cookie: str) -> int:
+    """Sign the session out as a browser would (the CSRF cookie from the sign-in page)."""
+    from http.cookiejar import CookieJar
+
+    jar = CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    base = f"http://127.0.0.1:{port}"
+    opener.open(urllib.request.Request(f"{base}/accounts/login/"), timeout=TIMEOUT).read()
+    csrf = next(c.value for c in jar if c.name == "csrftoken")
+    request = urllib.request.Request(f"{base}/accounts/logout/", data=b"", method="POST", headers={
+        "Cookie": f"sessionid={cookie}; csrftoken={csrf}", "X-CSRFToken": csrf})
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def hostile_text_cases() -> list[dict]:
+    """The bibliographic patterns on the inputs of the review (in this process)."""
+    from ingestion.metadata.biblio.doi import normalize_doi
+    from ingestion.metadata.biblio.fields import year_candidates
+    from ingestion.metadata.biblio.names import parse_byline
+
+    cases = [
+        ("DOI followed by 200,000 ')'", lambda: normalize_doi("10.1234/abc" + ")" * 200_000)),
+        ("year patterns on 200,000 digits", lambda: year_candidates("1" * 200_000)),
+        ("page-range line after 200,000 digits", lambda: year_candidates("1" * 200_000 + " 8(1): 7-10, 2009")),
+        ("byline with 200,000 spaces", lambda: parse_byline("Ada Lovelace" + " " * 200_000 + "and Grace Hopper")),
+    ]
+    out = []
+    for name, run in cases:
+        started = time.perf_counter()
+        result = run()
+        out.append({"case": name, "outcome": result, "ms": round((time.perf_counter() - started) * 1000, 1)})
+    return out
+
+
+def hostile_pdf_case() -> dict:
+    """extract_bibliography on a page one with 20,000 digits and a DOI then 20,000 ')'."""
+    import resource
+
+    from ingestion.metadata.biblio import extract_bibliography
+    from tests.biblio_pdfs import article, write_pdf
+
+    with tempfile.TemporaryDirectory() as folder:
+        pdf = write_pdf(Path(folder) / "hostile.pdf", [article(
+            header="1" * 20_000, footer="doi:10.1234/abc" + ")" * 20_000)])
+        started = time.perf_counter()
+        out = extract_bibliography(pdf, network=False)
+        elapsed = time.perf_counter() - started
+    return {"case": "hostile PDF through the bibliographic cascade",
+            "outcome": {"doi": out.get("doi"), "sources": out["_sources"],
+                        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)},
+            "ms": round(elapsed * 1000, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sockets", type=int, default=6, help="sockets of one user asking at once")
+    args = parser.parse_args()
+    setup_django()
+    from django.conf import settings
+
+    from bench.load import Servers
+
+    world = prepare()
+    log = ROOT / "var" / "bench-abuse-daphne.log"
+    print(f"$ {command_line()}")
+    results = []
+    with Servers(1, world["database_url"], log) as servers:
+        port = servers.ports[0]
+        base = f"http://127.0.0.1:{port}"
+        status, body, ms = http(f"{base}/health")
+        results.append({"case": "anonymous GET /health", "outcome": {"status": status, "body": body},
+                        "ms": round(ms, 1)})
+        # a warm-up turn (the embedding model is in memory afterwards), not reported
+        api_query(base, world["token"], {"text": QUESTION, "domains": [DOMAIN]})
+        rss_before = servers.rss()
+        for name, content in [
+            ("HTTP question of 2,400,000 characters", {"text": "x" * 2_400_000}),
+            (f"HTTP question of {settings.KLEA_MAX_QUESTION_CHARS + 1} characters",
+             {"text": "x" * (settings.KLEA_MAX_QUESTION_CHARS + 1)}),
+            ("filter $in with 10,000 values", {"text": QUESTION, "filters": {"year": {"$in": list(range(10_000))}}}),
+            ("filter $contains with 10,000 values",
+             {"text": QUESTION, "filters": {"keywords": {"$contains": [str(n) for n in range(10_000)]}}}),
+        ]:
+            status, body, ms = api_query(base, world["token"], content)
+            results.append({"case": name, "outcome": {"status": status, "code": error_of(body)}, "ms": round(ms, 1)})
+        results += asyncio.run(socket_cases(port, world["cookies"], args.sockets))
+        rss_after = servers.rss()
+    results += hostile_text_cases()
+    results.append(hostile_pdf_case())
+    for row in results:
+        print(json.dumps(row))
+    print(json.dumps({"daphne_rss_mib": {"after_warm_up": round(rss_before / 2**20),
+                                         "after_cases": round(rss_after / 2**20)}}))
+
+
+if __name__ == "__main__":
+    main()

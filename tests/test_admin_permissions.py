@@ -1,0 +1,146 @@
+"""Admin permissions (docs/security.md): MCP secrets write-only and masked, every admin
+action declares the permissions it needs, ingestion jobs and uploads limited to the
+stores a staff user may manage, and an upload size limit. Real admin pages through
+Django's test client."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib import admin
+from django.contrib.auth.models import Group, Permission, User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from chat.models import McpServer, McpTool
+from domains.models import Chunk, Document, Domain, Store
+from ingestion.models import IngestionJob
+from ingestion.runs.jobs import start_job
+
+pytestmark = pytest.mark.django_db
+SECRET = "s3cret-token-value-77"
+HEADER = "Bearer very-secret-header-88"
+
+
+def staff(name: str, *codenames: str, groups=()) -> Client:
+    user = User.objects.create_user(name, password=f"pw-{name}-123", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    user.groups.add(*groups)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def server(db):
+    domain = Domain.objects.create(name="neuro", description="d")
+    return McpServer.objects.create(domain=domain, name="lab", transport="stdio", command="/usr/bin/false",
+                                    env={"LAB_TOKEN": SECRET}, headers={"Authorization": HEADER})
+
+
+def test_a_view_only_user_sees_masked_secrets_and_cannot_fetch_tools(server):
+    viewer = staff("viewer", "view_mcpserver")
+    page = viewer.get(f"/admin/chat/mcpserver/{server.pk}/change/")
+    html = page.content.decode()
+    assert page.status_code == 200 and SECRET not in html and HEADER not in html
+    assert "{&quot;LAB_TOKEN&quot;: &quot;[secret]&quot;}" in html
+    assert "{&quot;Authorization&quot;: &quot;[secret]&quot;}" in html
+    listing = viewer.get("/admin/chat/mcpserver/")
+    assert listing.context["action_form"] is None  # no action offered: fetch needs "change"
+    viewer.post("/admin/chat/mcpserver/", {"action": "fetch_tool_list", "_selected_action": [server.pk]})
+    server.refresh_from_db()
+    assert (server.tools_listed_at, McpTool.objects.count()) == (None, 0)  # the command never ran
+
+
+def test_secrets_are_write_only_in_the_change_form(server):
+    editor = staff("editor", "view_mcpserver", "change_mcpserver")
+    html = editor.get(f"/admin/chat/mcpserver/{server.pk}/change/").content.decode()
+    assert SECRET not in html and HEADER not in html and "[secret]" in html
+    form = {"domain": server.domain_id, "name": "lab", "description": "", "active": "on", "transport": "stdio",
+            "command": "/usr/bin/false", "args": "[]", "url": "",
+            "env": json.dumps({"LAB_TOKEN": "[secret]", "NEW": "added-value-1"}),
+            "headers": json.dumps({"Authorization": "Bearer replaced-value-99"}),
+            "tools-TOTAL_FORMS": "0", "tools-INITIAL_FORMS": "0", "tools-MIN_NUM_FORMS": "0",
+            "tools-MAX_NUM_FORMS": "1000"}
+    response = editor.post(f"/admin/chat/mcpserver/{server.pk}/change/", form)
+    assert response.status_code == 302
+    server.refresh_from_db()
+    assert (server.env, server.headers) == ({"LAB_TOKEN": SECRET, "NEW": "added-value-1"},
+                                            {"Authorization": "Bearer replaced-value-99"})
+
+
+def test_every_admin_action_declares_its_permissions():
+    undeclared = [
+        f"{type(model_admin).__name__}.{name}"
+        for model_admin in admin.site._registry.values()
+        for func, name, _ in model_admin._get_base_actions()
+        if not getattr(func, "allowed_permissions", ())
+    ]
+    assert undeclared == []
+
+
+def test_reapply_map_needs_the_change_permission(tmp_path):
+    from ingestion.runs.ingest import ingest
+
+    domain = Domain.objects.create(name="uploads", description="d")
+    Store.objects.create(name="upload-store", domain=domain)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.md").write_text("# A\n\nText one.\n\n## B\n\nText two.\n", encoding="utf-8")
+    ingest(tmp_path / "d", "upload-store", "uploads", mirror=True)
+    document = Document.objects.get(file_name="a.md")
+    document.metadata_entries.filter(heading_key="A > B").update(values={"year": 1990})
+    viewer = staff("viewer", "view_document")
+    viewer.post("/admin/domains/document/", {"action": "reapply_map", "_selected_action": [document.pk]})
+    assert Chunk.objects.get(document=document, ordinal=1).year is None
+    editor = staff("editor", "view_document", "change_document")
+    editor.post("/admin/domains/document/", {"action": "reapply_map", "_selected_action": [document.pk]})
+    assert Chunk.objects.get(document=document, ordinal=1).year == 1990
+
+
+@pytest.fixture
+def stores(db):
+    lab = Group.objects.create(name="lab")
+    open_domain = Domain.objects.create(name="open", description="d")
+    secret_domain = Domain.objects.create(name="secret", description="d")
+    secret_domain.allowed_groups.add(lab)
+    return lab, Store.objects.create(name="open-store", domain=open_domain), Store.objects.create(
+        name="secret-store", domain=secret_domain)
+
+
+def test_job_pages_and_the_job_api_follow_store_access(stores):
+    lab, open_store, secret_store = stores
+    owner = User.objects.create_user("owner", is_staff=True, is_superuser=True)
+    secret_job = start_job("build", 1, {}, store=secret_store, user=owner)
+    open_job = start_job("build", 1, {}, store=open_store, user=owner)
+    outsider = staff("outsider", "view_ingestionjob")
+    member = staff("member", "view_ingestionjob", groups=[lab])
+    listing = outsider.get("/admin/ingestion/ingestionjob/")
+    assert [job.pk for job in listing.context["cl"].result_list] == [open_job.pk]
+    assert outsider.get(f"/admin/ingestion/ingestionjob/{secret_job.pk}/change/").status_code == 302  # "not found"
+    assert (outsider.get(f"/api/jobs/{secret_job.pk}").status_code, outsider.get(f"/api/jobs/{open_job.pk}").status_code) == (
+        404, 200)
+    assert member.get(f"/api/jobs/{secret_job.pk}").status_code == 200
+    assert sorted(job.pk for job in member.get("/admin/ingestion/ingestionjob/").context["cl"].result_list) == sorted(
+        [open_job.pk, secret_job.pk])
+
+
+def test_uploads_are_limited_by_store_access_and_size(stores, settings, tmp_path):
+    _, open_store, secret_store = stores
+    settings.KLEA_UPLOAD_DIR = tmp_path / "uploads"
+    uploader = staff("uploader", "add_document", "view_ingestionjob")
+    page = uploader.get("/admin/ingestion/ingestionjob/upload/")
+    assert [s.name for s in page.context["adminform"].form.fields["store"].queryset] == ["open-store"]
+    refused = uploader.post("/admin/ingestion/ingestionjob/upload/", {
+        "store": secret_store.pk, "files": [SimpleUploadedFile("a.md", b"# A\n\nText.\n")], "max_tokens": 450,
+        "ocr": "auto"})
+    assert "Select a valid choice" in refused.content.decode()
+    settings.KLEA_UPLOAD_MAX_BYTES = 1000
+    big = uploader.post("/admin/ingestion/ingestionjob/upload/", {
+        "store": open_store.pk, "files": [SimpleUploadedFile("big.md", b"# Big\n\n" + b"x" * 2000)],
+        "max_tokens": 450, "ocr": "auto"}, follow=True)
+    shown = [str(m) for m in big.context["messages"]]
+    assert len(shown) == 1 and shown[0].startswith("The upload is ") and shown[0].endswith(
+        " bytes; the limit is 1,000 bytes (KLEA_UPLOAD_MAX_BYTES).")
+    assert IngestionJob.objects.count() == 0
+    assert not (tmp_path / "uploads").exists()

@@ -1,0 +1,166 @@
+"""Documented limits on the work one caller can cause (docs/security.md): question
+length on HTTP and the websocket, values per filter list, turns per user across
+sockets and sessions, and the database statement timeout of retrieval."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import pytest
+import redis
+from asgiref.sync import async_to_sync, sync_to_async
+from django.contrib.auth.models import User
+from django.db import connection, connections, transaction
+from django.test import Client
+
+from chat import turn_lock
+from chat.models import ChatMessage, ChatSession
+from chat.turn_lock import TooManyTurns, TurnLock
+from domains import embeddings
+from domains.retrieval import FieldSpec, compile_filter, retrieve
+from domains.retrieval.filters import MAX_FILTER_VALUES
+
+from .chat_world import world  # noqa: F401
+from .test_ws_chat import TIMEOUT, bad, connect
+
+pytestmark = pytest.mark.django_db
+HH = "What does the Hodgkin-Huxley model describe?"
+TOO_MANY = ("you already have 2 questions being answered; wait for one to finish "
+            "(KLEA_MAX_TURNS_PER_USER)")
+
+
+@pytest.fixture
+def limits(settings):
+    settings.KLEA_LLM_BACKEND = "extractive"
+    settings.KLEA_RAG_GUARD_MODEL = ""
+    settings.REDIS_URL = ""
+    settings.KLEA_MAX_QUESTION_CHARS = 50
+    settings.KLEA_MAX_TURNS_PER_USER = 2
+
+
+def api_client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def ask(client, body: dict):
+    response = client.post("/api/query", json.dumps(body), content_type="application/json")
+    return response.status_code, response.json()
+
+
+def hold(owner: str, *session_ids: int) -> list[TurnLock]:
+    locks = [TurnLock(session_id, owner) for session_id in session_ids]
+    for lock in locks:
+        assert async_to_sync(lock.acquire)()
+    return locks
+
+
+def release(locks: list[TurnLock]) -> None:
+    for lock in locks:
+        async_to_sync(lock.release)()
+
+
+def test_http_questions_and_filter_lists_over_the_limits_are_too_large(limits):
+    bob = api_client(User.objects.create_user("bob", password="pw-bob-123"))
+    assert ask(bob, {"text": "x" * 51}) == (400, {"error": {"code": "too_large", "message": (
+        '"text" has 51 characters; the limit is 50 (KLEA_MAX_QUESTION_CHARS)')}})
+    many = list(range(MAX_FILTER_VALUES + 1))
+    for filters in ({"year": {"$in": many}}, {"keywords": {"$contains": many}}, {"$and": [{"year": many}]}):
+        assert ask(bob, {"text": "hi", "filters": filters}) == (400, {"error": {"code": "too_large", "message": (
+            f'"filters" has a list of {MAX_FILTER_VALUES + 1} values; the limit is {MAX_FILTER_VALUES}')}})
+    assert (ChatSession.objects.count(), ChatMessage.objects.count()) == (0, 0)
+
+
+def test_the_filter_compiler_bounds_in_and_contains_lists():
+    specs = [FieldSpec("year", "int"), FieldSpec("keywords", "list")]
+    assert compile_filter({"year": {"$in": list(range(MAX_FILTER_VALUES))}}, specs).params["f0"] == list(
+        range(MAX_FILTER_VALUES))
+    for op, field in (("$in", "year"), ("$contains", "keywords")):
+        with pytest.raises(ValueError, match=rf"^filter on '{field}': \{op} takes at most 100 values, got 101$"):
+            compile_filter({field: {op: ["1"] * 101}}, specs)
+
+
+def test_http_turns_per_user_are_limited_across_sessions(limits):
+    alice = User.objects.create_user("alice", password="pw-alice-123")
+    sessions = [ChatSession.objects.create(owner=alice).pk for _ in range(3)]
+    running = hold(f"user:{alice.pk}", sessions[0], sessions[1])
+    try:
+        assert ask(api_client(alice), {"text": HH, "session": sessions[2]}) == (
+            429, {"error": {"code": "too_many_turns", "message": TOO_MANY}})
+        # another user is not affected by alice's turns
+        assert ask(api_client(User.objects.create_user("bob", password="pw-bob-123")), {"text": HH})[0] == 200
+    finally:
+        release(running)
+    assert turn_lock._local == set() and turn_lock._user_turns == {}
+    assert ask(api_client(alice), {"text": HH, "session": sessions[2]})[0] == 200
+
+
+def test_turn_slots_in_redis_count_across_processes_and_forget_crashed_turns(settings):
+    settings.REDIS_URL = os.environ["TEST_REDIS_URL"]
+    settings.KLEA_MAX_TURNS_PER_USER = 2
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    key = "klea:user-turns:user:test-slots"
+    client.delete(key)
+    client.zadd(key, {"crashed-turn": 1.0})  # started in 1970: a crashed process's turn
+    running = hold("user:test-slots", 990_001, 990_002)
+    try:
+        third = TurnLock(990_003, "user:test-slots")
+        with pytest.raises(TooManyTurns, match="^you already have 2 questions being answered"):
+            async_to_sync(third.acquire)()
+        assert client.exists("klea:turn:990003") == 0  # the session lock was given back
+        assert client.zcard(key) == 2
+    finally:
+        release(running)
+    assert client.zcard(key) == 0
+    assert async_to_sync(TurnLock(990_003, "user:test-slots").acquire)()
+    client.delete(key, "klea:turn:990003")
+
+
+@pytest.mark.asyncio
+async def test_websocket_limits_question_length_and_turns_per_user(world, limits):
+    ws = await connect(world.bob)
+    await ws.send_json_to({"type": "query", "session": None, "text": "y" * 51})
+    assert await ws.receive_json_from(timeout=TIMEOUT) == bad(
+        "too_large", '"text" has 51 characters; the limit is 50 (KLEA_MAX_QUESTION_CHARS)')
+    running = await sync_to_async(hold)(f"user:{world.bob.pk}", 990_101, 990_102)
+    try:
+        await ws.send_json_to({"type": "query", "session": None, "text": HH})
+        assert await ws.receive_json_from(timeout=TIMEOUT) == bad("too_many_turns", TOO_MANY)
+    finally:
+        await sync_to_async(release)(running)
+    await ws.disconnect()
+
+
+def test_a_retrieval_statement_over_the_timeout_fails_its_list(world, settings):
+    """Another transaction holds the chunk table: without a statement timeout retrieval
+    would wait for it (here 20 s, then succeed)."""
+    settings.KLEA_RETRIEVAL_STATEMENT_TIMEOUT = 0.2
+    vectors = embeddings.embed_queries([HH])  # the model loads before the table is held
+    locked, done = threading.Event(), threading.Event()
+
+    def hold_table():
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("LOCK TABLE domains_chunk IN ACCESS EXCLUSIVE MODE")
+                locked.set()
+                done.wait(20)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold_table)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        result = retrieve(HH, [world.domains["wsneuro"]], k=3, query_vectors=vectors)
+    finally:
+        done.set()
+        holder.join()
+    assert (result.retrieval_failed, result.failures, result.results) == (True, [
+        "wsneuro-store:vector (domain wsneuro): statement timeout",  # BM25 reads no chunk rows
+        "database: statement timeout"], [])  # the chunks' years
+    with connection.cursor() as cursor:  # the caller's transaction keeps its own setting
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == "0"
