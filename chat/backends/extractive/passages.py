@@ -62,10 +62,10 @@ LENGTH_PENALTY = 0.03
 # SHORT_SENTENCE, or the next one holds question terms it lacks; up to EXTEND_CHARS.
 SHORT_SENTENCE = 90
 EXTEND_CHARS = 450
-# A second passage must score within SECOND_MARGIN of the first, add at least
-# SECOND_NEW_TERMS of the question's idf mass, and keep the answer within SECOND_CHARS.
+# A second passage must add at least SECOND_NEW_TERMS of the question's idf mass, score
+# within SECOND_MARGIN + that share of the first, and keep the answer within SECOND_CHARS.
 SECOND_MARGIN = 0.06
-SECOND_NEW_TERMS = 0.25
+SECOND_NEW_TERMS = 0.2
 SECOND_CHARS = 800
 MIN_UNIT_CHARS = 6
 # A sentence opening with one of these leans on the one before ("It is intended to ...",
@@ -286,10 +286,13 @@ class Composer:
         best = _lean_back(_extend(kept[0], self.wanted, idf))
         chosen = [best]
         for other in kept[1:]:
-            if other.score < best.score - SECOND_MARGIN or other.cosine < MIN_SIMILARITY or "generic" in self.shapes:
-                break
-            new_terms = other.found - best.found
-            if _overlap(best, other) or sum(idf[t] for t in new_terms) < SECOND_NEW_TERMS * total:
+            if other.cosine < MIN_SIMILARITY or "generic" in self.shapes:
+                continue
+            # What it adds buys it room: the second part of "X and Y?" scores lower.
+            new_share = sum(idf[t] for t in other.found - best.found) / total
+            if _overlap(best, other) or new_share < SECOND_NEW_TERMS:
+                continue
+            if other.score < best.score - SECOND_MARGIN - new_share:
                 continue
             if len(best.text) + len(other.text) <= SECOND_CHARS:
                 chosen.append(_lean_back(other))

@@ -48,10 +48,13 @@ def terms(text: str) -> set[str]:
     for word in _WORD.findall(text.lower()):
         if word in _STOP_WORDS or len(word) < 2:
             continue
-        for suffix in ("ing", "ed", "es", "s"):
-            if len(word) > len(suffix) + 3 and word.endswith(suffix):
-                word = word[: -len(suffix)]
-                break
+        if len(word) > 4 and word.endswith("ies"):
+            word = word[:-3] + "y"  # cities -> city
+        else:
+            for suffix in ("ing", "ed", "es", "s"):
+                if len(word) > len(suffix) + 3 and word.endswith(suffix):
+                    word = word[: -len(suffix)]
+                    break
         found.add(word)
     return found
 
