@@ -95,6 +95,31 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def open_verified(document: Document):
+    """:func:`source_file` opened for reading (binary), positioned at 0, after checking
+    that the bytes read through this very handle still hash to ``document.content_hash``
+    (a file replaced after the check cannot slip through).
+
+    :raises SourceUnavailable: ``source_missing``, or ``source_changed`` (re-ingest it).
+    """
+    fh = source_file(document).open("rb")
+    if document.content_hash:
+        digest = hashlib.sha256()
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+        if digest.hexdigest() != document.content_hash:
+            fh.close()
+            raise _changed(document)
+        fh.seek(0)
+    return fh
+
+
+def _changed(document: Document) -> SourceUnavailable:
+    return SourceUnavailable(
+        "source_changed", f"{document.file_name}: the file changed since it was ingested; ingest it again"
+    )
+
+
 def _verified(document: Document) -> Path:
     """:func:`source_file`, whose bytes still hash to ``document.content_hash``.
 
@@ -102,9 +127,7 @@ def _verified(document: Document) -> Path:
     """
     path = source_file(document)
     if document.content_hash and _sha256(path) != document.content_hash:
-        raise SourceUnavailable(
-            "source_changed", f"{document.file_name}: the file changed since it was ingested; ingest it again"
-        )
+        raise _changed(document)
     return path
 
 

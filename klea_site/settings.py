@@ -255,9 +255,6 @@ KLEA_WS_MAX_FRAME_BYTES = env.int("KLEA_WS_MAX_FRAME_BYTES", default=64 * 1024)
 # at once across all sockets, sessions and server processes (more get `too_many_turns`).
 KLEA_MAX_QUESTION_CHARS = env.int("KLEA_MAX_QUESTION_CHARS", default=4_000)
 KLEA_MAX_TURNS_PER_USER = env.int("KLEA_MAX_TURNS_PER_USER", default=3)
-# Turns one user may run at once through /v1/ and the MCP server (docs/clients.md);
-# one more is answered 429 busy. Chat turns (KLEA_MAX_TURNS_PER_USER) count too.
-KLEA_API_CONCURRENT_TURNS = env.int("KLEA_API_CONCURRENT_TURNS", default=4)
 # Seconds /health waits for Redis and for the model server, each.
 KLEA_HEALTH_TIMEOUT = env.float("KLEA_HEALTH_TIMEOUT", default=2.0)
 

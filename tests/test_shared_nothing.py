@@ -20,7 +20,6 @@ import redis
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
 from django.test import override_settings
 
 from chat.rag.knowledge import Knowledge
@@ -30,6 +29,7 @@ from ingestion.blobs import DatabaseStorage, materialise, publish
 from ingestion.models import IngestionJob, StoredFile
 from klea_site.celery import app
 
+from .conftest import require_test_database
 from .live_daphne import database_url
 
 REDIS_URL = os.environ.get("KLEA_TEST_CELERY_REDIS_URL", "redis://127.0.0.1:6379/4")
@@ -61,8 +61,7 @@ def committed(django_db_setup, django_db_blocker):
     pytest-django creates the test database only for sessions with a ``django_db``
     test (the storage test below): never write to another database."""
     with django_db_blocker.unblock():
-        if connection.settings_dict["NAME"] != settings.DATABASES["default"]["TEST"]["NAME"]:
-            pytest.fail("no test database in this session: run the whole module")
+        require_test_database()
         yield
         Domain.objects.filter(name="shared-nothing").delete()
         StoredFile.objects.filter(name__startswith="shared-store/").delete()
