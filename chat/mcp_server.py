@@ -48,7 +48,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from domains.access import domain_list, may_chat, queryable_domains
 from domains.retrieval import Source, retrieve
 
-from .parsing import BadRequest, check_filters, check_question
+from .parsing import BadRequest, check_filters, check_question, check_text
 from .pipeline import TurnRequest, ask as ask_turn
 from .pipeline.references import reference_item, sources_text
 from .tokens import invalid_token_response, user_for_headers
@@ -193,6 +193,10 @@ async def search(domain: str, query: str, ctx: Context, filters: dict[str, Any] 
     """
     user = _user(ctx)
     query = _check_text("query", query)
+    try:
+        check_text("domain", domain)  # looked up in the database, which takes no NUL
+    except BadRequest as exc:
+        raise _fail(exc.code, exc.message) from None
     filters = _check_filters(filters)
     return await sync_to_async(_search)(user, domain, query, filters, k)
 

@@ -86,6 +86,8 @@ async def check_tools(session: ClientSession, member: bool) -> None:
         "code": "bad_request", "message": "\"k\" must be an integer from 1 to 10 (the domain's k_max)"}}
     assert error_text(await session.call_tool("search", {"domain": "wsneuro", "query": "  "})) == (
         'bad_request: "query" must be a non-empty string')
+    assert error_text(await session.call_tool("search", {"domain": "ws\x00neuro", "query": "spiking"})) == (
+        'bad_request: "domain" contains a NUL character or a lone surrogate')  # was a database error
     assert error_text(await session.call_tool("ask", {"question": "x" * 5_000})) == (
         'too_large: "question" has 5000 characters; the limit is 4000 (KLEA_MAX_QUESTION_CHARS)')
     found = await session.call_tool("search", {"domain": "wsneuro", "query": "spiking",
