@@ -17,11 +17,22 @@ _STOP_WORDS = frozenset(
     "who why with you your my me we our into use using".split()
 )
 # A colon does not end a sentence ("(admin: Ingestion > Staged files)").
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`])|\n+")
+_SENTENCE = re.compile(r"((?<=[.!?])\s+(?=[A-Z0-9\"'(\[`])|\n+)")
+# Abbreviations whose full stop ends no sentence ("Cormack et al. 2009", "e.g. BM25", "p. 4").
+_ABBREVIATION = re.compile(r"(?:\bet al|\be\.g|\bi\.e|\bcf|\bvs|\bFigs?|\bEqs?|\bpp?|\bca|\bapprox)\.$")
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) >= MIN_SENTENCE_CHARS]
+    """Sentences of ``text`` (at least MIN_SENTENCE_CHARS characters); a line break always
+    ends one, a full stop after an abbreviation never does."""
+    pieces = _SENTENCE.split(text)
+    sentences = [pieces[0]]
+    for separator, piece in zip(pieces[1::2], pieces[2::2]):
+        if "\n" not in separator and _ABBREVIATION.search(sentences[-1]):
+            sentences[-1] += separator + piece
+        else:
+            sentences.append(piece)
+    return [s.strip() for s in sentences if len(s.strip()) >= MIN_SENTENCE_CHARS]
 
 
 def looks_like_code(sentence: str) -> bool:
