@@ -9,7 +9,7 @@ project's ``docs/`` are the domain ``bench-load-docs``, on the extractive backen
    session (no history), like a /v1 turn; /v1 is read as raw server-sent events with
    httpx (time to the first non-empty ``delta.content``, and to ``data: [DONE]``).
 2. ``--clients`` streaming /v1 clients at once, each its own user and API token (so the
-   per-user limit KLEA_API_CONCURRENT_TURNS is not what is measured), each asking
+   per-user limit KLEA_MAX_TURNS_PER_USER is not what is measured), each asking
    ``--questions`` questions one after another: errors, p50/p95 first token and total.
 
     python bench/clients.py                          # 3 rounds x 8 questions; 20 clients x 2 questions

@@ -18,11 +18,11 @@ Three read-only tools, acting as one user with that user's domains:
 
 Errors are tool errors (``isError``), text ``"<code>: <message>"`` and
 ``structuredContent`` ``{"error": {"code", "message"}}``, with the codes ``unknown_domain``
-(missing and not-yours alike), ``bad_request``, ``too_large``, ``bad_filter``, ``busy``
-(KLEA_API_CONCURRENT_TURNS turns of this user are running), ``unavailable``, or the
-pipeline's code for a failed turn. Limits are the chat's: a query or question of at most
-KLEA_WS_MAX_FRAME_BYTES bytes, k at most the domain's ``k_max``, the reference budget
-KLEA_MAX_REFS_SIZE.
+(missing and not-yours alike), ``bad_request``, ``too_large``, ``bad_filter``,
+``too_many_turns`` (the user already runs KLEA_MAX_TURNS_PER_USER turns, on any
+transport), ``unavailable``, or the pipeline's code for a failed turn. Limits are the
+chat's: a query or question of at most KLEA_MAX_QUESTION_CHARS characters, the turns per
+user, k at most the domain's ``k_max``, the reference budget KLEA_MAX_REFS_SIZE.
 
 Transports: streamable HTTP at ``/mcp/`` on the site itself (:func:`with_mcp` routes it
 in klea_site/asgi.py; ``Authorization: Bearer <API token>``, stateless, so any server
@@ -48,11 +48,12 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from domains.access import domain_list, may_chat, queryable_domains
 from domains.retrieval import Source, retrieve
 
-from .parsing import BadRequest, check_filters, check_text
+from .parsing import BadRequest, check_filters, check_question
 from .pipeline import TurnRequest, ask as ask_turn
 from .pipeline.references import reference_item, sources_text
 from .tokens import invalid_token_response, user_for_headers
-from .turn_lock import LockUnavailable, UserTurns
+from .turn_lock import LockUnavailable, TooManyTurns, UserTurns
+from .turn_setup import turn_owner
 
 INSTRUCTIONS = (
     "Klea answers questions from curated document collections (domains) with numbered, "
@@ -114,11 +115,8 @@ def typed_errors(tool):
 def _check_text(name: str, text) -> str:
     if not isinstance(text, str) or not text.strip():
         raise _fail("bad_request", f'"{name}" must be a non-empty string')
-    limit = settings.KLEA_WS_MAX_FRAME_BYTES
-    if len(text.encode()) > limit:
-        raise _fail("too_large", f'"{name}" is longer than {limit} bytes')
     try:
-        return check_text(name, text).strip()
+        return check_question(name, text)
     except BadRequest as exc:
         raise _fail(exc.code, exc.message) from None
 
@@ -221,13 +219,13 @@ async def ask(question: str, ctx: Context, domain: str | None = None,
     question = _check_text("question", question)
     filters = _check_filters(filters)
     request = await sync_to_async(_ask_request)(user, question, domain, filters)
-    slot = UserTurns(f"user:{user.pk}" if user.is_authenticated else "anonymous")
+    slot = UserTurns(turn_owner(user, None))
     try:
         acquired = await slot.acquire()
     except LockUnavailable as exc:
         raise _fail("unavailable", str(exc)) from None
     if not acquired:
-        raise _fail("busy", f"{slot.limit} turns of yours are running; try again when one has ended")
+        raise _fail(TooManyTurns.code, str(TooManyTurns(slot.limit)))
     try:
         result = await ask_turn(request)
     finally:

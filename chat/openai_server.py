@@ -22,9 +22,10 @@ user, or nobody (only with KLEA_CHAT_PUBLIC); the session cookie is not used her
 POSTs need no CSRF token. Errors have the protocol's shape ``{"error": {"message", "type",
 "param", "code"}}``: 401 ``not_authenticated`` / ``invalid_token``, 404 ``model_not_found``
 (a missing domain and one the user may not query alike), 400 ``bad_request`` /
-``bad_json`` / ``too_large`` / ``bad_filter``, 405 ``method_not_allowed``, 429 ``busy``
-(KLEA_API_CONCURRENT_TURNS turns of this user are running; ``Retry-After`` says when to
-try again), 503 ``unavailable`` (Redis did not answer), 502 for a failed model server
+``bad_json`` / ``too_large`` (a question over KLEA_MAX_QUESTION_CHARS, the body over
+DATA_UPLOAD_MAX_MEMORY_SIZE) / ``bad_filter``, 405 ``method_not_allowed``, 429
+``too_many_turns`` (the user already runs KLEA_MAX_TURNS_PER_USER turns, on any
+transport; ``Retry-After`` says when to try again), 503 ``unavailable`` (Redis did not answer), 502 for a failed model server
 (the pipeline's error code) and 500 ``internal``.
 """
 
@@ -44,10 +45,11 @@ from django.views.decorators.csrf import csrf_exempt
 
 from domains.access import may_chat, queryable_domains
 
-from .parsing import BadRequest, check_filters, check_text, decode_json
+from .parsing import BadRequest, check_filters, check_question, check_text, decode_json
 from .pipeline import Answer, Done, Error, References, Token, TurnRequest, run_turn
 from .pipeline.references import sources_text
-from .turn_lock import LockUnavailable, UserTurns
+from .turn_lock import LockUnavailable, TooManyTurns, UserTurns
+from .turn_setup import turn_owner
 
 CLASSIFY_MODEL = "klea"
 DOMAIN_MODEL_PREFIX = "klea/"
@@ -152,6 +154,7 @@ def parse_completion(body) -> dict:
     last = turns[-1]
     if last["role"] != "user" or not last["content"].strip():
         raise BadRequest("bad_request", "the last message must be the user's, with text")
+    question = check_question(f"messages[{len(turns) - 1}].content", last["content"])
     stream = body.get("stream", False)
     if not isinstance(stream, bool) and stream is not None:
         raise BadRequest("bad_request", '"stream" must be true or false')
@@ -160,7 +163,7 @@ def parse_completion(body) -> dict:
         raise BadRequest("bad_request", '"filters" must be an object (the filter DSL)')
     if filters:
         check_filters(filters)
-    return {"model": model, "question": last["content"].strip(), "history": turns[:-1], "stream": bool(stream),
+    return {"model": model, "question": question, "history": turns[:-1], "stream": bool(stream),
             "filters": filters or None}
 
 
@@ -195,13 +198,13 @@ async def chat_completions(request):
     turn = await sync_to_async(_turn_request)(user, parsed)
     if turn is None:
         return _no_model(parsed["model"])
-    slot = UserTurns(f"user:{user.pk}" if user.is_authenticated else "anonymous")
+    slot = UserTurns(turn_owner(user, None))
     try:
         acquired = await slot.acquire()
     except LockUnavailable as exc:
         return error(503, "unavailable", str(exc))
     if not acquired:
-        response = error(429, "busy", f"{slot.limit} turns of yours are running; try again when one has ended")
+        response = error(429, TooManyTurns.code, str(TooManyTurns(slot.limit)))
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
     completion = Completion(parsed["model"])

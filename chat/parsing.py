@@ -72,17 +72,26 @@ def check_filters(filters: dict) -> dict:
     return filters
 
 
+def check_question(name: str, text: str) -> str:
+    """A question (or search query) of any transport, stripped.
+
+    :raises BadRequest: ``bad_request`` (NUL, lone surrogate), ``too_large`` (longer than
+        KLEA_MAX_QUESTION_CHARS), naming the field ``name``.
+    """
+    text = check_text(name, text).strip()
+    if len(text) > settings.KLEA_MAX_QUESTION_CHARS:
+        raise BadRequest("too_large", f'"{name}" has {len(text)} characters; '
+                         f"the limit is {settings.KLEA_MAX_QUESTION_CHARS} (KLEA_MAX_QUESTION_CHARS)")
+    return text
+
+
 def parse_query(content: dict) -> dict:
     """Check a query's fields. :returns: ``{"text", "session", "domains", "filters"}``.
     :raises BadRequest: ``bad_request`` naming the wrong field."""
     text = content.get("text")
     if not isinstance(text, str) or not text.strip():
         raise BadRequest("bad_request", '"text" must be a non-empty string')
-    check_text("text", text)
-    text = text.strip()
-    if len(text) > settings.KLEA_MAX_QUESTION_CHARS:
-        raise BadRequest("too_large", f'"text" has {len(text)} characters; '
-                         f"the limit is {settings.KLEA_MAX_QUESTION_CHARS} (KLEA_MAX_QUESTION_CHARS)")
+    text = check_question("text", text)
     session = content.get("session")
     if session is not None and (not isinstance(session, int) or isinstance(session, bool)):
         raise BadRequest("bad_request", '"session" must be a session id (integer) or null')

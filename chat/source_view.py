@@ -15,7 +15,7 @@ from django.http import FileResponse, HttpResponse, JsonResponse
 
 from domains.access import queryable_domains
 from domains.models import Chunk, Document
-from domains.sources import SourceUnavailable, is_pdf, render_page, source_file, text_section
+from domains.sources import SourceUnavailable, is_pdf, open_verified, render_page, source_file, text_section
 
 from .api import api, error
 
@@ -121,12 +121,14 @@ def document_page(request, document_id: int, page: int):
 @api("GET")
 def document_file(request, document_id: int):
     """``GET /api/documents/<id>/file``: the original file, as a download named like
-    the document. 404 not_found as :func:`document_page`; 410 source_missing."""
+    the document, only with the bytes that were ingested (whatever now sits at the
+    source path is never served). 404 not_found as :func:`document_page`; 410
+    source_missing / source_changed."""
     document = _visible_document(request.user, document_id)
     if document is None:
         return error(404, "not_found", f"no document {document_id}")
     try:
-        path = source_file(document)
+        handle = open_verified(document)
     except SourceUnavailable as exc:
         return error(410, exc.code, str(exc))
-    return FileResponse(path.open("rb"), as_attachment=True, filename=Path(document.file_name).name)
+    return FileResponse(handle, as_attachment=True, filename=Path(document.file_name).name)

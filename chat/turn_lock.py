@@ -127,10 +127,10 @@ def _client():
 
 class UserTurns:
     """At most ``limit`` turns running at once per user key (``"user:<id>"``, an
-    anonymous visitor's ``"anon:<session key>"``), counted together across transports:
-    the chat takes a slot through :class:`TurnLock` (limit KLEA_MAX_TURNS_PER_USER), the
-    OpenAI-compatible endpoint and the MCP server directly (KLEA_API_CONCURRENT_TURNS;
-    their turns have no chat session to lock). Each turn is a member of a Redis sorted
+    anonymous visitor's ``"anon:<session key>"``), counted together across transports
+    (``limit`` defaults to KLEA_MAX_TURNS_PER_USER): the chat takes a slot through
+    :class:`TurnLock`, the OpenAI-compatible endpoint and the MCP server directly (their
+    turns have no chat session to lock). Each turn is a member of a Redis sorted
     set scored by its start time with REDIS_URL (members older than LOCK_SECONDS stop
     counting, so a crashed process cannot hold slots), else of a set in this process.
 
@@ -138,13 +138,13 @@ class UserTurns:
 
         slot = UserTurns(user_key)
         if not await slot.acquire():
-            ...  # busy (429)
+            ...  # too many turns (429)
         try: ... finally: await slot.release()
     """
 
     def __init__(self, user_key: str, limit: int | None = None):
         self.key = f"klea:user-turns:{user_key}"
-        self.limit = settings.KLEA_API_CONCURRENT_TURNS if limit is None else limit
+        self.limit = settings.KLEA_MAX_TURNS_PER_USER if limit is None else limit
         self.token = uuid.uuid4().hex
         self._held = False
 

@@ -19,19 +19,26 @@ def home(request):
     return render(request, "chat/index.html", {"public": not request.user.is_authenticated})
 
 
+# The new token waits here (server side) between the POST that made it and the page that
+# shows it once: Post/Redirect/Get, so a reload never makes a second token.
+NEW_TOKEN_KEY = "klea_new_api_token"
+
+
 @login_required
 def api_tokens(request):
     """``/tokens/``: the signed-in user's personal API tokens (docs/clients.md).
 
-    POST ``action=create`` with ``name`` creates one and shows it once on the page;
-    POST ``action=revoke`` with ``token`` (an id of the user's own) revokes it.
+    POST ``action=create`` with ``name`` creates one and redirects to the page, which
+    shows it once; POST ``action=revoke`` with ``token`` (an id of the user's own)
+    revokes it. A bad POST shows the page with the error.
     """
-    new_token = error = ""
+    error = ""
     if request.method == "POST":
         action = request.POST.get("action")
         if action == "create":
             try:
-                row, new_token = tokens.create_token(request.user, request.POST.get("name", ""))
+                _, request.session[NEW_TOKEN_KEY] = tokens.create_token(request.user, request.POST.get("name", ""))
+                return redirect("api-tokens")
             except ValueError as exc:
                 error = str(exc)
         elif action == "revoke":
@@ -43,6 +50,7 @@ def api_tokens(request):
                 return redirect("api-tokens")
         else:
             error = "unknown action"
+    new_token = request.session.pop(NEW_TOKEN_KEY, "")
     rows = ApiToken.objects.filter(user=request.user).order_by("-created_at", "-id")
     response = render(request, "chat/tokens.html", {"tokens": rows, "new_token": new_token, "error": error})
     if new_token:

@@ -1,8 +1,9 @@
 """The source files behind chunks, for the chat's source view (docs/api.md, "The source
 view"): PDF pages rendered as images, the section of a text source around a chunk.
 
-Files are read only from ``Document.source_path``, where ingestion found them; nothing
-here takes a path from a request. A page is rendered from the file only while its
+Files are read only from ``Document.source_path``, where ingestion found them, or from
+the uploads storage under the same store folder and name (a worker on another machine
+built it); nothing here takes a path from a request. A page is rendered from the file only while its
 bytes still hash to the document's ``content_hash`` (else the stored line boxes could
 point at other text), then kept in ``KLEA_PAGE_CACHE_DIR/<content hash>/``.
 
@@ -24,6 +25,7 @@ import pypdfium2 as pdfium
 from django.conf import settings
 
 from .models import Chunk, Document
+from .uploads import local_copy
 
 # Image widths in pixels a page is rendered at; a request is served at the smallest
 # that is at least as wide as asked (the largest for anything wider), so few sizes are
@@ -68,14 +70,54 @@ def is_pdf(document: Document) -> bool:
 
 
 def source_file(document: Document) -> Path:
-    """The document's file where ingestion read it.
+    """The document's file where ingestion read it, else this machine's copy of the
+    upload it came from (domains/uploads.py).
 
     :raises SourceUnavailable: ``source_missing`` when it is not a readable file there.
     """
     path = Path(document.source_path) if document.source_path else None
-    if path is None or not path.is_file() or not os.access(path, os.R_OK):
+    if path is not None and path.is_file() and os.access(path, os.R_OK):
+        return path
+    # Built by a worker on another machine from an upload: this machine's copy of it
+    # (docs/deployment.md); its bytes are checked against content_hash before use.
+    # Only the very bytes ingested are served (another store's upload may share the name).
+    copy = local_copy(f"{path.parent.name}/{path.name}") if path is not None and document.content_hash else None
+    if copy is None or _sha256(copy) != document.content_hash:
         raise SourceUnavailable("source_missing", f"{document.file_name}: the source file is no longer where it was ingested")
-    return path
+    return copy
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def open_verified(document: Document):
+    """:func:`source_file` opened for reading (binary), positioned at 0, after checking
+    that the bytes read through this very handle still hash to ``document.content_hash``
+    (a file replaced after the check cannot slip through).
+
+    :raises SourceUnavailable: ``source_missing``, or ``source_changed`` (re-ingest it).
+    """
+    fh = source_file(document).open("rb")
+    if document.content_hash:
+        digest = hashlib.sha256()
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+        if digest.hexdigest() != document.content_hash:
+            fh.close()
+            raise _changed(document)
+        fh.seek(0)
+    return fh
+
+
+def _changed(document: Document) -> SourceUnavailable:
+    return SourceUnavailable(
+        "source_changed", f"{document.file_name}: the file changed since it was ingested; ingest it again"
+    )
 
 
 def _verified(document: Document) -> Path:
@@ -84,14 +126,8 @@ def _verified(document: Document) -> Path:
     :raises SourceUnavailable: ``source_missing``, or ``source_changed`` (re-ingest it).
     """
     path = source_file(document)
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    if document.content_hash and digest.hexdigest() != document.content_hash:
-        raise SourceUnavailable(
-            "source_changed", f"{document.file_name}: the file changed since it was ingested; ingest it again"
-        )
+    if document.content_hash and _sha256(path) != document.content_hash:
+        raise _changed(document)
     return path
 
 

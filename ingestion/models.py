@@ -115,3 +115,21 @@ class StagedFile(models.Model):
     @property
     def chunk_count(self) -> int:
         return len(self.chunks or [])
+
+
+class StoredFile(models.Model):
+    """The bytes of one uploaded source file, for :class:`ingestion.blobs.DatabaseStorage`
+    (the default ``uploads`` storage): web and worker processes on different machines
+    share only PostgreSQL and Redis, so an upload travels through here
+    (docs/deployment.md). ``name``: ``<store folder>/<file name>``."""
+
+    name = models.CharField(max_length=1000, unique=True)
+    data = models.BinaryField()
+    size = models.BigIntegerField()
+    modified_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.size} bytes)"

@@ -68,14 +68,30 @@ def require_files(directory: Path) -> list[Path]:
 
 
 def list_unsupported(directory: Path) -> list[Path]:
-    """Visible files of other types (images, archives...), reported but never ingested.
-    Libraries (``.bib``, ``.json``) and our map files are not listed: they are metadata."""
+    """Visible files of other types (images, archives, JSON that is not CSL-JSON...),
+    reported but never ingested. Libraries and our map files are not listed: they are metadata."""
     return sorted(
         p
         for p in directory.rglob("*")
         if _visible(p, directory) and p.suffix.lower() not in SUPPORTED_EXTENSIONS
-        and p.suffix.lower() not in LIBRARY_SUFFIXES and p.name not in OWN_FILES
+        and not is_library(p) and p.name not in OWN_FILES
     )
+
+
+def is_library(path: Path) -> bool:
+    """A reference-manager export: ``*.bib``, or ``*.json`` holding a JSON array (CSL-JSON;
+    other JSON files, such as a ground-truth table, are not libraries)."""
+    suffix = path.suffix.lower()
+    if suffix == ".bib":
+        return True
+    if suffix != ".json":
+        return False
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return False
+    return head.startswith(b"[")
 
 
 def unreadable(file_name: str, exc: OSError) -> FileOutcome:

@@ -17,6 +17,7 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from domains.models import Store
+from ingestion.blobs import materialise
 from ingestion.options import IngestOptions
 from ingestion.outcomes import FileOutcome
 from ingestion.runs import jobs
@@ -36,12 +37,17 @@ logger = logging.getLogger("klea.ingestion")
     retry_backoff_max=60,
     max_retries=3,
 )
-def ingest_file(self, job_id: int, step: str, directory: str, file_name: str, store_id: int | None, options: dict) -> str:
-    """Process one file for job ``job_id``. :returns: the file's outcome status."""
+def ingest_file(self, job_id: int, step: str, directory: str, file_name: str, store_id: int | None, options: dict,
+                upload: str = "") -> str:
+    """Process one file for job ``job_id``. ``upload``: the file is in that folder of the
+    uploads storage, copied to this process's KLEA_UPLOAD_DIR first (``directory`` is
+    then the sender's path, unused). :returns: the file's outcome status."""
     if not IngestionJob.objects.filter(pk=job_id).exists():
         logger.warning("ingestion job %s is gone; %s not processed", job_id, file_name)
         return "missing-job"
     try:
+        if upload:
+            directory = str(materialise(upload))
         outcome = run_file(step, directory, file_name, store_id, options, on_page=recording_pages(job_id))
     except (OperationalError, InterfaceError):
         if self.request.retries >= self.max_retries:
@@ -59,11 +65,13 @@ def ingest_file(self, job_id: int, step: str, directory: str, file_name: str, st
 
 
 def enqueue(
-    job: IngestionJob, step: str, work: list[tuple[Path, str]], store_id: int | None, options: IngestOptions
+    job: IngestionJob, step: str, work: list[tuple[Path, str]], store_id: int | None, options: IngestOptions,
+    upload: str = "",
 ) -> None:
-    """One task per (folder, file name); the job's celery_id is the first task's id."""
+    """One task per (folder, file name); the job's celery_id is the first task's id.
+    ``upload``: the files are in that uploads storage folder (see :func:`ingest_file`)."""
     first = ""
     for directory, file_name in work:
-        result = ingest_file.delay(job.pk, step, str(directory), file_name, store_id, options.as_dict())
+        result = ingest_file.delay(job.pk, step, str(directory), file_name, store_id, options.as_dict(), upload)
         first = first or (result.id or "")
     IngestionJob.objects.filter(pk=job.pk).update(celery_id=first)

@@ -255,9 +255,6 @@ KLEA_WS_MAX_FRAME_BYTES = env.int("KLEA_WS_MAX_FRAME_BYTES", default=64 * 1024)
 # at once across all sockets, sessions and server processes (more get `too_many_turns`).
 KLEA_MAX_QUESTION_CHARS = env.int("KLEA_MAX_QUESTION_CHARS", default=4_000)
 KLEA_MAX_TURNS_PER_USER = env.int("KLEA_MAX_TURNS_PER_USER", default=3)
-# Turns one user may run at once through /v1/ and the MCP server (docs/clients.md);
-# one more is answered 429 busy. Chat turns (KLEA_MAX_TURNS_PER_USER) count too.
-KLEA_API_CONCURRENT_TURNS = env.int("KLEA_API_CONCURRENT_TURNS", default=4)
 # Seconds /health waits for Redis and for the model server, each.
 KLEA_HEALTH_TIMEOUT = env.float("KLEA_HEALTH_TIMEOUT", default=2.0)
 
@@ -280,6 +277,17 @@ KLEA_UPLOAD_DIR = Path(env("KLEA_UPLOAD_DIR", default=str(VAR_DIR / "uploads")))
 # Bytes one admin upload (all its files together) may take; a larger request is refused
 # before its body is read.
 KLEA_UPLOAD_MAX_BYTES = env.int("KLEA_UPLOAD_MAX_BYTES", default=512 * 2**20)
+# Where uploads travel between web and worker processes (ingestion/blobs.py): the
+# database by default, so machines share only DATABASE_URL and REDIS_URL; any Django
+# storage backend (its OPTIONS from KLEA_UPLOAD_STORAGE_OPTIONS, JSON) otherwise.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "uploads": {
+        "BACKEND": env("KLEA_UPLOAD_STORAGE", default="ingestion.blobs.DatabaseStorage"),
+        "OPTIONS": env.json("KLEA_UPLOAD_STORAGE_OPTIONS", default={}),
+    },
+}
 # Rendered PDF pages of the chat's source view (docs/api.md, "The source view"), one
 # folder per file version; safe to delete at any time.
 KLEA_PAGE_CACHE_DIR = Path(env("KLEA_PAGE_CACHE_DIR", default=str(VAR_DIR / "page-cache")))

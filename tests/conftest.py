@@ -50,6 +50,19 @@ def corpora_path(*parts: str) -> Path:
     return path
 
 
+def require_test_database() -> None:
+    """Fail, never write elsewhere, when this session has no test database.
+
+    pytest-django creates it only when a collected test is marked ``django_db``; fixtures
+    that commit rows for other processes (workers, live servers) are not, so a module of
+    such tests run alone would reach the development database."""
+    from django.db import connection
+
+    if connection.settings_dict["NAME"] != settings.DATABASES["default"]["TEST"]["NAME"]:
+        pytest.fail("no test database in this session: run the module with a django_db test "
+                    "(e.g. the whole suite)", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def doc_domains(django_db_setup, django_db_blocker):
     """The NeuroML and xarray documentation ingested as two domains, once per session.

@@ -23,6 +23,7 @@ from ingestion.models import IngestionJob, StagedFile
 from ingestion.runs.steps import enqueue
 from klea_site.celery import app
 
+from .conftest import require_test_database
 from .live_daphne import database_url
 
 REDIS_URL = os.environ.get("KLEA_TEST_CELERY_REDIS_URL", "redis://127.0.0.1:6379/4")
@@ -93,6 +94,7 @@ def committed(django_db_setup, django_db_blocker):
     """Autocommit database access (the worker must see the rows), cleaned up after;
     not a transactional test, so the session's shared rows are not flushed."""
     with django_db_blocker.unblock():
+        require_test_database()
         yield
         Domain.objects.filter(name="crash").delete()
         IngestionJob.objects.filter(kind="build", store__isnull=True).delete()

@@ -8,6 +8,7 @@ import json
 import os
 import threading
 
+import openai
 import pytest
 import redis
 from asgiref.sync import async_to_sync, sync_to_async
@@ -15,14 +16,16 @@ from django.contrib.auth.models import User
 from django.db import connection, connections, transaction
 from django.test import Client
 
-from chat import turn_lock
+from chat import tokens, turn_lock
 from chat.models import ChatMessage, ChatSession
 from chat.turn_lock import TooManyTurns, TurnLock
 from domains import embeddings
 from domains.retrieval import FieldSpec, compile_filter, retrieve
 from domains.retrieval.filters import MAX_FILTER_VALUES
 
-from .chat_world import world  # noqa: F401
+from .chat_world import in_thread, world  # noqa: F401
+from .live_daphne import LiveDaphne
+from .test_mcp_server import error_text, http_session
 from .test_ws_chat import TIMEOUT, bad, connect
 
 pytestmark = pytest.mark.django_db
@@ -117,6 +120,27 @@ def test_turn_slots_in_redis_count_across_processes_and_forget_crashed_turns(set
     assert client.zcard(key) == 0
     assert async_to_sync(TurnLock(990_003, "user:test-slots").acquire)()
     client.delete(key, "klea:turn:990003")
+
+
+@pytest.mark.asyncio
+async def test_v1_and_mcp_questions_over_the_limit_are_too_large(world, tmp_path):
+    """The question length limit holds on every entry point, not only /api/query and the
+    websocket: a long question on /v1 or MCP ask is refused before any retrieval."""
+    token = in_thread(tokens.create_token, world.bob, "long questions")[1]
+    log = tmp_path / "daphne.log"
+    with LiveDaphne(log, KLEA_MAX_QUESTION_CHARS="50", KLEA_WARM_START="false") as server:
+        api = openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key=token, max_retries=0, timeout=TIMEOUT)
+        with pytest.raises(openai.BadRequestError) as caught:
+            await api.chat.completions.create(model="klea", messages=[
+                {"role": "assistant", "content": "Ask me."}, {"role": "user", "content": " " + "x" * 51 + " "}])
+        assert caught.value.body == {"message": '"messages[1].content" has 51 characters; the limit is 50 '
+                                     "(KLEA_MAX_QUESTION_CHARS)", "type": "invalid_request_error", "param": None,
+                                     "code": "too_large"}
+        async with http_session(server, token) as session:
+            result = await session.call_tool("ask", {"question": "y" * 51})
+            assert error_text(result) == (
+                'too_large: "question" has 51 characters; the limit is 50 (KLEA_MAX_QUESTION_CHARS)')
+    assert (await sync_to_async(ChatMessage.objects.count)(), "Traceback" in log.read_text()) == (0, False)
 
 
 @pytest.mark.asyncio

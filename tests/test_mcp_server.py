@@ -86,8 +86,8 @@ async def check_tools(session: ClientSession, member: bool) -> None:
         "code": "bad_request", "message": "\"k\" must be an integer from 1 to 10 (the domain's k_max)"}}
     assert error_text(await session.call_tool("search", {"domain": "wsneuro", "query": "  "})) == (
         'bad_request: "query" must be a non-empty string')
-    assert error_text(await session.call_tool("ask", {"question": "x" * 70_000})) == (
-        'too_large: "question" is longer than 65536 bytes')
+    assert error_text(await session.call_tool("ask", {"question": "x" * 5_000})) == (
+        'too_large: "question" has 5000 characters; the limit is 4000 (KLEA_MAX_QUESTION_CHARS)')
     found = await session.call_tool("search", {"domain": "wsneuro", "query": "spiking",
                                                "filters": {"year": {"$nope": 1}}})
     assert error_text(found).startswith("bad_filter: ")

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from chat import tokens
-from chat.turn_lock import UserTurns
+from chat.turn_lock import TooManyTurns, UserTurns
 
 from .chat_world import SECRET_TEXT, in_thread, world  # noqa: F401
 from .fake_ollama import FakeOllama, Reply
@@ -121,7 +121,7 @@ def test_history_busy_and_a_client_going_away(world, tmp_path):
     token = token_of(world.bob)
     log = tmp_path / "daphne.log"
     with FakeOllama() as fake:
-        env = {"KLEA_LLM_BACKEND": "ollama", "OLLAMA_HOST": fake.url, "KLEA_API_CONCURRENT_TURNS": "1"}
+        env = {"KLEA_LLM_BACKEND": "ollama", "OLLAMA_HOST": fake.url, "KLEA_MAX_TURNS_PER_USER": "1"}
         with LiveDaphne(log, **env) as server:
             api = client(server, token)
             history = [{"role": "user", "content": "Which neuron model is cheap?"},
@@ -138,11 +138,11 @@ def test_history_busy_and_a_client_going_away(world, tmp_path):
             first = fake.bodies()[0]["messages"][-1]["content"]
             assert "user: Which neuron model is cheap?\nassistant: The Izhikevich model [1]." in first
             assert "And how many parameters\ndoes it have?" in first
-            # one turn of this user is running: a second one is busy
+            # one turn of this user is running (KLEA_MAX_TURNS_PER_USER 1): a second one is refused
             with pytest.raises(openai.RateLimitError) as caught:
                 api.chat.completions.create(model="klea/wsneuro", messages=history)
-            assert caught.value.body == {"message": "1 turns of yours are running; try again when one has ended",
-                                         "type": "rate_limit_error", "param": None, "code": "busy"}
+            assert caught.value.body == {"message": str(TooManyTurns(1)), "type": "rate_limit_error", "param": None,
+                                         "code": "too_many_turns"}
             assert caught.value.response.headers["Retry-After"] == "5"
             stream.close()  # the client goes away: the turn stops, the model stream is closed
             assert fake.disconnected.wait(10), "the model stream was not closed"
@@ -176,11 +176,14 @@ def test_history_busy_and_a_client_going_away(world, tmp_path):
 @pytest.mark.parametrize("redis_url", ["", os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")])
 async def test_user_turns_are_counted_per_user_in_redis_or_in_process(settings, redis_url):
     settings.REDIS_URL = redis_url
-    settings.KLEA_API_CONCURRENT_TURNS = 2
+    settings.KLEA_MAX_TURNS_PER_USER = 2
     key = f"test-{os.getpid()}"
     first, second, third, other = UserTurns(key), UserTurns(key), UserTurns(key), UserTurns(f"{key}-other")
     assert [await first.acquire(), await second.acquire(), await third.acquire(), await other.acquire()] == [
         True, True, False, True]
+    if redis_url:  # one member per running turn, expiring with the last one started
+        client = redis.Redis.from_url(redis_url)
+        assert client.zcard(f"klea:user-turns:{key}") == 2 and 0 < client.ttl(f"klea:user-turns:{key}") <= 900
     await first.release()
     await first.release()  # idempotent: frees one slot only
     assert await third.acquire() is True
@@ -188,7 +191,4 @@ async def test_user_turns_are_counted_per_user_in_redis_or_in_process(settings, 
     for slot in (second, third, other):
         await slot.release()
     if redis_url:
-        client = redis.Redis.from_url(redis_url)
-        assert [int(client.get(f"klea:user-turns:{k}")) for k in (key, f"{key}-other")] == [0, 0]
-        assert 0 < client.ttl(f"klea:user-turns:{key}") <= 900
-        client.delete(f"klea:user-turns:{key}", f"klea:user-turns:{key}-other")
+        assert [client.zcard(f"klea:user-turns:{k}") for k in (key, f"{key}-other")] == [0, 0]

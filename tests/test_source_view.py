@@ -127,6 +127,11 @@ def test_a_changed_or_missing_file_is_said_so_and_cached_pages_stay_those_of_the
     assert alice.get(f"/api/documents/{document.pk}/pages/2").content == cached  # the ingested version's page
     assert alice.get(f"/api/documents/{document.pk}/pages/1").json() == {"error": {
         "code": "source_changed", "message": "paper.pdf: the file changed since it was ingested; ingest it again"}}
+    # the download serves only the ingested bytes, never what now sits at the path
+    # (e.g. a link to a file outside the stores put there after ingestion)
+    download = alice.get(f"/api/documents/{document.pk}/file")
+    assert (download.status_code, download.json()) == (410, {"error": {
+        "code": "source_changed", "message": "paper.pdf: the file changed since it was ingested; ingest it again"}})
     shutil.move(sources / "paper.pdf", sources.parent / "elsewhere.pdf")
     info = alice.get(f"/api/chunks/{chunk.pk}/source").json()
     assert info["unavailable"] == {

@@ -35,7 +35,7 @@ from pathlib import Path
 from django.db import transaction
 
 from ingestion.models import StagedFile
-from ingestion.sources import OWN_FILES, resolve_directory
+from ingestion.sources import OWN_FILES, is_library, resolve_directory
 
 from .biblio.doi import doi_key, doi_url
 from .library import LibraryError, Record, read_library
@@ -145,6 +145,33 @@ def _same_work(a: Record, b: Record) -> bool:
     return bool(title) and title == _norm_title(b.fields.get("title", ""))
 
 
+def _first_twins(matched: list[Record]):
+    """``twin_of(record)``: the first of ``matched`` that is the same work as ``record``
+    (:func:`_same_work`), or None; by lookups, not a scan of ``matched`` per record."""
+    by_doi: dict[str, int] = {}  # DOI -> first matched record with it
+    by_title: dict[str, int] = {}  # title -> first matched record with it
+    by_title_no_doi: dict[str, int] = {}  # title -> first matched record without a DOI
+    for order, m in enumerate(matched):
+        doi, title = m.fields.get("doi"), _norm_title(m.fields.get("title", ""))
+        if doi:
+            by_doi.setdefault(doi_key(doi), order)
+        if title:
+            by_title.setdefault(title, order)
+            if not doi:
+                by_title_no_doi.setdefault(title, order)
+
+    def twin_of(record: Record) -> Record | None:
+        doi, title = record.fields.get("doi"), _norm_title(record.fields.get("title", ""))
+        if doi:  # a record with a DOI: the same DOI, or the same title on one without a DOI
+            found = [by_doi.get(doi_key(doi)), by_title_no_doi.get(title) if title else None]
+        else:
+            found = [by_title.get(title) if title else None]
+        found = [order for order in found if order is not None]
+        return matched[min(found)] if found else None
+
+    return twin_of
+
+
 def match_records(records: list[Record], files: dict[str, dict]) -> Matching:
     """Match records to files: by the record's ``file`` attachments (the path ends with
     the file's name in the folder; several attachments per record), then by the DOI the
@@ -155,17 +182,27 @@ def match_records(records: list[Record], files: dict[str, dict]) -> Matching:
     """
     matching = Matching()
     used: set[int] = set()
+    # Files by lower-cased name and by bare name (folder order kept): a lookup per path
+    # suffix of an attachment, not a scan of the folder per attachment (a library of
+    # 10^4 records against a folder of 10^3 files would take minutes).
+    position = {name: i for i, name in enumerate(files)}
+    by_name: dict[str, list[str]] = {}
+    by_base: dict[str, list[str]] = {}
+    for name in files:
+        by_name.setdefault(name.lower(), []).append(name)
+        by_base.setdefault(name.lower().rsplit("/", 1)[-1], []).append(name)
     for index, record in enumerate(records):
         for attachment in map(_norm_path, record.files):
-            for name in files:
-                wanted = name.lower()
-                if name not in matching.files and (attachment == wanted or attachment.endswith("/" + wanted)):
+            # the attachment itself and each of its suffixes after a "/"
+            suffixes = {attachment} | {attachment[i + 1:] for i, ch in enumerate(attachment) if ch == "/"}
+            for name in sorted((n for key in suffixes for n in by_name.get(key, ())), key=position.__getitem__):
+                if name not in matching.files:
                     matching.files[name] = (record, "file")
                     used.add(index)
         if index not in used:  # attachments stored elsewhere than the folder: the bare file name
             for attachment in map(_norm_path, record.files):
                 base = attachment.rsplit("/", 1)[-1]
-                hits = [n for n in files if n not in matching.files and n.lower().rsplit("/", 1)[-1] == base]
+                hits = [n for n in by_base.get(base, ()) if n not in matching.files]
                 if len(hits) == 1:
                     matching.files[hits[0]] = (record, "file")
                     used.add(index)
@@ -177,13 +214,14 @@ def match_records(records: list[Record], files: dict[str, dict]) -> Matching:
             matching.files[name] = (record, "doi")
             used.add(index)
     pairs = []
+    # once per file, and only the files with a title
+    titled = [(name, t) for name, t in ((n, _norm_title(d.get("title", ""))) for n, d in files.items()) if t]
     for index, record in enumerate(records):
         title = _norm_title(record.fields.get("title", ""))
         if index in used or not title:
             continue
-        for name, default in files.items():
-            found = _norm_title(default.get("title", ""))
-            if name not in matching.files and found:
+        for name, found in titled:
+            if name not in matching.files:
                 # the cheap upper bounds first: most pairs are far apart
                 sm = difflib.SequenceMatcher(None, title, found)
                 if sm.real_quick_ratio() >= TITLE_THRESHOLD and sm.quick_ratio() >= TITLE_THRESHOLD:
@@ -194,11 +232,11 @@ def match_records(records: list[Record], files: dict[str, dict]) -> Matching:
         if index not in used and name not in matching.files:
             matching.files[name] = (records[index], "title")
             used.add(index)
-    matched = [r for i, r in enumerate(records) if i in used]
+    twin_of = _first_twins([r for i, r in enumerate(records) if i in used])
     for index, record in enumerate(records):
         if index in used:
             continue
-        twin = next((m for m in matched if _same_work(record, m)), None)
+        twin = twin_of(record)
         if twin is not None:
             matching.duplicates.append((record, twin))
         else:
@@ -289,21 +327,9 @@ def folder_libraries(directory: Path) -> list[Path]:
         rel = path.relative_to(directory)
         if not path.is_file() or any(p.startswith(".") for p in rel.parts) or path.name in OWN_FILES:
             continue
-        suffix = path.suffix.lower()
-        if suffix == ".bib":
-            found.append(path)
-        elif suffix == ".json" and _json_array(path):
+        if is_library(path):
             found.append(path)
     return found
-
-
-def _json_array(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
-    except OSError:
-        return False
-    return head.startswith(b"[")
 
 
 def read_libraries(paths: list[Path]) -> tuple[list[Record], list[str], list[str]]:

@@ -48,6 +48,7 @@ def ingest(
     on_file: OnFile | None = None,
     on_page: OnPage | None = None,
     user=None,
+    upload: str = "",
     **options,
 ) -> StepReport:
     """Ingest files and folders (recursively) into the store ``store_name`` of
@@ -61,6 +62,8 @@ def ingest(
     :param on_start: called with the number of files; ``on_chunked`` per file after
         chunking (``mirror`` only); ``on_file`` per file once it is stored; ``on_page``
         with (file name, pages OCRed, pages to OCR) during OCR (also shown on the job).
+    :param upload: with ``queue``, the files are the uploads storage folder of that name
+        (ingestion/blobs.py): each task builds from its own process's copy of it.
     :param options: :class:`ingestion.options.IngestOptions` fields (``max_tokens``,
         ``ocr``, ``bm25_only``, ``force``).
     :returns: the StepReport: one outcome per file (stored / unchanged / skipped /
@@ -90,7 +93,7 @@ def ingest(
     report.job_id = jobs.start_job("build", len(work), arguments, store=store, user=user).pk
     if on_start:
         on_start(len(work))
-    _add_files(report, work, store, checked, queue, on_file, recording_pages(report.job_id, on_page))
+    _add_files(report, work, store, checked, queue, on_file, recording_pages(report.job_id, on_page), upload)
     return report
 
 
@@ -108,7 +111,7 @@ def _mirror(directory: Path, store, domain_name: str, options: IngestOptions, on
 
 
 def _add_files(report: StepReport, work: list[tuple[Path, str]], store, options: IngestOptions, queue: bool,
-               on_file: OnFile | None, on_page: OnPage) -> None:
+               on_file: OnFile | None, on_page: OnPage, upload: str = "") -> None:
     """Each file built on its own (or queued), its outcome recorded as it comes; the job
     closes with the last one. An unexpected error fails the job, naming the file."""
     supported = []
@@ -130,7 +133,7 @@ def _add_files(report: StepReport, work: list[tuple[Path, str]], store, options:
         from ingestion.tasks import enqueue as enqueue_tasks
 
         job = IngestionJob.objects.get(pk=report.job_id)
-        closed_on_error(job, lambda: enqueue_tasks(job, "build", supported, store.pk, options))
+        closed_on_error(job, lambda: enqueue_tasks(job, "build", supported, store.pk, options, upload=upload))
 
 
 def _add(report: StepReport, outcome: FileOutcome, on_file: OnFile | None) -> None:

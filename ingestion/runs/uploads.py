@@ -1,8 +1,10 @@
-"""Admin uploads: files saved under KLEA_UPLOAD_DIR/<store>/ become that store's
-sources, then :func:`ingestion.runs.ingest.ingest` queues one Celery task per file
-(eager without Redis). A reference-manager library uploaded beside them (``.bib``,
-CSL-JSON ``.json``) is applied to the folder's files at once: stored documents whose
-map it changes are re-applied without re-embedding."""
+"""Admin uploads: files saved under KLEA_UPLOAD_DIR/<store>/ and in the ``uploads``
+storage (ingestion/blobs.py: the worker may be on another machine) become that
+store's sources, then :func:`ingestion.runs.ingest.ingest` queues one Celery task per
+file (eager without Redis); the task copies the folder from the storage first. A
+reference-manager library uploaded beside them (``.bib``, CSL-JSON ``.json``) is
+applied to the folder's files at once: stored documents whose map it changes are
+re-applied without re-embedding."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils.text import get_valid_filename
 
+from ingestion.blobs import publish
 from ingestion.metadata.library import LIBRARY_SUFFIXES
 from ingestion.models import IngestionJob
 from ingestion.store.step import reapply_maps
@@ -42,6 +45,7 @@ def save_uploads(form, user) -> IngestionJob:
                 fh.write(block)
         partial.replace(folder / name)  # never a half-written source file
         names.append(name)
+    publish(folder, names)
     libraries = [n for n in names if Path(n).suffix.lower() in LIBRARY_SUFFIXES]
     sources = [n for n in names if n not in libraries]
     applied = reapply_maps(folder, store) if libraries else None
@@ -55,6 +59,7 @@ def save_uploads(form, user) -> IngestionJob:
     report = ingest(
         [folder / name for name in sources], store.name, store.domain.name, queue=True, user=user,
         max_tokens=form.cleaned_data["max_tokens"], ocr=form.cleaned_data["ocr"], force=form.cleaned_data["force"],
+        upload=folder.name,
     )
     if applied is not None:
         job = IngestionJob.objects.get(pk=report.job_id)
