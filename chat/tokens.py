@@ -33,10 +33,13 @@ def digest(token: str) -> str:
 
 def create_token(user, name: str) -> tuple[ApiToken, str]:
     """A new token for ``user``. :returns: ``(row, token)``; the token is shown once
-    and never stored. :raises ValueError: an empty name."""
+    and never stored. :raises ValueError: an empty name, or one with a NUL character
+    (the database stores none)."""
     name = " ".join(str(name).split())
     if not name:
         raise ValueError("a token needs a name (what it is for)")
+    if "\x00" in name:
+        raise ValueError("a token name cannot contain a NUL character")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     row = ApiToken.objects.create(user=user, name=name[:100], prefix=token[:PREFIX_CHARS], digest=digest(token))
     return row, token

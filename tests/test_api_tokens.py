@@ -112,6 +112,12 @@ def test_the_tokens_page_creates_shows_once_and_revokes(setup):
     listing = client.get("/tokens/").content.decode()
     assert token not in listing and f"{token[:12]}…" in listing and "never" in listing
     assert "a token needs a name" in client.post("/tokens/", {"action": "create", "name": " "}).content.decode()
+    # hostile form values: a NUL in the name (was a database error, 500), an id past bigint
+    refused = client.post("/tokens/", {"action": "create", "name": "ed\x00itor"})
+    assert (refused.status_code, "a token name cannot contain a NUL character" in refused.content.decode()) == (
+        200, True)
+    assert "no such token" in client.post("/tokens/", {"action": "revoke", "token": "9" * 30}).content.decode()
+    assert ApiToken.objects.filter(user=setup["bob"]).count() == 1
     # another user's token cannot be revoked from here
     other, _ = tokens.create_token(setup["alice"], "hers")
     assert "no such token" in client.post("/tokens/", {"action": "revoke", "token": other.pk}).content.decode()

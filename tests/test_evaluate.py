@@ -114,6 +114,31 @@ def test_unreadable_question_files(tmp_path):
         load_questions(latin)
 
 
+def test_hostile_question_files_are_refused_whole(tmp_path, settings):
+    """Nesting too deep for the JSON parser was an uncaught RecursionError; a NUL, a lone
+    surrogate or an over-long question reached the pipeline, which the chat refuses."""
+    settings.KLEA_MAX_QUESTION_CHARS = 50
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(QuestionFileError) as caught:
+        load_questions(deep)
+    assert str(caught.value) == f"{deep}: not valid JSON: nested too deeply"
+    hostile = tmp_path / "hostile.json"
+    hostile.write_text(json.dumps([
+        {"question": "a\u0000b?", "domain": None, "file": None, "evidence": None},
+        {"question": "\ud800?", "domain": None, "file": None, "evidence": None},
+        {"question": " " + "x" * 51 + " ", "domain": None, "file": None, "evidence": None},
+        {"question": "x" * 50, "domain": None, "file": None, "evidence": None},
+    ]), encoding="utf-8")
+    with pytest.raises(QuestionFileError) as caught:
+        load_questions(hostile)
+    assert str(caught.value).splitlines() == [
+        f"{hostile}: question 1: 'question' contains a NUL character or a lone surrogate",
+        f"{hostile}: question 2: 'question' contains a NUL character or a lone surrogate",
+        f"{hostile}: question 3: 'question' has 51 characters; the limit is 50 (KLEA_MAX_QUESTION_CHARS)",
+    ]
+
+
 def _reference(number, domain, file_name, *texts):
     return {"number": number, "kind": "document", "domain": domain, "file_name": file_name,
             "chunks": [{"chunk_id": number, "headings": [], "heading_chain": "", "text": t} for t in texts]}

@@ -106,6 +106,27 @@ def test_malformed_libraries_are_refused_whole_naming_the_line(name, message):
     assert str(caught.value) == message
 
 
+@pytest.mark.parametrize("name, raw, message", [
+    ("deep.json", b"[" * 100_000 + b"]" * 100_000, "deep.json: braces or JSON nested too deeply; not a "
+     "reference-manager export"),
+    ("deep.bib", b"@article{k, title={" + b"{" * 5000 + b"x" + b"}" * 5000 + b"}}\n", "deep.bib: braces or JSON "
+     "nested too deeply; not a reference-manager export"),
+    ("macros.bib", b"@article{k, title={" + b"\\emph{" * 3000 + b"x" + b"}" * 3000 + b"}}\n", "macros.bib: braces or "
+     "JSON nested too deeply; not a reference-manager export"),
+    ("nul.bib", b"@book{a, title={Fine}}\n\n@article{k\x00ey, title={a\x00b}}\n", "nul.bib: line 3: entry 'k?ey' "
+     "holds a NUL character or a lone surrogate"),
+    ("surrogate.json", b'[{"id": "a", "title": "ok"},\n {"id": "b", "author": [{"family": "\\ud800"}]}]',
+     "surrogate.json: line 2: entry 'b' holds a NUL character or a lone surrogate"),
+])
+def test_hostile_libraries_are_refused_with_a_library_error(tmp_path, name, raw, message):
+    """Deep nesting crashed the parsers (RecursionError); NUL and lone surrogates passed
+    into records the database cannot store."""
+    (tmp_path / name).write_bytes(raw)
+    with pytest.raises(LibraryError) as caught:
+        read_library(tmp_path / name)
+    assert str(caught.value) == message
+
+
 def test_bom_and_a_declared_latin1_encoding_are_read():
     (bom,) = read_library(DATA / "malformed" / "bom.bib")
     assert bom.fields == {"title": "Möller's BOM test", "authors": ["Jürgen Möller"], "year": 2020}  # from `date`

@@ -17,6 +17,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings
+
+from ..parsing import unsafe
 from .metrics import words
 
 KEYS = ("question", "domain", "file", "evidence")
@@ -58,6 +61,11 @@ def _problems(item, where: str) -> list[str]:
     question, domain, file, evidence = (item[k] for k in KEYS)
     if not isinstance(question, str) or not question.strip():
         problems.append(f"{where}: 'question' must be a non-empty string")
+    elif unsafe(question):  # the chat's own rules (chat/parsing.py): the pipeline gets no other
+        problems.append(f"{where}: 'question' contains a NUL character or a lone surrogate")
+    elif len(question.strip()) > settings.KLEA_MAX_QUESTION_CHARS:
+        problems.append(f"{where}: 'question' has {len(question.strip())} characters; the limit is "
+                        f"{settings.KLEA_MAX_QUESTION_CHARS} (KLEA_MAX_QUESTION_CHARS)")
     if domain is None:
         if file is not None or evidence is not None:
             problems.append(f"{where}: an off-topic question (domain null) must have file and evidence null")
@@ -90,7 +98,9 @@ def load_questions(path: str | Path) -> list[Question]:
     """Read and validate one question file.
 
     :raises QuestionFileError: the file is missing or unreadable, not UTF-8 JSON (with
-        line and column), or has malformed questions (all of them listed).
+        line and column; also JSON nested too deeply), or has malformed questions (all of
+        them listed; a question with a NUL character or a lone surrogate, or longer than
+        KLEA_MAX_QUESTION_CHARS, is malformed).
     """
     path = Path(path)
     try:
@@ -103,4 +113,6 @@ def load_questions(path: str | Path) -> list[Question]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise QuestionFileError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise QuestionFileError(f"{path}: not valid JSON: nested too deeply") from None
     return parse_questions(data, str(path))

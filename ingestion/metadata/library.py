@@ -33,6 +33,7 @@ _YEAR = re.compile(r"(?<!\d)(1[5-9]\d\d|20\d\d|2100)(?!\d)")
 _JABREF_ENCODING = re.compile(rb"^\s*%\s*Encoding:\s*([\w.-]+)", re.I)
 _TAG = re.compile(r"</?(?:i|b|em|strong|sup|sub|sc|span)\b[^>]*>", re.I)  # CSL rich-text markup
 _LATEX = LatexNodes2Text(math_mode="text")
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
 # bibtexparser logs each failed block itself; LibraryError says it once, with the line.
 logging.getLogger("bibtexparser").setLevel(logging.ERROR)
 
@@ -84,7 +85,29 @@ def parse_library(name: str, raw: bytes) -> list[Record]:
     if suffix not in LIBRARY_SUFFIXES:
         raise LibraryError(f"{name}: not a library (expected .bib or CSL-JSON .json)")
     text = _decode(name, raw)
-    return _bibtex_records(text, name) if suffix == ".bib" else csl_records(text, name)
+    try:
+        records = _bibtex_records(text, name) if suffix == ".bib" else csl_records(text, name)
+    except RecursionError:  # the parsers (bibtexparser, pylatexenc, json) recurse per level
+        raise LibraryError(f"{name}: braces or JSON nested too deeply; not a reference-manager export") from None
+    for record in records:
+        # the database's text and JSON columns take neither (the whole build would fail)
+        if any(_UNSAFE.search(value) for value in _strings([record.key, record.fields, record.files])):
+            raise LibraryError(f"{name}: line {record.line}: entry '{_UNSAFE.sub('?', record.key)}' holds a NUL "
+                               "character or a lone surrogate")
+    return records
+
+
+def _strings(value):
+    """Every string inside nested lists and dicts (values only), without recursion."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
 
 
 def _decode(name: str, raw: bytes) -> str:
