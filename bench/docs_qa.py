@@ -50,14 +50,14 @@ def main() -> None:
             ttft.append(result.done.ttft_ms)
             if expected not in files:
                 print(f"  miss: {question!r} expected {expected}, cited {files}")
-            scores = routing.score_domains(embeddings.embed_query(question), allowed)
+            scores = routing.score_domains(embeddings.embed_query(question), allowed, question)
             in_scores.append(next(s.score for s in scores if s.domain.name == domain))
         print(f"{domain}: routed {routed}/{len(questions)}, cites the answering file {cited}/{len(questions)}")
     refused = 0
     for question in OFF_TOPIC_QUESTIONS:
         result = async_to_sync(ask)(TurnRequest(question, domains=allowed), backend=ExtractiveBackend())
         refused += result.answer.route == "refused"
-        off_scores.append(routing.score_domains(embeddings.embed_query(question), allowed)[0].score)
+        off_scores.append(routing.score_domains(embeddings.embed_query(question), allowed, question)[0].score)
     print(f"off-topic: refused {refused}/{len(OFF_TOPIC_QUESTIONS)}")
     # Each question forced into the other domain (the user's domain pick): its sources do
     # not answer it, and the answer should say so rather than quote them.

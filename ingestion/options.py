@@ -17,7 +17,9 @@ from .convert import OCR_MODES
 MIN_MAX_TOKENS = 32
 # What staged chunks hold; a file staged in an older format is chunked again.
 # 2: chunks carry their provenance (pages and line boxes, source lines and anchor).
-CHUNK_FORMAT = 2
+# 3: chunk text is Markdown: fenced code, pipe tables with their header, inline code in
+#    backticks (docs/ingestion.md, "Chunk text").
+CHUNK_FORMAT = 3
 
 
 def default_max_tokens() -> int:
@@ -58,7 +60,8 @@ class IngestOptions:
             raise ValueError(f"max_tokens must be at least {MIN_MAX_TOKENS}, got {self.max_tokens}")
 
     def chunking(self) -> dict:
-        """What a StagedFile records of the options: a change re-chunks the file."""
+        """What a StagedFile records of the options and of the staged chunks' format
+        (:data:`CHUNK_FORMAT`): a change re-chunks the file."""
         return {"max_tokens": self.max_tokens, "ocr": self.ocr, "format": CHUNK_FORMAT}
 
     def as_dict(self) -> dict:

@@ -19,7 +19,10 @@ pytestmark = [pytest.mark.django_db, pytest.mark.corpora]
 # expected file with BM25 (k1 1.2, b 0.75) + dense + RRF (12/13 and 12/14 with the
 # earlier ts_rank keyword list: the Izhikevich file is now retrieved second but the
 # extractive answer cites other chunks); the floor below guards against regressions.
-MIN_CITED = {"neuroml": 11, "xarray": 12}
+# Since the answer is one passage (issue 13), it cites one file: 10/14 xarray answers
+# cite the expected page, the others quote the same API from another page (the quick
+# overview for sel, data-structures for DataTree).
+MIN_CITED = {"neuroml": 11, "xarray": 10}
 # Each question forced into the other domain: 15 of 27 answers say that no source
 # answers (bench/docs_qa.py; the others find a sentence with cosine >= 0.35 there).
 MIN_DECLINED_ELSEWHERE = 15

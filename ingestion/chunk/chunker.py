@@ -5,6 +5,12 @@ greedily; a block larger than the budget is split at sentence (prose) or line (c
 lists, tables) boundaries, and a single overlong sentence or line at word boundaries.
 Token counts are those of the embedding model's tokenizer, for the text as it is
 embedded: the heading chain line plus the chunk text.
+
+Chunk text is Markdown (:data:`ingestion.options.CHUNK_FORMAT` 3, docs/ingestion.md
+"Chunk text"): blocks are separated by a blank line, code is fenced with three
+backticks, a table is a pipe table whose first row is its header (repeated on every part
+of a split table), lists keep their ``- `` / ``1.`` items. So an answer can quote a whole
+list, table or code block, and the chat UI renders it as such.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from domains.text import heading_chain
 from ingestion.convert.base import Block, ConvertedDocument, LineBox
 
 DEFAULT_MAX_TOKENS = 450
+FENCE = "```"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
@@ -48,8 +55,8 @@ def _visible(text: str) -> int:
 
 def _origins(block: Block, parts: list[tuple[str, int]]) -> list[_Origin]:
     """Per part of ``block``, the PDF lines under its characters (parts split the block
-    only at white space, so counting the other characters finds them) and the block's
-    source lines."""
+    only at white space, so counting the other characters finds them; boxes come with
+    PDF text blocks only, which get no Markdown frame) and the block's source lines."""
     origins, start = [], 0
     for text, _ in parts:
         end = start + _visible(text)
@@ -86,10 +93,39 @@ def provenance(origins: list[_Origin]) -> dict:
     return out
 
 
+def _table_row(line: str) -> str:
+    return f"| {line.strip()} |"
+
+
+def _table_header(text: str) -> list[str]:
+    """The first row of a table block (cells joined by " | ") and the separator row."""
+    first = text.split("\n", 1)[0]
+    return [_table_row(first), "|" + " --- |" * (first.count(" | ") + 1)]
+
+
 def _pieces(block: Block) -> list[str]:
+    """The units a block may be split into: sentences, lines, or (tables) body rows."""
     if block.kind == "text":
         return [s for s in _SENTENCE_END.split(block.text) if s.strip()]
+    if block.kind == "table":
+        return [_table_row(line) for line in block.text.split("\n")[1:] if line.strip()]
     return [line for line in block.text.split("\n")]
+
+
+def _frame(block: Block, parts: list[str]) -> str:
+    """Markdown of a block (or of one part of a split block) from its units."""
+    if block.kind == "text":
+        return " ".join(parts)
+    if block.kind == "code":
+        return "\n".join([FENCE, *parts, FENCE])
+    if block.kind == "table":
+        return "\n".join([*_table_header(block.text), *parts])
+    return "\n".join(parts)
+
+
+def markdown(block: Block) -> str:
+    """The block as chunk text (see the module docstring)."""
+    return _frame(block, [block.text] if block.kind in ("text", "list", "code") else _pieces(block))
 
 
 def _word_windows(text: str, budget: int, count: Callable[[str], int]) -> Iterable[str]:
@@ -132,29 +168,35 @@ def _word_windows(text: str, budget: int, count: Callable[[str], int]) -> Iterab
 
 
 def _fit(block: Block, budget: int, count: Callable[[str], int]) -> list[tuple[str, int]]:
-    """The block as (text, tokens) parts, each within ``budget`` tokens."""
-    tokens = count(block.text)
+    """The block as (Markdown text, tokens) parts, each within ``budget`` tokens; the
+    frame of a split block (fences, a table's header) is repeated on every part."""
+    whole = markdown(block)
+    tokens = count(whole)
     if tokens <= budget:
-        return [(block.text, tokens)]
-    joiner = " " if block.kind == "text" else "\n"
+        return [(whole, tokens)]
+    frame = count(_frame(block, [])) + 1 if block.kind in ("code", "table") else 0
+    room = max(8, budget - frame)
     parts: list[tuple[str, int]] = []
     current: list[str] = []
     current_tokens = 0
+
+    def close() -> None:
+        nonlocal current, current_tokens
+        if current:
+            parts.append((_frame(block, current), current_tokens + frame))
+            current, current_tokens = [], 0
+
     for piece in _pieces(block):
         piece_tokens = count(piece) + 1
-        if piece_tokens > budget:
-            if current:
-                parts.append((joiner.join(current), current_tokens))
-                current, current_tokens = [], 0
-            parts.extend((w, count(w)) for w in _word_windows(piece, budget, count))
+        if piece_tokens > room:
+            close()
+            parts.extend((_frame(block, [w]), count(w) + frame) for w in _word_windows(piece, room, count))
             continue
-        if current and current_tokens + piece_tokens > budget:
-            parts.append((joiner.join(current), current_tokens))
-            current, current_tokens = [], 0
+        if current and current_tokens + piece_tokens > room:
+            close()
         current.append(piece)
         current_tokens += piece_tokens
-    if current:
-        parts.append((joiner.join(current), current_tokens))
+    close()
     return parts
 
 

@@ -81,11 +81,15 @@ def render_role(name: str, content: str) -> str:
     return target
 
 
-def _inline(node: SyntaxTreeNode) -> str:
+def _inline(node: SyntaxTreeNode, marks: bool = True) -> str:
+    """The text of an inline run; inline code keeps its backticks (Markdown chunk text)
+    unless ``marks`` is False (headings are plain text)."""
     parts: list[str] = []
     for child in node.children:
         kind = child.type
-        if kind in ("text", "code_inline", "math_inline"):
+        if kind == "code_inline" and marks and "`" not in child.content:
+            parts.append(f"`{child.content}`")
+        elif kind in ("text", "code_inline", "math_inline"):
             parts.append(child.content)
         elif kind == "myst_role":
             parts.append(render_role(child.meta.get("name", ""), child.content))
@@ -96,7 +100,7 @@ def _inline(node: SyntaxTreeNode) -> str:
         elif kind == "html_inline" or kind == "image":
             continue
         elif child.children:
-            parts.append(_inline(child))
+            parts.append(_inline(child, marks))
     return _SPACES.sub(" ", "".join(parts)).strip()
 
 
@@ -133,7 +137,7 @@ class _Walker(BlockCollector):
 
     def on_heading(self, node: SyntaxTreeNode) -> None:
         level = int(node.tag[1])
-        text = _inline(node.children[0]) if node.children else ""
+        text = _inline(node.children[0], marks=False) if node.children else ""
         if level == 1 and not self.first_h1:
             self.first_h1 = text
         self.enter_heading(level, text, self.label)

@@ -54,7 +54,7 @@ class ExtractiveBackend(LLMBackend):
 
     async def classify(self, task: ClassifyTask) -> Classification:
         vector = await task.vector()
-        scores = await sync_to_async(routing.classify)(vector, task.domains)
+        scores = await sync_to_async(routing.classify)(vector, task.domains, task.question)
         return Classification([s.domain.name for s in scores], scores={s.domain.name: s.score for s in scores})
 
     async def answer(self, task: AnswerTask) -> AsyncIterator[str]:

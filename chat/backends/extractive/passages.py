@@ -1,157 +1,321 @@
-"""Model-free answers: the sentences of the sources closest to the question, cited.
+"""Model-free answers: the passage of the sources that states the answer, quoted and cited.
 
-Sentences are first ranked by a cheap lexical score, then the best are embedded and
-ranked by cosine similarity to the question (plus some of their chunk's retrieval score).
+Each retrieved chunk (Markdown chunk text, docs/ingestion.md "Chunk text") is cut into
+units: the sentences of its paragraphs and its whole lists, tables and code blocks.
+Candidate passages are
+
+- a sentence (and the next one of its paragraph when that one carries on);
+- a sentence ending in ":" with the block it introduces (a colon is never left hanging);
+- a whole list, table or code block (after a sentence ending in ":" only with it). A table
+  too long to quote is cut to its header and the rows that hold question words (whole
+  rows, never a row alone); a code block too long to quote is left out.
+
+Candidates are ranked by lexical evidence (the idf-weighted share of question terms in
+the passage, terms in the chunk's headings counting :data:`HEADING_WEIGHT`), then the
+best :data:`PREFILTER` by dense evidence (cosine similarity of the question to the
+heading chain + passage, the way chunks are embedded), the chunk's retrieval score and
+the question's shape (:mod:`.shapes`). The best passage is the answer; a second one
+only when it adds question terms the first lacks and scores nearly as well. When no
+passage reaches :data:`MIN_SIMILARITY`, nothing is said (the caller says that no source
+answers). Every passage is verbatim source text followed by its source's citation.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from domains import embeddings
 
-from .text import looks_like_code, matches, split_sentences, terms
+from .shapes import bonus, shapes
+from .text import Block, looks_like_code, matches, segment, split_sentences, terms
 
-# Weight of the retrieval score (0..1) against sentence-question cosine in answers.
+# Cosine similarity (question vs. heading chain + passage) below which a passage does
+# not answer. Measured on the documentation corpora: answered questions' best passage
+# scores >= 0.38; the same questions asked of the wrong domain mostly score below 0.35.
+# Set low: declining an answerable question is worse than a weak answer.
+MIN_SIMILARITY = 0.35
+# Score = cosine + LEXICAL_WEIGHT x lexical share + RETRIEVAL_WEIGHT x chunk score + shape.
+LEXICAL_WEIGHT = 0.35
 RETRIEVAL_WEIGHT = 0.15
-MAX_SENTENCES = 3
-MAX_PER_SOURCE = 2
-# When no sentence of the sources reaches this cosine similarity to the question, the
-# sources do not answer it and the turn says so; beyond source 1's best sentence, only
-# sentences reaching it are added. Measured (best sentence per question): questions the
-# documentation corpora answer score >= 0.38 (this project's terse docs/ 0.38-0.75,
-# NeuroML/xarray >= 0.47); the same questions forced into the other domain score
-# 0.17-0.65, below 0.35 for 15 of 27. Set low: declining an answerable question is worse.
-MIN_SENTENCE_SIMILARITY = 0.35
-# Embedding every sentence of k chunks costs about a second on 2 cores, so sentences are
-# first ranked by a cheap lexical score (question words they contain, weighted by rarity
-# among the candidates, plus the chunk's retrieval score); only the best PREFILTER are
-# embedded, each cut to SENTENCE_EMBED_CHARS (the opening carries the meaning; the cost
-# grows with length, about 4 characters per token).
-PREFILTER = 12
-SENTENCE_EMBED_CHARS = 300
-# Source 1's candidates scored first when none of them is among the PREFILTER best.
-FIRST_SOURCE_KEEP = 3
+# A question term found only in the chunk's heading chain (or file name) counts this much.
+HEADING_WEIGHT = 0.6
+# Embedding is the answer's main cost (about 60 ms per passage at machine load 13, 10 ms
+# idle): only the best PREFILTER by the cheap score (lexical + retrieval + shape) are
+# embedded, each cut to EMBED_CHARS (heading chain first: it carries the topic).
+PREFILTER = 10
+EMBED_CHARS = 320
+# Quoted blocks: a table longer than TABLE_CHARS keeps its header and at most TABLE_ROWS
+# rows holding question words; a code block longer than CODE_CHARS is left out.
+TABLE_CHARS = 700
+TABLE_ROWS = 4
+CODE_CHARS = 900
+# Passages longer than this lose LENGTH_PENALTY per further LENGTH_STEP characters.
+LENGTH_FREE = 450
+LENGTH_STEP = 300
+LENGTH_PENALTY = 0.03
+# A sentence is followed by the next one of its paragraph when it is shorter than
+# SHORT_SENTENCE, or the next one holds question terms it lacks; up to EXTEND_CHARS.
+SHORT_SENTENCE = 90
+EXTEND_CHARS = 450
+# A second passage must add at least SECOND_NEW_TERMS of the question's idf mass, score
+# within SECOND_MARGIN + that share of the first, and keep the answer within SECOND_CHARS.
+SECOND_MARGIN = 0.06
+SECOND_NEW_TERMS = 0.2
+SECOND_CHARS = 800
+MIN_UNIT_CHARS = 6
+# A sentence opening with one of these leans on the one before ("It is intended to ...",
+# "In particular, ..."): the passage takes the previous sentence of its paragraph too.
+_LEANING = re.compile(
+    r"^(it|its|this|these|those|they|their|he|she|such|thus|therefore|however|also|in particular|in addition|"
+    r"for example|for instance|so|but|then|otherwise|here)\b",
+    re.I,
+)
 
 
-def lexical_scores(question: str, sentences: Sequence[str], chunk_scores: Sequence[float]) -> list[float]:
-    """Per sentence: the idf-weighted share of question terms it contains (idf over these
-    sentences), plus its chunk's retrieval score; both in [0, 1]."""
-    wanted = terms(question)
-    found = [matches(wanted, sentence) for sentence in sentences]
-    count = len(sentences)
-    idf = {t: np.log(1 + count / (1 + sum(t in hit for hit in found))) for t in wanted}
-    total = sum(idf.values()) or 1.0
-    return [sum(idf[t] for t in hit) / total + score for hit, score in zip(found, chunk_scores)]
+@dataclass
+class Unit:
+    """A sentence of a paragraph, or a whole block (list, table, code)."""
+
+    kind: str  # "sentence" | "list" | "table" | "code"
+    text: str
+    paragraph: int  # units of one paragraph share it
 
 
-@dataclass(frozen=True)
-class Candidate:
-    number: int  # the source's number
-    position: int  # the sentence's place within the source (reading order)
-    sentence: str
-    chunk_score: float
+@dataclass
+class Chunk:
+    number: int  # its source's number
+    rank: int  # order of the chunk across the sources (best source first)
+    score: float
+    headings: str  # heading chain (and file name) as one line
+    units: list[Unit]
+
+
+@dataclass
+class Passage:
+    chunk: Chunk
+    start: int  # first unit
+    end: int  # last unit (inclusive)
+    kind: str  # "prose" | "list" | "table" | "code"
+    text: str
+    found: set[str] = field(default_factory=set)
+    lexical: float = 0.0
+    cheap: float = 0.0
+    cosine: float = -1.0
+    score: float = -1.0
+
+
+def _units(text: str) -> list[Unit]:
+    units: list[Unit] = []
+    for index, block in enumerate(segment(text)):
+        if block.kind == "text":
+            for sentence in split_sentences(block.text, min_chars=1):
+                units.append(Unit("sentence", sentence, index))
+        else:
+            units.append(Unit(block.kind, block.text, index))
+    return units
+
+
+def _table_rows(table: str, wanted: set[str]) -> str:
+    """A long table cut to its header and the rows holding most question terms."""
+    lines = table.split("\n")
+    header, body = lines[:2], lines[2:]
+    counts = [len(matches(wanted, row)) for row in body]
+    best = max(counts, default=0)
+    ranked = sorted(range(len(body)), key=lambda i: -counts[i])
+    # Rows nearly as relevant as the best one (a row matching one common word is noise).
+    keep = sorted(i for i in ranked[:TABLE_ROWS] if counts[i] >= max(1, best - 1))
+    return "\n".join(header + [body[i] for i in keep]) if keep else ""
+
+
+def _render(units: Sequence[Unit]) -> str:
+    parts: list[str] = []
+    for previous, unit in zip([None, *units], units):
+        if previous is None:
+            parts.append(unit.text)
+        elif unit.kind == "sentence" and previous.kind == "sentence" and previous.paragraph == unit.paragraph:
+            parts.append(" " + unit.text)
+        else:
+            parts.append("\n\n" + unit.text)
+    return "".join(parts)
+
+
+def _quotable(unit: Unit, wanted: set[str]) -> str:
+    """The unit's text as it may be quoted ("" = not at all)."""
+    if unit.kind == "table" and len(unit.text) > TABLE_CHARS:
+        return _table_rows(unit.text, wanted)
+    if unit.kind == "code" and len(unit.text) > CODE_CHARS:
+        return ""
+    if unit.kind == "sentence" and (len(unit.text) < MIN_UNIT_CHARS or looks_like_code(unit.text)):
+        return ""
+    return unit.text
+
+
+def _candidates(chunk: Chunk, wanted: set[str]) -> list[Passage]:
+    units = chunk.units
+    texts = [_quotable(unit, wanted) for unit in units]
+    found: dict[tuple[int, int], Passage] = {}
+
+    def add(start: int, end: int, kind: str) -> None:
+        parts = [Unit(units[i].kind, texts[i], units[i].paragraph) for i in range(start, end + 1)]
+        if all(part.text for part in parts) and (start, end) not in found:
+            found[(start, end)] = Passage(chunk, start, end, kind, _render(parts))
+
+    for i, unit in enumerate(units):
+        following = units[i + 1] if i + 1 < len(units) else None
+        if unit.kind == "sentence":
+            if unit.text.rstrip().endswith(":"):
+                # Only with what it introduces: the next block, or the rest of its sentence run.
+                if following is not None and (following.kind != "sentence" or following.paragraph == unit.paragraph):
+                    add(i, i + 1, "prose" if following.kind == "sentence" else following.kind)
+                continue
+            add(i, i, "prose")
+        else:
+            previous = units[i - 1] if i > 0 else None
+            if previous is not None and previous.kind == "sentence" and previous.text.rstrip().endswith(":"):
+                continue  # quoted with its lead-in above
+            add(i, i, unit.kind)
+    return list(found.values())
+
+
+def _lean_back(passage: Passage) -> Passage:
+    """A prose passage whose first sentence leans on the one before (:data:`_LEANING`)
+    starts one sentence earlier, within its paragraph."""
+    units = passage.chunk.units
+    before = passage.start - 1
+    if passage.kind != "prose" or before < 0 or not _LEANING.match(units[passage.start].text):
+        return passage
+    unit = units[before]
+    if unit.kind != "sentence" or unit.paragraph != units[passage.start].paragraph or looks_like_code(unit.text):
+        return passage
+    if len(unit.text) + len(passage.text) + 1 > EXTEND_CHARS:
+        return passage
+    leaned = Passage(passage.chunk, before, passage.end, "prose", f"{unit.text} {passage.text}")
+    leaned.found, leaned.score, leaned.cosine = passage.found, passage.score, passage.cosine
+    return leaned
+
+
+def _extend(passage: Passage, wanted: set[str], idf: dict[str, float]) -> Passage:
+    """A one-sentence passage followed by the next sentence of its paragraph when the
+    sentence is short or the next one adds question terms (never past a colon's block)."""
+    units = passage.chunk.units
+    nxt = passage.end + 1
+    if passage.kind != "prose" or nxt >= len(units):
+        return passage
+    unit = units[nxt]
+    if unit.kind != "sentence" or unit.paragraph != units[passage.end].paragraph or unit.text.rstrip().endswith(":"):
+        return passage
+    if looks_like_code(unit.text) or len(passage.text) + len(unit.text) + 1 > EXTEND_CHARS:
+        return passage
+    new_terms = matches(wanted, unit.text) - passage.found
+    if len(passage.text) >= SHORT_SENTENCE and sum(idf[t] for t in new_terms) <= 0:
+        return passage
+    extended = Passage(passage.chunk, passage.start, nxt, "prose", f"{passage.text} {unit.text}")
+    extended.found = passage.found | new_terms
+    extended.score, extended.cosine = passage.score, passage.cosine
+    return extended
+
+
+def _overlap(a: Passage, b: Passage) -> bool:
+    return a.chunk is b.chunk and a.start <= b.end and b.start <= a.end
 
 
 class Composer:
-    """Picks up to MAX_SENTENCES sentences of the sources most similar to the question
-    (at most MAX_PER_SOURCE per source), in two steps so that the first sentence can be
-    sent before the others are scored:
-
-    1. :meth:`first`: the best sentence of source 1 (retrieval saw whole chunks, the
-       sentence scorer sees sentences alone, so the best-ranked source always speaks);
-    2. :meth:`rest`: the others, in reading order.
-
-    Only the PREFILTER candidates with the best lexical score are embedded.
+    """The answer to ``question`` from ``sources``: passages and their citations.
 
     :param query_vector: the question's embedding, shape (384,), L2-normalised.
-    :param sources: numbered sources (``Source.number``), chunks best first.
+    :param sources: numbered sources (``number``; ``chunks`` best first, each with
+        ``text``, ``score`` in [0, 1] and optionally ``headings``), best source first;
+        a source may also carry ``file_name``.
+    :param question: the user's question.
     """
 
-    def __init__(self, query_vector: np.ndarray, sources: Sequence[Source], question: str):
+    def __init__(self, query_vector: np.ndarray, sources: Sequence, question: str):
         self.query_vector = query_vector
-        self.candidates: list[Candidate] = []
+        self.question = question
+        self.shapes = shapes(question)
+        self.wanted = terms(question)
+        self.chunks: list[Chunk] = []
         for source in sources:
-            pairs = [
-                (sentence, chunk.score) for chunk in source.chunks
-                for sentence in split_sentences(chunk.text) if not looks_like_code(sentence)
-            ]
-            self.candidates += [Candidate(source.number, i, text, score) for i, (text, score) in enumerate(pairs)]
-        lexical = lexical_scores(
-            question, [c.sentence for c in self.candidates], [c.chunk_score for c in self.candidates]
-        )
-        order = sorted(range(len(self.candidates)), key=lambda i: -lexical[i])
-        kept = order[:PREFILTER]
-        first_number = sources[0].number if sources else None
-        self._first = [i for i in kept if self.candidates[i].number == first_number] or [
-            i for i in order if self.candidates[i].number == first_number
-        ][:FIRST_SOURCE_KEEP]
-        self._rest = [i for i in kept if i not in self._first]
-        self._scores: dict[int, float] = {}
-        self._similar: set[int] = set()  # candidates whose cosine reaches MIN_SENTENCE_SIMILARITY
-        self.chosen: list[int] = []
+            for chunk in source.chunks:
+                headings = " > ".join(getattr(chunk, "headings", None) or ())
+                label = f"{headings} ({getattr(source, 'file_name', '')})" if headings else getattr(source, "file_name", "")
+                self.chunks.append(
+                    Chunk(source.number, len(self.chunks), float(chunk.score or 0.0), label, _units(chunk.text))
+                )
 
-    def _score(self, indexes: list[int]) -> None:
-        if not indexes:
-            return
-        vectors = embeddings.embed_texts([self.candidates[i].sentence[:SENTENCE_EMBED_CHARS] for i in indexes])
-        # Retrieval already weighed each chunk (fusion + recency): keep some of that.
-        retrieval = np.array([self.candidates[i].chunk_score for i in indexes], dtype=np.float32)
-        cosines = vectors @ self.query_vector
-        for index, cosine, score in zip(indexes, cosines, cosines + RETRIEVAL_WEIGHT * retrieval):
-            self._scores[index] = float(score)
-            if cosine >= MIN_SENTENCE_SIMILARITY:
-                self._similar.add(index)
+    def _idf(self) -> dict[str, float]:
+        units = [unit.text for chunk in self.chunks for unit in chunk.units] or [""]
+        found = [matches(self.wanted, text) for text in units]
+        return {t: float(np.log(1 + len(units) / (1 + sum(t in hit for hit in found)))) for t in self.wanted}
 
-    def first(self) -> tuple[int, str] | None:
-        """(source number, sentence) of source 1's best sentence; None when it has none."""
-        self._score(self._first)
-        if not self._first:
-            return None
-        best = max(self._first, key=lambda i: self._scores[i])
-        if best not in self._similar:
-            # Source 1 speaks whenever some sentence of the sources answers the question.
-            self._score(self._rest)
-            if not self._similar:
-                return None
-        self.chosen.append(best)
-        return self.candidates[best].number, self.candidates[best].sentence
-
-    def rest(self) -> list[tuple[int, str]]:
-        """The other chosen sentences as (source number, sentence), in reading order."""
-        self._score(self._rest)
-        per_source: dict[int, int] = {}
-        for index in self.chosen:
-            per_source[self.candidates[index].number] = per_source.get(self.candidates[index].number, 0) + 1
-        picked = []
-        for index in sorted(self._scores, key=lambda i: -self._scores[i]):
-            number = self.candidates[index].number
-            if len(self.chosen) + len(picked) >= MAX_SENTENCES:
-                break
-            if index in self.chosen or index not in self._similar or per_source.get(number, 0) >= MAX_PER_SOURCE:
+    def choose(self) -> list[Passage]:
+        """The passages of the answer, in answer order ([] = the sources do not answer)."""
+        idf = self._idf()
+        total = sum(idf.values()) or 1.0
+        candidates: list[Passage] = []
+        for chunk in self.chunks:
+            heading_terms = matches(self.wanted, chunk.headings)
+            for passage in _candidates(chunk, self.wanted):
+                passage.found = matches(self.wanted, passage.text)
+                in_heading = heading_terms - passage.found
+                passage.lexical = (sum(idf[t] for t in passage.found) + HEADING_WEIGHT * sum(idf[t] for t in in_heading)) / total
+                passage.cheap = (
+                    LEXICAL_WEIGHT * passage.lexical + RETRIEVAL_WEIGHT * chunk.score
+                    + bonus(self.shapes, passage.kind, passage.text, passage.start == 0)
+                )
+                candidates.append(passage)
+        if not candidates:
+            return []
+        candidates.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))
+        kept = candidates[:PREFILTER]
+        texts = [f"{p.chunk.headings}\n{p.text}"[:EMBED_CHARS] for p in kept]
+        cosines = embeddings.embed_texts(texts) @ self.query_vector
+        for passage, cosine in zip(kept, cosines):
+            passage.cosine = float(cosine)
+            overlong = max(0, len(passage.text) - LENGTH_FREE)
+            passage.score = passage.cosine + passage.cheap - LENGTH_PENALTY * (overlong / LENGTH_STEP)
+        # A generic question matches no passage closely: it was routed to the only domain.
+        if max(p.cosine for p in kept) < MIN_SIMILARITY and "generic" not in self.shapes:
+            return []
+        kept.sort(key=lambda p: (-p.score, p.chunk.rank, p.start))
+        best = _lean_back(_extend(kept[0], self.wanted, idf))
+        chosen = [best]
+        for other in kept[1:]:
+            if other.cosine < MIN_SIMILARITY or "generic" in self.shapes:
                 continue
-            picked.append(index)
-            per_source[number] = per_source.get(number, 0) + 1
-        self.chosen += picked
-        picked.sort(key=lambda i: (self.candidates[i].number, self.candidates[i].position))
-        return [(self.candidates[i].number, self.candidates[i].sentence) for i in picked]
+            # What it adds buys it room: the second part of "X and Y?" scores lower.
+            new_share = sum(idf[t] for t in other.found - best.found) / total
+            if _overlap(best, other) or new_share < SECOND_NEW_TERMS:
+                continue
+            if other.score < best.score - SECOND_MARGIN - new_share:
+                continue
+            if len(best.text) + len(other.text) <= SECOND_CHARS:
+                chosen.append(_lean_back(other))
+            break
+        return chosen
 
     async def pieces(self, cite: Callable[[int], str]) -> AsyncIterator[str]:
-        """The chosen sentences as text pieces, verbatim: source 1's best sentence as soon
-        as it is known, then the others; a run of sentences from one source is followed
-        once by ``cite(source number)``. Yields nothing when no sentence was found.
-        Scoring embeds sentences only (no database), so any worker thread will do."""
-        chosen = [first] if (first := await asyncio.to_thread(self.first)) else []
-        if chosen:
-            yield chosen[0][1]
-        for number, sentence in await asyncio.to_thread(self.rest):
-            if chosen and chosen[-1][0] != number:
-                yield f" {cite(chosen[-1][0])}"
-            yield f" {sentence}" if chosen else sentence
-            chosen.append((number, sentence))
-        if chosen:
-            yield f" {cite(chosen[-1][0])}"
+        """The chosen passages as text pieces, verbatim, each followed by
+        ``cite(source number)`` (a run of passages of one source cited once). Yields
+        nothing when no passage answers. Scoring embeds passages only (no database),
+        so any worker thread will do."""
+        chosen = await asyncio.to_thread(self.choose)
+        for index, passage in enumerate(chosen):
+            if index:  # prose runs on; a list, table or code block stands apart
+                yield " " if passage.kind == chosen[index - 1].kind == "prose" else "\n\n"
+            yield passage.text
+            following = chosen[index + 1] if index + 1 < len(chosen) else None
+            if following is None or following.chunk.number != passage.chunk.number:
+                yield _citation_gap(passage) + cite(passage.chunk.number)
+
+
+def _citation_gap(passage: Passage) -> str:
+    """What goes between a passage and its citation marker: a space after prose or a
+    list (the marker ends its last item), a blank line after a table or code block."""
+    last = passage.text.rstrip().split("\n")[-1]
+    return "\n\n" if last.startswith(("|", "```")) else " "

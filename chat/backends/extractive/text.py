@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 MIN_SENTENCE_CHARS = 25
 # Lines of code lose their fences in conversion; in a prose answer they read as noise.
@@ -16,30 +17,29 @@ _STOP_WORDS = frozenset(
     "a an and are as at be by can do does for from how i in is it of on or the this to what when where which "
     "who why with you your my me we our into use using".split()
 )
-# A colon does not end a sentence ("(admin: Ingestion > Staged files)").
-_SENTENCE = re.compile(r"((?<=[.!?])\s+(?=[A-Z0-9\"'(\[`])|\n+)")
-# Abbreviations whose full stop ends no sentence ("Cormack et al. 2009", "e.g. BM25", "p. 4").
-_ABBREVIATION = re.compile(r"(?:\bet al|\be\.g|\bi\.e|\bcf|\bvs|\bFigs?|\bEqs?|\bpp?|\bca|\bapprox)\.$")
+# A colon does not end a sentence ("(admin: Ingestion > Staged files)"), nor does an
+# abbreviation ("e.g. `mean`", "(resp. `Dataset`)").
+_SENTENCE = re.compile(
+    r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bresp\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bcf\.)(?<!\bal\.)"
+    r"(?<!\bapprox\.)(?<!\bFig\.)(?<!\bNo\.)(?<!\bp\.)(?<!\bpp\.)\s+(?=[A-Z0-9\"'(\[`])|\n+"
+)
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text`` (at least MIN_SENTENCE_CHARS characters); a line break always
-    ends one, a full stop after an abbreviation never does."""
-    pieces = _SENTENCE.split(text)
-    sentences = [pieces[0]]
-    for separator, piece in zip(pieces[1::2], pieces[2::2]):
-        if "\n" not in separator and _ABBREVIATION.search(sentences[-1]):
-            sentences[-1] += separator + piece
-        else:
-            sentences.append(piece)
-    return [s.strip() for s in sentences if len(s.strip()) >= MIN_SENTENCE_CHARS]
+def split_sentences(text: str, min_chars: int = MIN_SENTENCE_CHARS) -> list[str]:
+    """The sentences of ``text`` (a line break ends one too) of at least ``min_chars``."""
+    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) >= min_chars]
+
+
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
 
 
 def looks_like_code(sentence: str) -> bool:
-    """A shell or Python line, or text dense in code punctuation (over 8% of its characters)."""
+    """A shell or Python line, or text dense in code punctuation (over 8% of its
+    characters, inline `code` spans of prose not counted)."""
     if _CODE_START.match(sentence):
         return True
-    return sum(ch in _CODE_CHARS for ch in sentence) > 0.08 * len(sentence)
+    prose = _INLINE_CODE.sub("", sentence)
+    return sum(ch in _CODE_CHARS for ch in prose) > 0.08 * max(len(prose), 1)
 
 
 def terms(text: str) -> set[str]:
@@ -48,10 +48,13 @@ def terms(text: str) -> set[str]:
     for word in _WORD.findall(text.lower()):
         if word in _STOP_WORDS or len(word) < 2:
             continue
-        for suffix in ("ing", "ed", "es", "s"):
-            if len(word) > len(suffix) + 3 and word.endswith(suffix):
-                word = word[: -len(suffix)]
-                break
+        if len(word) > 4 and word.endswith("ies"):
+            word = word[:-3] + "y"  # cities -> city
+        else:
+            for suffix in ("ing", "ed", "es", "s"):
+                if len(word) > len(suffix) + 3 and word.endswith(suffix):
+                    word = word[: -len(suffix)]
+                    break
         found.add(word)
     return found
 
@@ -61,3 +64,82 @@ def matches(wanted: set[str], text: str) -> set[str]:
     ("izhikevich" in "izhikevich2007_network")."""
     words = terms(text)
     return {t for t in wanted if t in words or any(w.startswith(t) for w in words)}
+
+
+FENCE = "```"
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+\S")
+_YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of chunk text: ``kind`` "text" (a paragraph), "list", "table" or "code"
+    (fenced; a legacy unfenced one gets its fences here), ``text`` as it reads."""
+
+    kind: str
+    text: str
+
+
+def _kind(lines: list[str]) -> str:
+    if all(line.lstrip().startswith("|") for line in lines):
+        return "table"
+    if _LIST_ITEM.match(lines[0]):
+        return "list"
+    # Chunk text of format 1 (before Markdown chunk text): "a | b" rows, unfenced code.
+    if len(lines) > 1 and all(" | " in line for line in lines):
+        return "legacy-table"
+    if all(looks_like_code(line.strip()) for line in lines if line.strip()):
+        return "legacy-code"
+    return "text"
+
+
+def _legacy(kind: str, lines: list[str]) -> Block:
+    if kind == "legacy-code":
+        return Block("code", "\n".join([FENCE, *lines, FENCE]))
+    rows = [f"| {line.strip()} |" for line in lines]
+    separator = "|" + " --- |" * (lines[0].count(" | ") + 1)
+    return Block("table", "\n".join([rows[0], separator, *rows[1:]]))
+
+
+def segment(text: str) -> list[Block]:
+    """Chunk text (Markdown, docs/ingestion.md "Chunk text") -> its blocks in order:
+    fenced code whole (blank lines inside kept), the rest split at blank lines."""
+    blocks: list[Block] = []
+    lines = text.split("\n")
+    current: list[str] = []
+
+    def flush() -> None:
+        if current:
+            kind = _kind(current)
+            blocks.append(_legacy(kind, current) if kind.startswith("legacy") else Block(kind, "\n".join(current)))
+            current.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.strip().startswith(FENCE):
+            flush()
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].strip().startswith(FENCE)), len(lines) - 1)
+            fenced = lines[i : end + 1]
+            if not fenced[-1].strip().startswith(FENCE) or len(fenced) == 1:
+                fenced.append(FENCE)  # a code block cut at the chunk's end
+            blocks.append(Block("code", "\n".join(fenced)))
+            i = end + 1
+            continue
+        if line.strip():
+            current.append(line)
+        else:
+            flush()
+        i += 1
+    flush()
+    return blocks
+
+
+def code_body(block: Block) -> str:
+    """The lines of a fenced code block without its fences."""
+    lines = block.text.split("\n")
+    return "\n".join(lines[1:-1])
+
+
+def has_year(text: str) -> bool:
+    return bool(_YEAR.search(text))

@@ -1,0 +1,135 @@
+"""The shape of a question ("how do I", "which ... are", a year, a number, a name) and
+how well a passage's form fits it.
+
+A generic question about "this" ("What does this project do?") names nothing a source
+could match: it is answered by an opening passage, the way a page introduces itself.
+A how-to question is answered by a command or code block (or numbered steps) rather than
+by prose about it; "which ... are" by a whole list or table; "when" by a passage holding a
+year; "how many" by one holding a number; "who" by one holding a name; "what is X" by the
+sentence that says "X is ..."; "why" by one that gives a cause. The bonus is added
+to a passage's score (:mod:`.passages`), so it only breaks near-ties of evidence.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .text import terms
+
+HOWTO = re.compile(
+    r"^\s*(how\s+(do|can|should|would|could|to|does\s+one)\b|what\s+(command|commands)\b)"
+    r"|\b(install|set\s*up|configure|enable|run|start|stop|point\b.*\bat)\b",
+    re.I,
+)
+LISTING = re.compile(
+    r"^\s*(which|what)\b(?!\s+(is|was|does|did)\b).*\b(are|exist|support(s|ed)?|available|include[sd]?|needed)\b"
+    r"|^\s*what\s+(are|kinds?|types?|options|formats|steps|ingredients)\b|^\s*list\b|\bname\s+the\b",
+    re.I,
+)
+YEAR = re.compile(r"\b(when|what\s+year|which\s+year|since\s+when|what\s+date)\b", re.I)
+NUMBER = re.compile(
+    r"\bhow\s+(many|much|long|big|large|often|fast)\b|\bwhat\s+(is\s+the\s+)?(default|number|size|limit|port|"
+    r"version|temperature|amount)\b|\bwhich\s+(version|port)\b",
+    re.I,
+)
+DEFINITION = re.compile(
+    r"^\s*what\s+(is|are)\s+(an?\s+|the\s+)?(?P<subject>[\w.-]+(\s+[\w.-]+)?)\s*\??\s*$", re.I
+)
+REASON = re.compile(r"^\s*why\b", re.I)
+NAME = re.compile(r"^\s*who\b|\bwhich\s+(person|people|author|authors|company|organi[sz]ation)\b|\bname\s+of\b", re.I)
+# What a generic question calls the thing it asks about, and the other words it may use.
+REFERENTS = frozenset(
+    "this these that it here project tool software app application site website system program package "
+    "library product service server documentation docs repository repo domain".split()
+)
+GENERIC_TERMS = REFERENTS | terms(
+    "purpose about mean means work works used good offer offers provide provides main feature features goal "
+    "point idea overview describe explain tell know need get started start begin thing things made built for "
+    "is are was were does do can could should would"
+)
+_WORDS = re.compile(r"[a-z]+")
+
+
+def is_generic(question: str) -> bool:
+    """A question about "this" that names nothing else: it mentions a referent
+    (REFERENTS) and every other content word is a generic one (GENERIC_TERMS)."""
+    words = set(_WORDS.findall(question.lower()))
+    return bool(words & REFERENTS) and terms(question) <= GENERIC_TERMS
+
+
+_BECAUSE = re.compile(
+    r"\b(because|since|so that|due to|as a result|in order to|otherwise|this (alters|avoids|prevents|keeps|makes))\b",
+    re.I,
+)
+_DIGIT = re.compile(r"\d")
+_YEAR_IN = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+_PROPER_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?\s+[A-Z][a-z]+\b")
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
+
+OPENING_FOR_GENERIC = 0.15
+SUBJECT_FOR_DEFINITION = 0.10
+CAUSE_FOR_WHY = 0.08
+BLOCK_OTHERWISE = -0.06  # a list or table answers "which ... are" and "how do I"; else it is rarely the point
+CODE_FOR_HOWTO = 0.12
+STEPS_FOR_HOWTO = 0.06
+INLINE_FOR_HOWTO = 0.04
+CODE_OTHERWISE = -0.05  # code answers "how do I"; to other questions it is rarely the answer
+LIST_FOR_LISTING = 0.10
+YEAR_FOR_WHEN = 0.12
+NO_YEAR_FOR_WHEN = -0.05
+NUMBER_FOR_HOW_MANY = 0.08
+NAME_FOR_WHO = 0.06
+
+
+def shapes(question: str) -> frozenset[str]:
+    """The shapes of a question: any of "generic", "howto", "listing", "year", "number",
+    "name", "reason" ("why"), "definition:<subject>" ("what is X?")."""
+    found = {"generic"} if is_generic(question) else set()
+    if HOWTO.search(question):
+        found.add("howto")
+    if LISTING.search(question):
+        found.add("listing")
+    if YEAR.search(question):
+        found.add("year")
+    if NUMBER.search(question):
+        found.add("number")
+    if NAME.search(question):
+        found.add("name")
+    if REASON.search(question):
+        found.add("reason")
+    if match := DEFINITION.match(question):
+        found.add("definition:" + match.group("subject").lower())
+    return frozenset(found)
+
+
+def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) -> float:
+    """How well a passage of ``kind`` ("prose", "list", "table", "code") fits the shapes;
+    ``opening``: the passage starts its chunk."""
+    value = OPENING_FOR_GENERIC if "generic" in question_shapes and opening else 0.0
+    if kind == "code" and "howto" not in question_shapes:
+        value += CODE_OTHERWISE
+    if kind in ("list", "table") and not question_shapes & {"listing", "howto"}:
+        value += BLOCK_OTHERWISE
+    definition = next((s.split(":", 1)[1] for s in question_shapes if s.startswith("definition:")), "")
+    if definition and kind == "prose" and re.match(
+        rf"^(the\s+|an?\s+)?`?{re.escape(definition)}`?\s+(is|are|was|provides|allows)\b", text, re.I
+    ):
+        value += SUBJECT_FOR_DEFINITION
+    if "reason" in question_shapes and _BECAUSE.search(text):
+        value += CAUSE_FOR_WHY
+    if "howto" in question_shapes:
+        if kind == "code":
+            value += CODE_FOR_HOWTO
+        elif kind == "list" and text.lstrip()[:1].isdigit():
+            value += STEPS_FOR_HOWTO
+        elif _INLINE_CODE.search(text):
+            value += INLINE_FOR_HOWTO
+    if "listing" in question_shapes and kind in ("list", "table"):
+        value += LIST_FOR_LISTING
+    if "year" in question_shapes:
+        value += YEAR_FOR_WHEN if _YEAR_IN.search(text) else NO_YEAR_FOR_WHEN
+    if "number" in question_shapes and _DIGIT.search(text):
+        value += NUMBER_FOR_HOW_MANY
+    if "name" in question_shapes and _PROPER_NAME.search(text):
+        value += NAME_FOR_WHO
+    return value

@@ -1,0 +1,170 @@
+"""The extractive backend's answers: passages quoted whole from Markdown chunk text (a
+list with its lead-in, a table with its header, a code block whole or not at all, never a
+colon left hanging), and its routing (a generic question goes to the only domain,
+off-topic questions are still refused)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from asgiref.sync import async_to_sync
+
+from chat.backends.extractive.passages import CODE_CHARS, Composer
+from chat.backends.extractive.shapes import is_generic
+from chat.rag import Knowledge
+from domains import embeddings
+from domains.models import Domain
+from ingestion.chunk.chunker import chunk_blocks
+from ingestion.convert.base import Block
+
+from .pipeline_helpers import run
+
+POLICY = (
+    "Xarray adopts a rolling policy regarding the minimum supported version of its dependencies:\n\n"
+    "- **Python:** 30 months\n- **numpy:** 18 months\n- **all other libraries:** 12 months"
+)
+TABLE = (
+    "| variable | default | meaning |\n| --- | --- | --- |\n"
+    "| `KLEA_CHUNK_MAX_TOKENS` | `450` | chunk size budget, heading chain included |\n"
+    "| `KLEA_BM25_K1`, `KLEA_BM25_B` | `1.2`, `0.75` | BM25 parameters |\n"
+    "| `KLEA_LLM_TIMEOUT` | `120` | seconds without a byte from the model server before a timeout error |\n"
+    "| `KLEA_MCP_MAX_CALLS` | `4` | MCP tool calls per question; further calls are rejected |\n"
+    "| `KLEA_MAX_REFS_SIZE` | `20000` | reference-material budget in characters |\n"
+    "| `KLEA_WS_MAX_FRAME_BYTES` | `65536` | largest websocket frame the chat accepts |\n"
+    "| `KLEA_HEALTH_TIMEOUT` | `2` | seconds /health waits for Redis and for the model server, each |\n"
+    "| `KLEA_CONVERT_TIMEOUT` | `1800` | seconds a single file may take to convert |"
+)
+INSTALL = (
+    "Klea runs on any machine with Python 3.11; the embedded database needs no setup.\n\n"
+    "To install pyNeuroML, use pip:\n\n```\npip install pyneuroml\n```\n\n"
+    "The package brings the jnml command line tool as well."
+)
+
+
+def source(number: int, text: str, headings=(), score: float = 0.5, file_name: str = "doc.md"):
+    chunk = SimpleNamespace(text=text, headings=list(headings), score=score)
+    return SimpleNamespace(number=number, file_name=file_name, chunks=[chunk])
+
+
+def answer(question: str, *sources) -> str:
+    composer = Composer(embeddings.embed_query(question), list(sources), question)
+
+    async def collect():
+        return "".join([piece async for piece in composer.pieces(lambda n: f"[{n}]")])
+
+    return async_to_sync(collect)()
+
+
+def test_a_list_is_quoted_whole_with_its_lead_in():
+    text = f"The policy was adopted in 2020 after a long discussion.\n\n{POLICY}"
+    assert answer("Which minimum versions of its dependencies does xarray support?",
+                  source(1, text, ["Installation", "Minimum dependency versions"])) == f"{POLICY} [1]"
+
+
+def test_a_colon_is_never_left_hanging():
+    # The sentence ending in ":" closes the chunk: what it introduced is elsewhere.
+    text = ("Xarray follows NEP 29 for its Python and numpy versions. "
+            "Xarray adopts a rolling policy regarding the minimum supported version of its dependencies:")
+    result = answer("What is xarray's policy for the minimum supported versions of dependencies?",
+                    source(1, text, ["Minimum dependency versions"]))
+    assert result == "Xarray follows NEP 29 for its Python and numpy versions. [1]"
+
+
+def test_a_table_row_is_never_quoted_without_its_header():
+    result = answer("What is the default chunk size in tokens?", source(1, TABLE, ["Configuration"]))
+    assert result == (
+        "| variable | default | meaning |\n| --- | --- | --- |\n"
+        "| `KLEA_CHUNK_MAX_TOKENS` | `450` | chunk size budget, heading chain included |\n\n[1]"
+    )
+
+
+def test_how_do_i_gets_the_code_block_whole():
+    result = answer("How do I install pyNeuroML?", source(1, INSTALL, ["Installing pyNeuroML"]))
+    assert result == "To install pyNeuroML, use pip:\n\n```\npip install pyneuroml\n```\n\n[1]"
+
+
+def test_a_code_block_too_long_to_quote_is_left_out():
+    long_code = "```\n" + "\n".join(f"pip install package_{i}" for i in range(CODE_CHARS // 20)) + "\n```"
+    text = f"To install pyNeuroML, use pip with the requirements of your project.\n\n{long_code}"
+    result = answer("How do I install pyNeuroML?", source(1, text, ["Installing pyNeuroML"]))
+    assert result == "To install pyNeuroML, use pip with the requirements of your project. [1]"
+
+
+def test_the_chunk_whose_heading_matches_speaks():
+    other = source(1, "The simulator reads the model and runs it for the given duration.", ["Running a simulation"],
+                   score=0.6)
+    right = source(2, "Use the -nogui option to run without opening a window.", ["Running jnml without a GUI"],
+                   score=0.5)
+    assert answer("How do I run jnml without a GUI?", other, right) == (
+        "Use the -nogui option to run without opening a window. [2]"
+    )
+
+
+def test_nothing_is_said_when_no_passage_answers():
+    assert answer("What is the capital of Australia?", source(1, INSTALL, ["Installing pyNeuroML"])) == ""
+
+
+def test_markdown_chunk_text_keeps_fences_tables_and_lists():
+    blocks = [
+        Block(("Install",), "To install it, run:"),
+        Block(("Install",), "pip install pyneuroml", "code"),
+        Block(("Install",), "Tool | Language\njnml | Java\npynml | Python", "table"),
+        Block(("Install",), "- one\n- two", "list"),
+    ]
+    [chunk] = chunk_blocks(blocks, embeddings.count_tokens)
+    assert chunk.text == (
+        "To install it, run:\n\n```\npip install pyneuroml\n```\n\n"
+        "| Tool | Language |\n| --- | --- |\n| jnml | Java |\n| pynml | Python |\n\n- one\n- two"
+    )
+
+
+def test_split_code_and_tables_keep_their_frame():
+    blocks = [
+        Block(("A",), "\n".join(f"x_{i} = compute({i})" for i in range(60)), "code"),
+        Block(("B",), "name | value\n" + "\n".join(f"row{i} | {i}" for i in range(80)), "table"),
+    ]
+    chunks = chunk_blocks(blocks, embeddings.count_tokens, max_tokens=64)
+    assert len(chunks) > 4
+    for chunk in chunks:
+        if chunk.headings == ("A",):
+            assert chunk.text.startswith("```\n") and chunk.text.endswith("\n```")
+        else:
+            assert chunk.text.startswith("| name | value |\n| --- | --- |\n| row")
+
+
+@pytest.mark.parametrize("question, generic", [
+    ("What is this?", True),
+    ("What does this project do?", True),
+    ("How do I get started with this tool?", True),
+    ("What is the capital of France?", False),
+    ("What does this function return?", False),
+    ("How are you?", False),
+])
+def test_generic_questions(question, generic):
+    assert is_generic(question) is generic
+
+
+@pytest.fixture
+def one_domain(db, tmp_path, settings):
+    settings.KLEA_LLM_BACKEND = "extractive"
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "about.md").write_text(
+        "# Stellar\n\nStellar catalogues variable stars from survey images and publishes their light curves.\n\n"
+        "## Install\n\nInstall it with pip:\n\n```\npip install stellar-catalogue\n```\n", encoding="utf-8")
+    Knowledge(store="stellar", create=True).add(tmp_path / "docs")
+    Domain.objects.filter(name="stellar").update(description="Stellar documentation")
+    return [Domain.objects.get(name="stellar")]
+
+
+def test_one_domain_takes_the_generic_question_and_refuses_off_topic(one_domain):
+    generic = run("What does this project do?", one_domain)
+    assert (generic.answer.route, generic.answer.domains) == ("domains", ["stellar"])
+    assert generic.answer.text == (
+        "Stellar catalogues variable stars from survey images and publishes their light curves. [1]"
+    )
+    howto = run("How do I install Stellar?", one_domain)
+    assert howto.answer.text == "Install it with pip:\n\n```\npip install stellar-catalogue\n```\n\n[1]"
+    off = run("What is the capital of Australia?", one_domain)
+    assert off.answer.route == "refused"
+    assert off.answer.text == "This question does not match any of the available domains (stellar)."
