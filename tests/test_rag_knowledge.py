@@ -101,7 +101,7 @@ def test_hybrid_wins_a_rare_exact_code(knowledge):
     hybrid = knowledge.search(RARE_CODE, top_k=1, strategy=HYBRID)
     assert files(hybrid) == ["err1.md"]
     assert set(hybrid[0].metadata["source_scores"]) == {"rag-docs:vector", "rag-docs:bm25"}
-    assert hybrid.keywords == ["kq7731"]
+    assert hybrid.keywords == ["kq", "7731", "kq7731"]  # parts and joined form (docs/retrieval.md, "Tokens")
 
 
 def test_fusion_wins_a_three_part_question(knowledge):
