@@ -6,10 +6,12 @@ the title rule and the duplicate check). No database, no network.
     nice -n 10 .venv/bin/python bench/library_match.py [N M ...]
 
 Prints N, M, the files matched and the seconds; default sizes 2000 500, 20000 5000.
+Then the parse of a Zotero-like CSL-JSON export of N items (``parse_library``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -23,7 +25,7 @@ import django  # noqa: E402
 django.setup()
 
 from ingestion.metadata.layers import match_records  # noqa: E402
-from ingestion.metadata.library import Record  # noqa: E402
+from ingestion.metadata.library import Record, parse_library  # noqa: E402
 
 
 def run(n: int, m: int) -> None:
@@ -36,7 +38,20 @@ def run(n: int, m: int) -> None:
           f"{time.perf_counter() - start:7.2f} s")
 
 
+def parse(n: int) -> None:
+    items = [{"id": f"item-{i}", "type": "article-journal", "title": f"Paper {i}", "author": [
+        {"family": "Doe", "given": "J"}], "issued": {"date-parts": [[2000 + i % 20]]}, "abstract": "x " * 200}
+        for i in range(n)]
+    raw = json.dumps(items, indent=2).encode()
+    start = time.perf_counter()
+    records = parse_library("library.json", raw)
+    print(f"CSL-JSON items {n:>6}  {len(raw) / 1e6:5.1f} MB  records {len(records):>6}  "
+          f"{time.perf_counter() - start:7.2f} s")
+
+
 if __name__ == "__main__":
     sizes = [int(a) for a in sys.argv[1:]] or [2000, 500, 20000, 5000]
     for n, m in zip(sizes[::2], sizes[1::2]):
         run(n, m)
+    for n in sizes[::2]:
+        parse(n)

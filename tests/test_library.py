@@ -127,6 +127,20 @@ def test_hostile_libraries_are_refused_with_a_library_error(tmp_path, name, raw,
     assert str(caught.value) == message
 
 
+def test_csl_json_lines_of_ids_written_as_utf8(tmp_path):
+    """The ids' lines come from one pass over the text (was one scan per item, minutes for
+    a 20,000-item export, bench/library_match.py); an id written as UTF-8 rather than
+    \\u-escaped is found too (it was reported at line 1)."""
+    path = tmp_path / "utf8.json"
+    path.write_text('[\n  {"id": "a", "title": "A"},\n  {"id": 5},\n  {\n    "id": "ré",\n    "title": "B"\n  },\n'
+                    '  {"id": "ré"}\n]', encoding="utf-8")
+    with pytest.raises(LibraryError) as caught:
+        read_library(path)
+    assert str(caught.value) == "utf8.json: line 8: duplicate item id 'ré' (first at line 5)"
+    path.write_text(path.read_text(encoding="utf-8").replace('  {"id": "ré"}', '  {"id": "z"}'), encoding="utf-8")
+    assert [(r.key, r.line) for r in read_library(path)] == [("a", 2), ("5", 3), ("ré", 5), ("z", 8)]
+
+
 def test_bom_and_a_declared_latin1_encoding_are_read():
     (bom,) = read_library(DATA / "malformed" / "bom.bib")
     assert bom.fields == {"title": "Möller's BOM test", "authors": ["Jürgen Möller"], "year": 2020}  # from `date`
