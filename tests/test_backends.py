@@ -11,7 +11,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat.backends import BackendError, ModelNotFound, NotSupported, Timeout, Unreachable, get_backend
-from chat.backends.extractive import ExtractiveBackend, looks_like_code
+from chat.backends.extractive import ExtractiveBackend, looks_like_code, split_sentences
 from chat.backends.ollama import OllamaBackend
 from chat.backends.openai import OpenAIBackend
 
@@ -186,3 +186,16 @@ def test_extractive_backend_writes_no_text_but_embeds():
 ])
 def test_extractive_answers_leave_out_lines_of_code(sentence, code):
     assert looks_like_code(sentence) is code
+
+
+def test_extractive_sentences_do_not_end_at_abbreviations():
+    text = ("- RRF (default; Cormack et al. 2009): score = the sum of 1 / (60 + rank). Fused lists, "
+            "e.g. BM25 and dense, are cut to k. See Fig. 3 on p. 4 for the figures of the benchmark.\n"
+            "A line break always ends a sentence, et al.\nNothing joins across it at all.")
+    assert split_sentences(text) == [
+        "- RRF (default; Cormack et al. 2009): score = the sum of 1 / (60 + rank).",
+        "Fused lists, e.g. BM25 and dense, are cut to k.",
+        "See Fig. 3 on p. 4 for the figures of the benchmark.",
+        "A line break always ends a sentence, et al.",
+        "Nothing joins across it at all.",
+    ]

@@ -196,3 +196,19 @@ def test_stop_a_streaming_answer_then_rename_reopen_and_delete_the_conversation(
             expect(page.locator("#empty-hint")).to_have_text(
                 "Ask a question about: " + ", ".join(d["name"] for d in names))
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()
+
+
+def test_reference_links_are_labelled_and_the_doi_is_shown_once():
+    """A bare ``url``/``url_1`` gets the label "Link"; ``url_doi`` repeats the DOI line, so it is left out."""
+    ref = {"number": 1, "title": "Tidy Data", "file_name": "tidy.pdf", "domain": "papers", "doi": "10.18637/jss.v059.i10",
+           "urls": [{"label": "", "url": "http://www.jstatsoft.org/"},
+                    {"label": "doi", "url": "https://doi.org/10.18637/jss.v059.i10"},
+                    {"label": "orcid", "url": "https://orcid.org/0000-0000-0000-0001"}], "chunks": []}
+    with browser_page() as page:
+        page.set_content("<!doctype html><body></body>")
+        page.add_script_tag(path=str(Path(settings.BASE_DIR, "chat", "static", "chat", "render.js")))
+        page.evaluate("ref => document.body.append(KleaRender.references([ref]))", ref)
+        expect(page.locator(".ref-links li")).to_have_text([
+            "DOI: 10.18637/jss.v059.i10", "Link: http://www.jstatsoft.org/", "orcid: https://orcid.org/0000-0000-0000-0001"])
+        assert page.locator(".ref-links a").evaluate_all("links => links.map(a => a.href)") == [
+            "https://doi.org/10.18637/jss.v059.i10", "http://www.jstatsoft.org/", "https://orcid.org/0000-0000-0000-0001"]

@@ -418,6 +418,24 @@ def test_admin_upload_of_a_library_beside_the_files(domain, tmp_path, admin_clie
     assert set(Chunk.objects.filter(document__store=store).values_list("year", flat=True)) == {2014}
 
 
+def test_admin_upload_of_files_with_their_library_reports_each_match(domain, tmp_path, admin_client):
+    """Uploaded together, the library is matched as each file is chunked; the job says so
+    per file, not the "0 matches" of the pass made before any of them was chunked."""
+    store = Store.objects.create(name="upload-both", domain=domain)
+    upload = {"store": store.pk, "max_tokens": 450, "ocr": "auto"}
+    with override_settings(KLEA_UPLOAD_DIR=tmp_path / "uploads"):
+        response = admin_client.post("/admin/ingestion/ingestionjob/upload/", {**upload, "files": [
+            SimpleUploadedFile("cortex.md", PAPER.format(name="Cortex", what="often").encode()),
+            SimpleUploadedFile("refs.bib", BIB.encode())]})
+    assert response.status_code == 302
+    job = IngestionJob.objects.latest("pk")
+    assert (job.kind, job.status, job.outcomes) == ("build", "succeeded", {"cortex.md": "stored"})
+    assert "cortex.md: library record refs.bib: smith_cells_2014 (matched by file)" in job.messages
+    assert not [m for m in job.messages if m.startswith("library matches:")]
+    assert Document.objects.get(store=store, file_name="cortex.md").metadata["_library"] == (
+        "refs.bib: smith_cells_2014 (matched by file)")
+
+
 def test_queued_build_applies_the_library_per_file_and_a_gone_library_is_forgotten(domain, folder, tmp_path):
     outside = tmp_path / "elsewhere.bib"
     (folder / "refs.bib").rename(outside)

@@ -186,11 +186,17 @@ def run_file(
     path = folder / file_name
     if not path.is_file():
         return unreadable(file_name, FileNotFoundError(str(path)))  # queued, then gone
-    outcome = None
+    outcome, notes = None, []
     if step in ("chunk", "build"):
         staged, outcome = chunk_file(folder, path, checked, on_page=on_page)
         if staged is not None:
-            apply_folder_sources(folder, [checked.library] if checked.library else None, only={file_name})
+            sources = apply_folder_sources(folder, [checked.library] if checked.library else None, only={file_name})
+            matched = sources.matching.files.get(file_name) if sources.matching is not None else None
+            if matched:  # said per file: an upload's own library pass ran before this file was chunked
+                record, rule = matched
+                notes.append(f"library record {record.library}: {record.key} (matched by {rule})")
     if step in ("store", "build"):
         outcome = store_file(Store.objects.get(pk=store_id), path, folder, checked)
+    if outcome is not None and notes:
+        outcome.notes = notes + outcome.notes
     return outcome

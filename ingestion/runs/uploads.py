@@ -63,6 +63,9 @@ def save_uploads(form, user) -> IngestionJob:
     )
     if applied is not None:
         job = IngestionJob.objects.get(pk=report.job_id)
-        notes = applied.notes + [f"{o.file_name}: {note}" for o in applied.outcomes for note in o.notes]
+        # Its "library matches" count saw only files chunked before this upload; each new
+        # file's task notes its own match ("library record ...").
+        notes = [n for n in applied.notes if not n.startswith("library matches:")]
+        notes += [f"{o.file_name}: {note}" for o in applied.outcomes for note in o.notes]
         IngestionJob.objects.filter(pk=job.pk).update(messages=(notes + job.messages)[-jobs.MAX_MESSAGES:])
     return IngestionJob.objects.get(pk=report.job_id)

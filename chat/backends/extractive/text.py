@@ -21,7 +21,7 @@ _STOP_WORDS = frozenset(
 # abbreviation ("e.g. `mean`", "(resp. `Dataset`)").
 _SENTENCE = re.compile(
     r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bresp\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bcf\.)(?<!\bal\.)"
-    r"(?<!\bapprox\.)(?<!\bFig\.)(?<!\bNo\.)\s+(?=[A-Z0-9\"'(\[`])|\n+"
+    r"(?<!\bapprox\.)(?<!\bFig\.)(?<!\bNo\.)(?<!\bp\.)(?<!\bpp\.)\s+(?=[A-Z0-9\"'(\[`])|\n+"
 )
 
 

@@ -38,9 +38,8 @@ const KleaRender = (() => {
     const links = el("ul", { class: "ref-links" });
     if (ref.doi) links.append(el("li", {}, "DOI: ", safeLink(`https://doi.org/${ref.doi}`, ref.doi)));
     for (const link of ref.urls || []) {
-      const row = el("li", {});
-      row.append(`${link.label}: `, safeLink(link.url));
-      links.append(row);
+      if (ref.doi && link.label === "doi") continue;  // the DOI line above already links it
+      links.append(el("li", {}, `${link.label || "Link"}: `, safeLink(link.url)));
     }
     if (links.childElementCount) item.append(links);
     for (const chunk of ref.chunks || []) {
