@@ -38,9 +38,11 @@ QUESTION = "Which limits bound the work one caller can cause?"
 def prepare() -> dict:
     """The domain, the user, two signed-in sessions and an API token in the benchmark database."""
     from django.contrib.auth.models import User
+    from django.db import connection
     from django.test import Client
 
     from chat.tokens import create_token
+    from domains.embedded_postgres import database_url
     from domains.models import Domain
     from ingestion.runs.ingest import ingest
 
@@ -55,19 +57,7 @@ def prepare() -> dict:
         client.force_login(user)
         cookies.append(client.cookies["sessionid"].value)
     _, token = create_token(user, "bench-abuse")
-    return {"database_url": database_url(), "cookies": cookies, "token": token}
-
-
-def database_url() -> str:
-    from django.db import connection
-
-    db = connection.settings_dict
-    host = db["HOST"] or db["OPTIONS"].get("host", "")
-    port = db["PORT"] or db["OPTIONS"].get("port", "5432")
-    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
-    if host.startswith("/"):
-        return f"postgres://{db['USER']}{password}@/{db['NAME']}?host={host}&port={port}"
-    return f"postgres://{db['USER']}{password}@{host}:{port}/{db['NAME']}"
+    return {"database_url": database_url(connection.settings_dict), "cookies": cookies, "token": token}
 
 
 def http(url: str, body: bytes | None = None, headers: dict | None = None) -> tuple[int, dict | str, float]:

@@ -104,3 +104,15 @@ def stop_embedded_postgres(pgdata: Path) -> bool:
     server = _server(pgdata)
     pg_ctl(["-w", "stop"], pgdata=server.pgdata, user=server.system_user, timeout=60)
     return True
+
+
+def database_url(settings_dict: dict) -> str:
+    """The ``DATABASE_URL`` of a Django database's settings (socket or TCP), for starting
+    another process (a worker, a server) on the same database, e.g. ``connection.settings_dict``."""
+    db = settings_dict
+    host = db["HOST"] or db["OPTIONS"].get("host", "")
+    port = db["PORT"] or db["OPTIONS"].get("port", "5432")
+    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
+    if host.startswith("/"):
+        return f"postgres://{db['USER']}{password}@/{db['NAME']}?host={host}&port={port}"
+    return f"postgres://{db['USER']}{password}@{host}:{port}/{db['NAME']}"

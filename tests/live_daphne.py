@@ -18,8 +18,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 from django.conf import settings
 from django.db import connection
+
+from domains import embedded_postgres
 
 # The Makefile's DAPHNE_ARGS (WS_PROTOCOL_MAX = 8 MiB).
 WS_PROTOCOL_MAX = 8 * 1024 * 1024
@@ -32,13 +35,18 @@ START_SECONDS = 300  # the models load in 5 s on a quiet machine, in minutes on 
 
 def database_url() -> str:
     """DATABASE_URL of the database this process uses (the test database in tests)."""
-    db = connection.settings_dict
-    host = db["HOST"] or db["OPTIONS"].get("host", "")
-    port = db["PORT"] or db["OPTIONS"].get("port", "5432")
-    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
-    if host.startswith("/"):
-        return f"postgres://{db['USER']}{password}@/{db['NAME']}?host={host}&port={port}"
-    return f"postgres://{db['USER']}{password}@{host}:{port}/{db['NAME']}"
+    return embedded_postgres.database_url(connection.settings_dict)
+
+
+def wait_for(condition, what: str, seconds: float, interval: float = 0.1):
+    """Poll ``condition()`` until it returns a true value (returned); fail after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"timed out waiting for {what}")
 
 
 def free_port() -> int:

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from ingestion.runs.steps import enqueue
 from klea_site.celery import app
 
 from .conftest import require_test_database
-from .live_daphne import database_url
+from .live_daphne import database_url, wait_for
 
 REDIS_URL = os.environ.get("KLEA_TEST_CELERY_REDIS_URL", "redis://127.0.0.1:6379/4")
 FILES = 8
@@ -80,13 +79,7 @@ def _documents(root: Path) -> Path:
 
 
 def _wait(condition, what: str):
-    deadline = time.monotonic() + WAIT_SECONDS
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
+    return wait_for(condition, what, WAIT_SECONDS, interval=0.05)
 
 
 @pytest.fixture

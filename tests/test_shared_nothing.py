@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,7 @@ from ingestion.models import IngestionJob, StoredFile
 from klea_site.celery import app
 
 from .conftest import require_test_database
-from .live_daphne import database_url
+from .live_daphne import database_url, wait_for
 
 REDIS_URL = os.environ.get("KLEA_TEST_CELERY_REDIS_URL", "redis://127.0.0.1:6379/4")
 WAIT_SECONDS = 300  # an upper bound for a loaded machine; the test polls conditions
@@ -86,13 +85,7 @@ def _start_worker(home: Path) -> subprocess.Popen:
 
 
 def _wait(condition, what: str):
-    deadline = time.monotonic() + WAIT_SECONDS
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"timed out waiting for {what}")
+    return wait_for(condition, what, WAIT_SECONDS, interval=0.1)
 
 
 def test_upload_on_the_web_is_built_by_a_worker_with_its_own_disk(client, tmp_path, redis_broker, committed):
