@@ -12,6 +12,8 @@ from asgiref.sync import async_to_sync
 
 from chat.backends.extractive.passages import CODE_CHARS, Composer
 from chat.backends.extractive.shapes import is_generic
+from chat.backends.extractive.text import Block as TextBlock
+from chat.backends.extractive.text import segment
 from chat.rag import Knowledge
 from domains import embeddings
 from domains.models import Domain
@@ -168,3 +170,41 @@ def test_one_domain_takes_the_generic_question_and_refuses_off_topic(one_domain)
     off = run("What is the capital of Australia?", one_domain)
     assert off.answer.route == "refused"
     assert off.answer.text == "This question does not match any of the available domains (stellar)."
+
+
+QUOTING = (
+    "With the Python client:\n\n```python\nreply = client.chat.completions.create(\n"
+    "    model=\"klea/klea-docs\",\n"
+    "    messages=[{\"role\": \"user\", \"content\": \"How do I point Klea at my own PostgreSQL?\"}],\n)\n```"
+)
+ANSWERING = ("To have Klea use your own PostgreSQL server instead of the embedded one, "
+             "set DATABASE_URL=postgres://user:pass@host:5432/klea before migrating.")
+
+
+def test_code_that_merely_quotes_the_question_does_not_answer_it():
+    # The question's words inside a string literal are an example input, not evidence.
+    result = answer("How do I point Klea at my own PostgreSQL?",
+                    source(1, QUOTING, ["Python clients"], score=0.7, file_name="clients.md"),
+                    source(2, ANSWERING, ["Using an existing PostgreSQL"], score=0.5, file_name="configuration.md"))
+    assert result == f"{ANSWERING} [2]"
+
+
+def test_a_list_after_a_sentence_is_never_glued_into_prose():
+    # No blank line between the sentence and the list: the items are still a list.
+    text = ("Send it as an Authorization: Bearer header with every request.\n"
+            "- from a script: manage.py apitoken create alice\n- from the browser: the API tokens page")
+    result = answer("How do I send an API token with a request?", source(1, text, ["API tokens"]))
+    assert result == (
+        "Send it as an Authorization: Bearer header with every request.\n\n"
+        "- from a script: manage.py apitoken create alice\n- from the browser: the API tokens page [1]"
+    )
+
+
+def test_table_rows_and_list_items_are_their_own_blocks_without_a_blank_line():
+    text = "Outcomes:\n| input | result |\n| --- | --- |\n| scanned PDF | needs_ocr |\nSee above.\n- one\n- two"
+    assert segment(text) == [
+        TextBlock("text", "Outcomes:"),
+        TextBlock("table", "| input | result |\n| --- | --- |\n| scanned PDF | needs_ocr |"),
+        TextBlock("text", "See above."),
+        TextBlock("list", "- one\n- two"),
+    ]

@@ -11,7 +11,8 @@ Candidate passages are
   rows, never a row alone); a code block too long to quote is left out.
 
 Candidates are ranked by lexical evidence (the idf-weighted share of question terms in
-the passage, terms in the chunk's headings counting :data:`HEADING_WEIGHT`), then the
+the passage, terms in the chunk's headings counting :data:`HEADING_WEIGHT`; a code
+block's string literals are not evidence: code quoting the question does not answer it), then the
 best :data:`PREFILTER` by dense evidence (cosine similarity of the question to the
 heading chain + passage, the way chunks are embedded), the chunk's retrieval score and
 the question's shape (:mod:`.shapes`). The best passage is the answer; a second one
@@ -32,7 +33,7 @@ import numpy as np
 from domains import embeddings
 
 from .shapes import bonus, shapes
-from .text import Block, looks_like_code, matches, segment, split_sentences, terms
+from .text import Block, looks_like_code, matches, segment, split_sentences, terms, without_literals
 
 # Cosine similarity (question vs. heading chain + passage) below which a passage does
 # not answer. Measured on the documentation corpora: answered questions' best passage
@@ -220,6 +221,12 @@ def _extend(passage: Passage, wanted: set[str], idf: dict[str, float]) -> Passag
     return extended
 
 
+def _evidence(passage: Passage) -> str:
+    """The passage's text as evidence: a code block's string literals are what it is
+    given (an example question, a file name), not what it states."""
+    return without_literals(passage.text) if passage.kind == "code" else passage.text
+
+
 def _overlap(a: Passage, b: Passage) -> bool:
     return a.chunk is b.chunk and a.start <= b.end and b.start <= a.end
 
@@ -261,7 +268,7 @@ class Composer:
         for chunk in self.chunks:
             heading_terms = matches(self.wanted, chunk.headings)
             for passage in _candidates(chunk, self.wanted):
-                passage.found = matches(self.wanted, passage.text)
+                passage.found = matches(self.wanted, _evidence(passage))
                 in_heading = heading_terms - passage.found
                 passage.lexical = (sum(idf[t] for t in passage.found) + HEADING_WEIGHT * sum(idf[t] for t in in_heading)) / total
                 passage.cheap = (
@@ -273,7 +280,7 @@ class Composer:
             return []
         candidates.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))
         kept = candidates[:PREFILTER]
-        texts = [f"{p.chunk.headings}\n{p.text}"[:EMBED_CHARS] for p in kept]
+        texts = [f"{p.chunk.headings}\n{_evidence(p)}"[:EMBED_CHARS] for p in kept]
         cosines = embeddings.embed_texts(texts) @ self.query_vector
         for passage, cosine in zip(kept, cosines):
             passage.cosine = float(cosine)

@@ -127,12 +127,37 @@ def segment(text: str) -> list[Block]:
             i = end + 1
             continue
         if line.strip():
+            if current and _starts_block(current, line):
+                flush()
             current.append(line)
         else:
             flush()
         i += 1
     flush()
     return blocks
+
+
+def _starts_block(current: list[str], line: str) -> bool:
+    """Whether ``line`` starts a new block though no blank line comes before it: a list
+    item or table row after prose, or prose after a table, is never one paragraph with it
+    (its "- " or "|" would read as text glued into the prose)."""
+    table_line = line.lstrip().startswith("|")
+    in_table = current[0].lstrip().startswith("|")
+    if table_line != in_table:
+        return True
+    return bool(_LIST_ITEM.match(line)) and not _LIST_ITEM.match(current[0])
+
+
+# A string literal of code: an example input (a question, a file name), not what the code does.
+_STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"' + r"|'(?:[^'\\\n]|\\.)*'")
+_FENCED = re.compile(r"^```[^\n]*\n.*?^```", re.M | re.S)
+
+
+def without_literals(text: str) -> str:
+    """``text`` with the string literals of its fenced code blocks emptied (``""``): the
+    words a code example passes in (``"content": "How do I ...?"``) are not evidence that
+    it answers a question using them."""
+    return _FENCED.sub(lambda block: _STRING_LITERAL.sub('""', block.group(0)), text)
 
 
 def code_body(block: Block) -> str:
