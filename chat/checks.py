@@ -2,6 +2,11 @@
 
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
+from django.core.checks.security.base import (
+    SECRET_KEY_INSECURE_PREFIX,
+    SECRET_KEY_MIN_LENGTH,
+    SECRET_KEY_MIN_UNIQUE_CHARACTERS,
+)
 
 E001_MSG = "KLEA_LLM_BACKEND={value!r} is not a backend."
 E001_HINT = "Use one of: extractive, ollama, openai."
@@ -18,13 +23,23 @@ E005_HINT = (
 )
 
 
-W001_MSG = "The development SECRET_KEY is used with DEBUG off."
-W001_HINT = "Set DJANGO_SECRET_KEY to a long random value (docs/security.md)."
+W001_MSG = (
+    f"DJANGO_SECRET_KEY is weak (under {SECRET_KEY_MIN_LENGTH} characters, under "
+    f"{SECRET_KEY_MIN_UNIQUE_CHARACTERS} distinct ones, or starting with '{SECRET_KEY_INSECURE_PREFIX}') and DEBUG is off."
+)
+W001_HINT = "Set a long random value, or unset it to use a generated key (var/secret_key, docs/security.md)."
 
 
 def insecure_secret_key() -> bool:
-    """The built-in development key, with DEBUG off (a deployment, not a laptop)."""
-    return not settings.DEBUG and settings.SECRET_KEY == getattr(settings, "INSECURE_SECRET_KEY", None)
+    """A weak key (Django's criteria for security.W009), with DEBUG off (a deployment, not a
+    laptop). The generated key (DJANGO_SECRET_KEY unset) is never weak."""
+    key = settings.SECRET_KEY
+    weak = (
+        len(key) < SECRET_KEY_MIN_LENGTH
+        or len(set(key)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS
+        or key.startswith(SECRET_KEY_INSECURE_PREFIX)
+    )
+    return weak and not settings.DEBUG
 
 
 @register(Tags.security)

@@ -16,7 +16,7 @@ class IngestionJob(models.Model):
         PENDING = "pending"
         RUNNING = "running"
         SUCCEEDED = "succeeded"
-        PARTIAL = "partial", "succeeded with errors"
+        PARTIAL = "partial", "Succeeded with errors"
         FAILED = "failed"
 
     kind = models.CharField(max_length=32, help_text="The step that ran, e.g. build, chunk, store.")

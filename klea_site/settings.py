@@ -8,15 +8,17 @@ from pathlib import Path
 
 import environ
 
+from klea_site.secret_key import load_or_create
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
 
-# The development key: fine on a laptop, never on a shared server (chat.W001 warns, and
-# the ASGI server logs it at startup, when it is used with DEBUG off).
-INSECURE_SECRET_KEY = "django-insecure-local-only-set-DJANGO_SECRET_KEY-in-production"
-SECRET_KEY = env("DJANGO_SECRET_KEY", default=INSECURE_SECRET_KEY)
+# Unset: a random key generated once into var/secret_key (klea_site/secret_key.py). A weak
+# configured key with DEBUG off is a warning (chat.W001; the ASGI server logs it at startup).
+KLEA_SECRET_KEY_FILE = Path(env("KLEA_SECRET_KEY_FILE", default=str(VAR_DIR / "secret_key")))
+SECRET_KEY = env("DJANGO_SECRET_KEY", default="") or load_or_create(KLEA_SECRET_KEY_FILE)
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])

@@ -13,7 +13,7 @@ from django.conf import settings
 # thread here (its log lines would land in other tests' caplog). The daphne and Celery
 # processes that tests start warm up as in production.
 settings.KLEA_WARM_START = False
-# Not the development key (chat.W001 would warn in every daphne the tests start); the
+# A strong key (chat.W001 would warn in every daphne the tests start with a weak one); the
 # daphne processes get the same key (tests/live_daphne.py), so our session cookies work.
 settings.SECRET_KEY = "klea-test-suite-secret-key-0123456789-not-the-development-one"
 

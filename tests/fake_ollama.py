@@ -57,6 +57,7 @@ class Reply:
     embeddings: list[list[float]] = field(default_factory=list)
     compute: object = None  # body -> Reply, for replies that depend on the request
     tool_calls: list[tuple[str, dict]] | None = None
+    raw: dict | None = None  # sent as the whole 200 body, as is (a malformed server reply)
 
     @classmethod
     def tools(cls, *calls: tuple[str, dict]) -> Reply:
@@ -75,6 +76,11 @@ class Reply:
     @classmethod
     def json(cls, value) -> Reply:
         return cls(content=json.dumps(value))
+
+    @classmethod
+    def malformed(cls, body: dict) -> Reply:
+        """A 200 reply whose body is ``body`` as is (not what Ollama's API promises)."""
+        return cls(raw=body)
 
     @classmethod
     def http_error(cls, status: int, message: str) -> Reply:
@@ -125,6 +131,8 @@ class _Handler(BaseHTTPRequestHandler):
             reply = reply.compute(body)
         if reply.status != 200:
             return self._send_json(reply.status, {"error": reply.error})
+        if reply.raw is not None:
+            return self._send_json(200, reply.raw)
         if reply.block_before:
             self._block()
             return

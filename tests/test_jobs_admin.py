@@ -3,6 +3,8 @@ many files (eager Celery without Redis), the job progress bar, the map actions."
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -145,3 +147,10 @@ def test_doi_cache_is_listed_and_searchable_read_only_in_the_admin(client, users
     assert (page.status_code, page.context["cl"].result_count) == (200, 1)
     assert list(page.context["cl"].result_list.values_list("doi", flat=True)) == ["10.1145/365559.365617"]
     assert client.get("/admin/ingestion/doirecord/add/").status_code == 403
+
+
+def test_the_job_list_filter_labels_the_states_alike(client, users):
+    client.force_login(users[0])
+    html = client.get("/admin/ingestion/ingestionjob/").content.decode()
+    labels = re.findall(r'<a href="\?status__exact=\w+">([^<]+)</a>', html)
+    assert labels == ["Pending", "Running", "Succeeded", "Succeeded with errors", "Failed"]

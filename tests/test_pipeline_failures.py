@@ -186,3 +186,18 @@ def test_ask_command_exits_non_zero_on_a_fatal_error(fake, domains, settings):
     lines = [re.sub(r" \(\d+ ms\)$", "", line) for line in out.getvalue().splitlines()]
     assert lines == ["· memory: no session", "· guard: skipped (no guard model)"]
     assert err.getvalue() == ""
+
+
+def test_a_malformed_server_reply_is_an_internal_error_without_its_text(fake, domains, caplog):
+    # a 200 body that is not Ollama's API: the client library raises inside the classify step
+    fake.script(Reply.malformed({"model": "qwen3:0.6b", "done": True,
+                                 "message": {"role": "assistant", "content": {"secret": "/srv/klea/x"}}}))
+    with caplog.at_level("ERROR", logger="klea.pipeline"):
+        result = run(IZH, [domains["neuro"]])
+    assert trace(result)[2:] == [
+        "> classify",
+        "error internal (classify, fatal): internal error (ValidationError)",
+        "done failed",
+    ]
+    assert [(r.getMessage(), "/srv/klea/x" in r.exc_text) for r in caplog.records] == [
+        ("pipeline failed in node classify", True)]  # the details stay in the log

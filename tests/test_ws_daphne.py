@@ -127,11 +127,13 @@ def test_health_is_503_when_the_database_is_down(tmp_path):
     url = closed_port_url().replace("http://", "postgres://klea@") + "/klea"
     log = tmp_path / "daphne.log"
     with LiveDaphne(log, ready_status=503, DATABASE_URL=url, KLEA_WARM_START="false",
-                    DJANGO_SECRET_KEY=None) as server:
+                    DJANGO_SECRET_KEY="change-me") as server:
         with pytest.raises(urllib.error.HTTPError) as failed:
             urllib.request.urlopen(f"{server.url}/health", timeout=10)
         body = json.loads(failed.value.read())
     assert (failed.value.code, body) == (503, {"status": "down", "ready": False})  # no driver text for strangers
-    # the development SECRET_KEY with DEBUG off: said once at startup (chat.W001)
-    assert log.read_text().count("WARNING klea: The development SECRET_KEY is used with DEBUG off. "
-                                 "Set DJANGO_SECRET_KEY to a long random value (docs/security.md).") == 1
+    # a weak SECRET_KEY with DEBUG off: said once at startup (chat.W001)
+    assert log.read_text().count(
+        "WARNING klea: DJANGO_SECRET_KEY is weak (under 50 characters, under 5 distinct ones, or starting with "
+        "'django-insecure-') and DEBUG is off. Set a long random value, or unset it to use a generated key "
+        "(var/secret_key, docs/security.md).") == 1

@@ -115,8 +115,9 @@ class Turn:
             state.status, state.error = "failed", exc.message
             await self._finish_failed(Error(code=exc.code, message=exc.message, node=state.node))
         except Exception as exc:  # a bug: report it as an event, never hang the client
+            # the text may hold paths, URLs or data: users get the type, the log the details
             logger.exception("pipeline failed in node %s", state.node)
-            state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
+            state.status, state.error = "failed", f"internal error ({type(exc).__name__})"
             await self._finish_failed(Error(code="internal", message=state.error, node=state.node))
         finally:
             await self.graph.close(state)  # normally a no-op by now; after a failure, done already
