@@ -6,6 +6,8 @@ import pytest
 
 from domains.models import Chunk, Document, Domain
 from ingestion.convert.worker import ConversionWorker
+from ingestion.metadata.biblio import extract_bibliography
+from ingestion.metadata.biblio.cascade import offline_tiers
 from ingestion.models import IngestionJob, StagedFile
 from ingestion.runs.ingest import ingest
 
@@ -151,3 +153,19 @@ def test_a_zero_page_pdf_is_empty_not_broken(domain, tmp_path):
         ("no_pages.pdf", "failed", "empty", "no_pages.pdf: the PDF has no pages (0 pages)"),
         ("good.md", "stored", "", ""),
     ]
+
+
+def test_bibliographic_tiers_run_in_the_conversion_child(tmp_path):
+    # the tiers that read a file's text (regex over hostile text) run where conversion's
+    # time and memory limits hold; the parent only looks DOIs up and merges
+    paper = pdf_factory.paper(tmp_path / "paper.pdf")
+    with ConversionWorker() as worker:
+        converted = worker.convert(paper, pipeline="native", bibliography=True)
+        plain = worker.convert(paper, pipeline="native")
+    tiers, info_complete = converted.metadata["bibliography_tiers"]
+    assert (tiers, info_complete) == offline_tiers(paper)
+    assert [name for name, _ in tiers] == ["pdf-info", "layout-regex", "regex"]
+    assert dict(tiers)["pdf-info"]["title"] == "Spiking neurons in cortex"
+    assert "bibliography_tiers" not in plain.metadata
+    offline = converted.metadata["bibliography_tiers"]
+    assert extract_bibliography(paper, network=False, offline=offline) == extract_bibliography(paper, network=False)

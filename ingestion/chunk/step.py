@@ -86,7 +86,8 @@ def chunk_file(
     try:
         progress = (lambda done, total: on_page(file_name, done, total)) if on_page else None
         converted = (worker or shared_worker()).convert(
-            path, on_progress=progress, ocr=options.ocr, pipeline=settings.KLEA_PDF_PIPELINE, ocr_config=ocr_config()
+            path, on_progress=progress, ocr=options.ocr, pipeline=settings.KLEA_PDF_PIPELINE, ocr_config=ocr_config(),
+            bibliography=True,
         )
         drafts = chunk_document(converted, embeddings.count_tokens, options.max_tokens)
         chunks = [

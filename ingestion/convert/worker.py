@@ -257,7 +257,11 @@ def _serve() -> None:
             _send(replies, ("progress", (done, total)))
 
         try:
-            reply = ("ok", convert_file(Path(path), on_page=progress, **options))
+            bibliography = options.pop("bibliography", False)
+            document = convert_file(Path(path), on_page=progress, **options)
+            if bibliography and Path(path).suffix.lower() == ".pdf":
+                document.metadata["bibliography_tiers"] = _offline_tiers(Path(path), document)
+            reply = ("ok", document)
         except ConversionError as exc:
             reply = ("error", (exc.reason, str(exc)))
         except MemoryError:
@@ -266,6 +270,18 @@ def _serve() -> None:
             detail = (str(exc).splitlines() or [""])[0][:200]
             reply = ("error", ("crashed", f"{Path(path).name}: conversion failed ({type(exc).__name__}: {detail})"))
         _send(replies, reply)
+
+
+def _offline_tiers(path: Path, document: ConvertedDocument) -> tuple[list, bool]:
+    """The bibliographic tiers that read the file alone, here under the child's time and
+    memory limits (a hostile PDF's text must not stall the parent); for a scan they read
+    its OCR output."""
+    from ingestion.metadata.biblio.cascade import offline_tiers
+
+    ocr = document.metadata.get("ocr") or {}
+    if ocr.get("page_one"):
+        return offline_tiers(path, first_pages_text=ocr.get("first_pages_text"), ocr_page_one=ocr["page_one"])
+    return offline_tiers(path)
 
 
 if __name__ == "__main__":

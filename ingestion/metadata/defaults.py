@@ -80,12 +80,13 @@ def pdf_default_metadata(path: Path, converted: ConvertedDocument) -> dict:
     from .biblio import extract_bibliography
 
     ocr = converted.metadata.get("ocr") or {}
+    offline = converted.metadata.get("bibliography_tiers")  # from the conversion child
     if ocr.get("page_one"):
         entry = extract_bibliography(
-            Path(path), first_pages_text=ocr.get("first_pages_text"), ocr_page_one=ocr["page_one"]
+            Path(path), first_pages_text=ocr.get("first_pages_text"), ocr_page_one=ocr["page_one"], offline=offline
         )
     else:
-        entry = extract_bibliography(Path(path))
+        entry = extract_bibliography(Path(path), offline=offline)
     if not entry.get("title"):
         info = converted.metadata.get("pdf_info") or {}
         stem = Path(path).stem

@@ -114,6 +114,36 @@ def _merge(tiers: list[tuple[str, dict]], complete: bool) -> dict:
     return out
 
 
+def offline_tiers(
+    pdf_path: Path,
+    *,
+    first_pages_text: str | None = None,
+    docling_document=None,
+    ocr_page_one: tuple[list, float] | None = None,
+) -> tuple[list[tuple[str, dict]], bool]:
+    """The tiers that read the file alone (Info dictionary, docling, layout, regex): no
+    network, no database, so the conversion child runs them under its time and memory
+    limits (docs/security.md, "Hostile documents"). Arguments as :func:`extract_bibliography`.
+
+    :returns: ([(tier name, fields)] in tier order, whether the Info dictionary is complete).
+    """
+    path = Path(pdf_path)
+    pdf = _read_pdf(path)
+    if ocr_page_one is not None:
+        pdf.layout = lines_layout(*ocr_page_one)
+    text = first_pages_text if first_pages_text and first_pages_text.strip() else pdf.text
+    page_one = "\n".join(ln.text for ln in pdf.layout.lines) if pdf.layout else text
+    info, info_complete = info_fields(pdf.info, page_one, path.stem)
+    tiers: list[tuple[str, dict]] = [("pdf-info", info)]
+    if docling_document is not None:
+        tiers.append(("docling", docling_fields(docling_document)))
+    if pdf.layout is not None:
+        tiers.append(("layout-regex", layout_fields(pdf.layout)))
+    tiers.append(("regex", text_fields(text)))
+    _check_info_authors(tiers)
+    return tiers, info_complete and "authors" in info
+
+
 def extract_bibliography(
     pdf_path: Path,
     *,
@@ -121,6 +151,7 @@ def extract_bibliography(
     docling_document=None,
     network: bool | None = None,
     ocr_page_one: tuple[list, float] | None = None,
+    offline: tuple[list[tuple[str, dict]], bool] | None = None,
 ) -> dict:
     """The DEFAULT metadata-map entry of one PDF, from the five-tier cascade.
 
@@ -139,6 +170,9 @@ def extract_bibliography(
         (``ConvertedDocument.metadata["ocr"]["page_one"]``): the layout tier reads them
         instead of the text layer, and ``_sources`` ends with ``ocr`` when the layout
         or regex tier contributed.
+    :param offline: what :func:`offline_tiers` returned for this file (the conversion
+        child computes it, ``ConvertedDocument.metadata["bibliography_tiers"]``); None =
+        computed here.
     :returns: a dict with, when found, ``title`` (str), ``authors`` (list[str]),
         ``keywords`` (list[str]), ``year`` (int), ``journal`` (str), ``doi`` (str, as
         printed), ``url_1``.. (str, up to 3), ``url_arxiv`` and ``url_doi``
@@ -150,22 +184,10 @@ def extract_bibliography(
     Never raises for a bad PDF or network trouble: an unreadable file logs one line and
     yields what the other inputs give (possibly only the two ``_`` keys).
     """
-    path = Path(pdf_path)
-    pdf = _read_pdf(path)
-    if ocr_page_one is not None:
-        pdf.layout = lines_layout(*ocr_page_one)
-    text = first_pages_text if first_pages_text and first_pages_text.strip() else pdf.text
-    page_one = "\n".join(ln.text for ln in pdf.layout.lines) if pdf.layout else text
-    info, info_complete = info_fields(pdf.info, page_one, path.stem)
-    tiers: list[tuple[str, dict]] = [("pdf-info", info)]
-    if docling_document is not None:
-        tiers.append(("docling", docling_fields(docling_document)))
-    if pdf.layout is not None:
-        tiers.append(("layout-regex", layout_fields(pdf.layout)))
-    tiers.append(("regex", text_fields(text)))
-    _check_info_authors(tiers)
-    info_complete = info_complete and "authors" in info
-    complete = info_complete
+    if offline is None:
+        offline = offline_tiers(pdf_path, first_pages_text=first_pages_text, docling_document=docling_document,
+                                ocr_page_one=ocr_page_one)
+    tiers, complete = [(name, dict(found)) for name, found in offline[0]], offline[1]
     doi = next((found["doi"] for _, found in tiers if found.get("doi")), None)
     if doi:
         use_network = settings.KLEA_DOI_NETWORK if network is None else network
