@@ -16,9 +16,11 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import redis
 from django.conf import settings
 from django.db import connection
 
@@ -36,6 +38,29 @@ START_SECONDS = 300  # the models load in 5 s on a quiet machine, in minutes on 
 def database_url() -> str:
     """DATABASE_URL of the database this process uses (the test database in tests)."""
     return embedded_postgres.database_url(connection.settings_dict)
+
+
+@contextmanager
+def celery_on_redis(url: str, **conf):
+    """This process's Celery app sends tasks to the Redis at ``url`` (not eager), with the
+    extra ``conf``; the Redis database is flushed before and after, the app restored after.
+    Yields the Redis client. A missing Redis is an error, never a skip."""
+    from klea_site.celery import app
+
+    client = redis.Redis.from_url(url)
+    client.ping()
+    client.flushdb()
+    saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager", *conf)}
+    app.conf.update(broker_url=url, task_always_eager=False, **conf)
+    app._pool = None
+    app.amqp._producer_pool = None
+    try:
+        yield client
+    finally:
+        app.conf.update(saved)
+        app._pool = None
+        app.amqp._producer_pool = None
+        client.flushdb()
 
 
 def wait_for(condition, what: str, seconds: float, interval: float = 0.1):

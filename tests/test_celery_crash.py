@@ -11,7 +11,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import redis
 from django.conf import settings
 
 from domains.embeddings import count_tokens
@@ -20,10 +19,9 @@ from ingestion.chunk.chunker import chunk_document
 from ingestion.convert import convert_file
 from ingestion.models import IngestionJob, StagedFile
 from ingestion.runs.steps import enqueue
-from klea_site.celery import app
 
 from .conftest import require_test_database
-from .live_daphne import database_url, wait_for
+from .live_daphne import celery_on_redis, database_url, wait_for
 
 REDIS_URL = os.environ.get("KLEA_TEST_CELERY_REDIS_URL", "redis://127.0.0.1:6379/4")
 FILES = 8
@@ -53,18 +51,8 @@ def _kill(worker: subprocess.Popen) -> None:
 @pytest.fixture
 def redis_broker():
     """Point this process's Celery app at Redis DB 4 (not eager), then restore it."""
-    client = redis.Redis.from_url(REDIS_URL)
-    client.ping()  # a missing Redis is an error, never a skip
-    client.flushdb()
-    saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager", "broker_transport_options")}
-    app.conf.update(broker_url=REDIS_URL, task_always_eager=False, broker_transport_options={"visibility_timeout": 5})
-    app._pool = None
-    app.amqp._producer_pool = None
-    yield client
-    app.conf.update(saved)
-    app._pool = None
-    app.amqp._producer_pool = None
-    client.flushdb()
+    with celery_on_redis(REDIS_URL, broker_transport_options={"visibility_timeout": 5}) as client:
+        yield client
 
 
 def _documents(root: Path) -> Path:

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import redis
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -26,10 +25,9 @@ from domains.models import Document, Domain, Store
 from domains.sources import SourceUnavailable, source_file
 from ingestion.blobs import DatabaseStorage, materialise, publish
 from ingestion.models import IngestionJob, StoredFile
-from klea_site.celery import app
 
 from .conftest import require_test_database
-from .live_daphne import database_url, wait_for
+from .live_daphne import celery_on_redis, database_url, wait_for
 
 REDIS_URL = os.environ.get("KLEA_TEST_CELERY_REDIS_URL", "redis://127.0.0.1:6379/4")
 WAIT_SECONDS = 300  # an upper bound for a loaded machine; the test polls conditions
@@ -40,18 +38,8 @@ LIBRARY = b"@article{a, title={Axon initial segments}, author={Kole, Maarten}, y
 @pytest.fixture
 def redis_broker():
     """Point this process's Celery app at Redis (not eager), then restore it."""
-    client = redis.Redis.from_url(REDIS_URL)
-    client.ping()  # a missing Redis is an error, never a skip
-    client.flushdb()
-    saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager")}
-    app.conf.update(broker_url=REDIS_URL, task_always_eager=False)
-    app._pool = None
-    app.amqp._producer_pool = None
-    yield client
-    app.conf.update(saved)
-    app._pool = None
-    app.amqp._producer_pool = None
-    client.flushdb()
+    with celery_on_redis(REDIS_URL) as client:
+        yield client
 
 
 @pytest.fixture
