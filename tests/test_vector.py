@@ -141,16 +141,16 @@ def test_empty_store_gives_nothing(db):
     "k, store_rows, total_rows, filtered, ef",
     [
         (5, 10_000, 10_000, False, 40),  # pgvector's default is the least
-        (50, 10_000, 10_000, False, 100),  # k x OVERFETCH
         (10, 300, 600, True, 80),  # selectivity 0.5 x 0.5 (filter): 10 x 2 / 0.25
-        (50, 100_000, 100_000, False, 100),
-        (50, 200_001, 200_001, False, 400),  # floor of tables up to 1M rows
-        (50, 1_000_000, 1_000_000, False, 400),
-        (50, 1_000_001, 1_000_001, False, 1000),  # beyond the measured sizes: the cap
-        (10, 100_000, 1_000_000, True, 400),  # 10 x 2 / 0.05 = 400, also the floor
-        (10, 50_000, 1_000_000, True, 800),  # 10 x 2 / 0.025
+        (50, 5_000, 10_000, False, 200),  # k x OVERFETCH / 0.5
+        (50, 10_001, 10_001, False, 800),  # the floor of tables of 10k-100k rows
+        (50, 100_000, 100_000, False, 800),
+        (50, 100_001, 100_001, False, 1000),  # beyond the measured sizes: the cap
+        (50, 1_000_000, 1_000_000, False, 1000),
+        (10, 50_000, 1_000_000, True, 1000),  # 10 x 2 / 0.025 = 800 < the floor
         (50, 100_000, 1_000_000, True, None),  # 2,000 candidates: too selective, exact
         (50, 50_000, 1_000_000, False, None),
+        (5, 2_000, 100_000, False, 800),  # 500 wanted, the floor is more
     ],
 )
 def test_ef_search_rule(k, store_rows, total_rows, filtered, ef):
@@ -186,7 +186,7 @@ def test_ef_search_reaches_the_hnsw_statement(two_stores, ef_search_seen, monkey
     query = np.random.default_rng(5).normal(size=384).astype(np.float32)
     assert vector_search(store_a.id, query, 3, -1.0, exact_max_rows=0).strategy == "hnsw"
     assert vector_search(store_a.id, query, 10, -1.0, where=where, exact_max_rows=0).strategy == "hnsw"
-    # a 600-row table under a floor of 300 (as a table of 200k-1M rows has 400)
+    # a 600-row table under a floor of 300 (as a table of 10k-100k rows has 800)
     monkeypatch.setattr(vector_module, "HNSW_EF_FLOOR", ((100, 40), (1000, 300)))
     assert vector_search(store_a.id, query, 3, -1.0, exact_max_rows=0).strategy == "hnsw"
     assert ef_search_seen == [40, 80, 300]
