@@ -1,7 +1,7 @@
 """Benchmark: the question pipeline on the extractive backend at 10k and 100k chunks.
 
 Builds (once, then reuses) synthetic domains ``bench-10000`` / ``bench-100000`` in the
-development database (never the test database): paragraphs of the shared documentation
+benchmark database (``klea_bench`` or KLEA_BENCH_DATABASE, see bench/common.py): paragraphs of the shared documentation
 corpora, embedded once with the store model, repeated with small Gaussian noise on the
 vectors (so HNSW and BM25 see distinct rows) and spread over documents of 10 chunks with
 years 1990-2024. Then asks the documentation questions of tests/doc_questions.py through
@@ -12,6 +12,7 @@ the best guide on a shared machine: other processes only ever add time).
     python bench/pipeline.py                      # 10k and 100k chunks, 27 questions
     python bench/pipeline.py --sizes 10000 --questions 5
     python bench/pipeline.py --drop               # remove the benchmark domains
+    python bench/pipeline.py --sizes 100000 --load-only   # build the domain, measure nothing
 """
 
 from __future__ import annotations
@@ -28,11 +29,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "klea_site.settings")
 
-import django  # noqa: E402
+from bench.common import setup_django  # noqa: E402
 
-django.setup()
+setup_django()
 
 from asgiref.sync import async_to_sync  # noqa: E402
 from django.conf import settings  # noqa: E402
@@ -148,6 +148,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--questions", type=int, default=27, help="how many documentation questions (max 27)")
     parser.add_argument("--drop", action="store_true", help="delete the benchmark domains and exit")
+    parser.add_argument("--load-only", action="store_true", help="build the missing domains and exit")
     args = parser.parse_args()
     database = connection.settings_dict["NAME"]
     if database.startswith("test_"):
@@ -164,6 +165,8 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f}")
     for size in args.sizes:
         domain = build(size, texts, vectors)
+        if args.load_only:
+            continue
         figures = measure(domain, questions)
         print(f"\n{domain.name}: {len(questions)} questions, extractive backend, milliseconds")
         print(f"  {'node':<23}{'min':>9}{'median':>9}{'p90':>9}")

@@ -172,6 +172,30 @@ def test_one_domain_takes_the_generic_question_and_refuses_off_topic(one_domain)
     assert off.answer.text == "This question does not match any of the available domains (stellar)."
 
 
+def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_domain, monkeypatch):
+    monkeypatch.setattr(embeddings, "cache", embeddings.VectorCache(embeddings.CACHE_SIZE))  # as a fresh process
+    embedder = embeddings.get_onnx_embedder()
+    runs, model_run = [], embedder.session.run
+
+    def counting(outputs, feed, *args, **kwargs):  # ONNX Runtime's own call, on the loaded model
+        runs.append(feed["input_ids"][0].tolist())
+        return model_run(outputs, feed, *args, **kwargs)
+
+    monkeypatch.setattr(embedder.session, "run", counting)
+    question = "How do I install Stellar?"
+    ids = embedder.tokenizer.encode(question).ids
+    first = run(question, one_domain)
+    # classify, retrieve and answer share one vector; the rest are the domain's
+    # description and the candidate passages, each once
+    assert runs.count(ids) == 1 and len(runs) > 2
+    assert len(embeddings.cache) == len(runs) - 1
+    runs.clear()
+    second = run(question, one_domain)
+    assert runs == [ids]
+    assert second.answer.text == first.answer.text == (
+        "Install it with pip:\n\n```\npip install stellar-catalogue\n```\n\n[1]")
+
+
 QUOTING = (
     "With the Python client:\n\n```python\nreply = client.chat.completions.create(\n"
     "    model=\"klea/klea-docs\",\n"

@@ -292,8 +292,9 @@ def test_event_shapes():
     assert Error("timeout", "slow", "answer", True).as_dict() == {
         "type": "error", "code": "timeout", "message": "slow", "node": "answer", "fatal": True,
     }
-    assert Done("complete", 10.0, 5.0, {"guard": 1.0}).as_dict() == {
+    assert Done("complete", 10.0, 5.0, {"guard": 1.0}, {"guard": 0.5}).as_dict() == {
         "type": "done", "status": "complete", "total_ms": 10.0, "ttft_ms": 5.0, "timings": {"guard": 1.0},
+        "cpu_ms": {"guard": 0.5},
     }
     assert set(Answer("t", "domains").as_dict()) == {
         "type", "text", "route", "domains", "citations", "dropped_citations", "evaluation", "warnings",

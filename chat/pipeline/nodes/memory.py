@@ -58,7 +58,8 @@ def assistant_fields(state: TurnState) -> dict:
         "evaluation": state.evaluation.as_dict() if state.evaluation else {},
         "warnings": list(state.warnings),
         "error": state.error,
-        "timing": {**state.timings, "ttft_ms": state.ttft_ms, "total_ms": round(state.elapsed_ms(), 1)},
+        "timing": {**state.timings, "ttft_ms": state.ttft_ms, "total_ms": round(state.elapsed_ms(), 1),
+                   "cpu_ms": dict(state.cpu_ms)},
     }
 
 
