@@ -212,7 +212,7 @@ def test_every_node_declares_the_state_it_writes():
         "query_vector": ["classify", "answer"], "question_task": ["memory", "remember"],
         "retrieval": ["retrieve"], "rewrites": ["evaluate"], "routed": ["route"], "summary": ["memory"],
         "tool_results": ["pick_tools", "join_tools"], "tool_task": ["pick_tools"],
-        "user_message_id": ["memory", "remember"], "warnings": ["retrieve", "evaluate"],
+        "user_message_id": ["remember"], "warnings": ["retrieve", "evaluate"],
     }
     for written, names in graph.writers().items():
         modules = {graph.nodes[name].run.__module__ for name in names}
