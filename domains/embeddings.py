@@ -217,18 +217,26 @@ def embed_cached(texts: Sequence[str]) -> np.ndarray:
     return cache.embed(texts, embed_texts)
 
 
-def warm_up() -> float:
+def warm_up(then: Callable[[], None] | None = None) -> float:
     """Load the embedding backend (queries and passages share it) and run it once on a
     short text (the first call also initialises its kernels), so that no question or
     document waits for it; then :func:`is_ready` is true. The int8 ONNX model is built
     into KLEA_EMBEDDING_CACHE_DIR when it is missing (``manage.py prepare_models`` builds
     it at install time; a build takes minutes).
 
+    :param then: run after the model is loaded, before the process is ready (a server
+        warms its answer backend: :func:`chat.backends.warm_up_backend`); a failure
+        is logged and the process is ready all the same (the model is loaded).
     :returns: the seconds it took.
     :raises EmbeddingError: a bad KLEA_EMBEDDING_BACKEND; loading errors as raised.
     """
     started = time.perf_counter()
     embed_queries(["warm up"])
+    if then is not None:
+        try:
+            then()
+        except Exception:  # e.g. a database not migrated yet: questions would fail anyway
+            logger.exception("warming up after the model load failed")
     _ready.set()
     return time.perf_counter() - started
 
@@ -238,14 +246,14 @@ def is_ready() -> bool:
     return _ready.is_set()
 
 
-def start_warm_up() -> threading.Thread:
+def start_warm_up(then: Callable[[], None] | None = None) -> threading.Thread:
     """:func:`warm_up` on a daemon thread, so that the process can answer ``/health``
     (``"ready": false``) meanwhile. A failure is logged and leaves the process not ready;
     requests then load the models on first use as before. :returns: the started thread."""
 
     def run():
         try:
-            seconds = warm_up()
+            seconds = warm_up(then)
         except Exception:  # logged with its traceback; /health keeps saying "ready": false
             logger.exception("loading the embedding models failed")
             return

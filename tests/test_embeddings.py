@@ -18,6 +18,8 @@ from django.test import Client, override_settings
 
 from domains import embeddings
 
+from .pipeline_helpers import count_model_runs
+
 TEXTS = [
     "Ion channels open.",
     "Neurons communicate through synapses.",
@@ -72,18 +74,19 @@ def test_warm_up_loads_the_model_and_makes_health_say_ready(monkeypatch, db):
     assert embeddings._onnx.cache_info().hits == hits + 2
 
 
-def count_model_runs(monkeypatch) -> list[list[int]]:
-    """The token ids of every sequence the int8 model runs from now on (ONNX Runtime's
-    own ``InferenceSession.run``, wrapped on the loaded session)."""
-    session = embeddings.get_onnx_embedder().session
-    runs, run = [], session.run
+def test_warm_up_runs_its_follow_up_before_ready_and_survives_its_failure(monkeypatch, caplog):
+    monkeypatch.setattr(embeddings, "_ready", threading.Event())
+    seen = []
+    embeddings.warm_up(then=lambda: seen.append(embeddings.is_ready()))
+    assert seen == [False] and embeddings.is_ready()
 
-    def counting(outputs, feed, *args, **kwargs):
-        runs.append(feed["input_ids"][0].tolist())
-        return run(outputs, feed, *args, **kwargs)
-
-    monkeypatch.setattr(session, "run", counting)
-    return runs
+    monkeypatch.setattr(embeddings, "_ready", threading.Event())
+    with caplog.at_level(logging.ERROR, "klea.embeddings"):
+        embeddings.start_warm_up(then=lambda: 1 / 0).join(timeout=60)
+    assert embeddings.is_ready()
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("ERROR", "warming up after the model load failed")]
+    assert caplog.records[0].exc_info[0] is ZeroDivisionError
 
 
 def test_the_vector_cache_embeds_each_text_once_and_keeps_at_most_maxsize(monkeypatch):
