@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 from asgiref.sync import async_to_sync
 
+from chat.backends import get_backend
 from chat.backends.extractive.passages import CODE_CHARS, Composer
 from chat.backends.extractive.shapes import is_generic
 from chat.backends.extractive.text import Block as TextBlock
@@ -20,7 +21,7 @@ from domains.models import Domain
 from ingestion.chunk.chunker import chunk_blocks
 from ingestion.convert.base import Block
 
-from .pipeline_helpers import run
+from .pipeline_helpers import count_model_runs, run, token_ids
 
 POLICY = (
     "Xarray adopts a rolling policy regarding the minimum supported version of its dependencies:\n\n"
@@ -170,6 +171,34 @@ def test_one_domain_takes_the_generic_question_and_refuses_off_topic(one_domain)
     off = run("What is the capital of Australia?", one_domain)
     assert off.answer.route == "refused"
     assert off.answer.text == "This question does not match any of the available domains (stellar)."
+
+
+def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_domain, monkeypatch):
+    monkeypatch.setattr(embeddings, "cache", embeddings.VectorCache(embeddings.CACHE_SIZE))  # as a fresh process
+    runs = count_model_runs(monkeypatch)
+    question = "How do I install Stellar?"
+    ids = token_ids(question)
+    first = run(question, one_domain)
+    # classify, retrieve and answer share one vector; the rest are the domain's
+    # description and the candidate passages, each once
+    assert runs.count(ids) == 1 and len(runs) > 2
+    assert len(embeddings.cache) == len(runs) - 1
+    runs.clear()
+    second = run(question, one_domain)
+    assert runs == [ids]
+    assert second.answer.text == first.answer.text == (
+        "Install it with pip:\n\n```\npip install stellar-catalogue\n```\n\n[1]")
+
+
+def test_the_backend_warm_up_embeds_the_descriptions_before_the_first_question(one_domain, monkeypatch):
+    monkeypatch.setattr(embeddings, "cache", embeddings.VectorCache(embeddings.CACHE_SIZE))
+    runs = count_model_runs(monkeypatch)
+    get_backend().warm_up(one_domain)  # what warm_up_backend does before /health says ready
+    description = token_ids("stellar: Stellar documentation")
+    assert runs == [token_ids("warm up"), description]
+    runs.clear()
+    run("How do I install Stellar?", one_domain)
+    assert description not in runs and runs.count(token_ids("How do I install Stellar?")) == 1
 
 
 QUOTING = (

@@ -51,7 +51,8 @@ RETRIEVAL_WEIGHT = 0.15
 HEADING_WEIGHT = 0.6
 # Embedding is the answer's main cost (about 60 ms per passage at machine load 13, 10 ms
 # idle): only the best PREFILTER by the cheap score (lexical + retrieval + shape) are
-# embedded, each cut to EMBED_CHARS (heading chain first: it carries the topic).
+# embedded, each cut to EMBED_CHARS (heading chain first: it carries the topic), through
+# the vector cache (a popular chunk's passages are embedded once per process).
 PREFILTER = 10
 EMBED_CHARS = 320
 # Quoted blocks: a table longer than TABLE_CHARS keeps its header and at most TABLE_ROWS
@@ -297,7 +298,7 @@ class Composer:
         candidates.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))
         kept = candidates[:PREFILTER]
         texts = [f"{p.chunk.headings}\n{_evidence(p)}"[:EMBED_CHARS] for p in kept]
-        cosines = embeddings.embed_texts(texts) @ self.query_vector
+        cosines = embeddings.embed_cached(texts) @ self.query_vector
         for passage, cosine in zip(kept, cosines):
             passage.cosine = float(cosine)
             overlong = max(0, len(passage.text) - LENGTH_FREE)
