@@ -84,14 +84,16 @@ def paragraph_vectors(texts: list[str]) -> np.ndarray:
     return vectors
 
 
-def build(size: int, texts: list[str], vectors: np.ndarray) -> Domain:
-    """The domain ``bench-<size>`` with exactly ``size`` chunks (built when missing)."""
+def build(size: int, texts: list[str]) -> Domain:
+    """The domain ``bench-<size>`` with exactly ``size`` chunks (built when missing; the
+    paragraphs are embedded only then)."""
     name = f"bench-{size}"
     domain = Domain.objects.filter(name=name).first()
     if domain and Chunk.objects.filter(store__domain=domain).count() == size:
         return domain
     if domain:
         domain.delete()
+    vectors = paragraph_vectors(texts)
     started = time.perf_counter()
     rng = np.random.default_rng(size)
     domain = Domain.objects.create(
@@ -225,12 +227,11 @@ def main() -> None:
         return
     questions = [q for q, _ in NEUROML_QUESTIONS + XARRAY_QUESTIONS][: args.questions]
     texts = paragraphs()
-    vectors = paragraph_vectors(texts)
     print(f"command: python bench/pipeline.py --sizes {' '.join(map(str, args.sizes))} --questions {len(questions)}")
     print(f"database {database}; {len(texts)} distinct paragraphs; {os.cpu_count()} CPUs; "
           f"load average before {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for size in args.sizes:
-        domain = build(size, texts, vectors)
+        domain = build(size, texts)
         if args.load_only:
             continue
         figures = measure(domain, questions)
