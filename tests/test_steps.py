@@ -78,7 +78,7 @@ def test_chunk_stages_without_touching_stored_chunks(domain, folder):
     assert staged.metadata_map == {
         "DEFAULT": {"title": "Guide"}, "Guide": {}, "Guide > Channels": {}, "Guide > Channels > Gating": {}
     }
-    assert staged.options == {"max_tokens": 450, "ocr": "auto", "format": 3}
+    assert staged.options == {"max_tokens": 254, "ocr": "auto", "format": 3}  # the model's window
     assert not Document.objects.filter(source_path__startswith=str(folder)).exists()
     again = chunk_directory(folder)
     assert [o.status for o in again.outcomes] == ["unchanged", "unchanged"]
@@ -143,6 +143,21 @@ def test_store_without_chunk_fails_per_file_and_incremental_runs(domain, folder)
     assert not Chunk.objects.filter(id__in=ids).exists()
     forced = store_directory(folder, "steps-store", "steps", force=True)
     assert [o.status for o in forced.outcomes] == ["stored"]
+
+
+def test_a_file_chunked_again_with_other_options_is_stored_again(domain, folder):
+    """Same content, new budget (or chunk format): the stored chunks are replaced without
+    --force; the docs promise it, the store step used to call the file unchanged."""
+    chunk_directory(folder)
+    store_directory(folder, "steps-store", "steps")
+    chunk_directory(folder, max_tokens=32)
+    again = store_directory(folder, "steps-store", "steps")
+    assert {o.file_name: o.status for o in again.outcomes} == {"guide.md": "stored", "notes.txt": "stored"}
+    staged = StagedFile.objects.get(directory=str(folder), file_name="guide.md")
+    store_id = str(Chunk.objects.filter(document__file_name="guide.md").first().store_id)
+    assert staged.sources["stored_chunking"] == {store_id: {"max_tokens": 32, "ocr": "auto", "format": 3}}
+    third = store_directory(folder, "steps-store", "steps")
+    assert {o.file_name: o.status for o in third.outcomes} == {"guide.md": "unchanged", "notes.txt": "unchanged"}
 
 
 def test_bm25_store_has_no_embeddings_and_mode_conflicts_are_errors(domain, folder):
