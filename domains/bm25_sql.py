@@ -7,7 +7,7 @@ their lexemes agree on scientific tokens (docs/retrieval.md, "Tokens"). For a ch
 tf = number of positions of the lexeme; dl = sum of tf over the chunk's lexemes.
 tsvector limits (PostgreSQL): at most 256 positions are kept per lexeme and positions
 above 16,383 are clamped, so tf is exact only for chunks under ~16,000 words (chunks
-are at most ~254 tokens).
+are at most ~450 tokens).
 
 Tables kept exact in the same transaction as the chunk writes:
 

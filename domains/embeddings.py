@@ -13,7 +13,6 @@ float32 rows, L2-normalised.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -206,27 +205,6 @@ def check_vectors(vectors: np.ndarray) -> None:
     norms = np.linalg.norm(vectors, axis=1)
     if (norms == 0).any():
         raise EmbeddingError("embedding is all zeros (cosine distance would be NaN)")
-
-
-# [CLS] and [SEP]: the model reads them around every passage, inside max_seq_length.
-SPECIAL_TOKENS = 2
-
-
-@lru_cache(maxsize=2)
-def _max_seq_length(path: str) -> int:
-    config = Path(path) / "sentence_bert_config.json"
-    if config.is_file():
-        return int(json.loads(config.read_text()).get("max_seq_length", 256))
-    return int(get_model().max_seq_length)  # a model name from the Hugging Face cache
-
-
-def passage_window() -> int:
-    """Tokens of a passage that its vector covers, counted as :func:`count_tokens` does
-    (no special tokens): the model's ``max_seq_length`` (``sentence_bert_config.json``;
-    256 for all-MiniLM-L6-v2) minus [CLS] and [SEP], so 254. Both backends cut a longer
-    passage off there: its further words are in no vector (BM25 still indexes them).
-    The default chunk budget (:func:`ingestion.options.default_max_tokens`)."""
-    return _max_seq_length(model_path()) - SPECIAL_TOKENS
 
 
 _SEGMENT_CHARS = 1 << 16

@@ -230,7 +230,7 @@ SEARCH_CONFIG = "pg_catalog.english"
 
 
 class Chunk(models.Model):
-    """A piece of a document, at most ~254 tokens (the embedding model's window), with its heading chain.
+    """A piece of a document, at most ~450 tokens, with its heading chain.
 
     ``text`` is what a reader sees; what is embedded and indexed is the heading chain
     followed by the text (:func:`domains.text.indexed_text`).

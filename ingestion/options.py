@@ -12,8 +12,6 @@ from pathlib import Path
 
 from django.conf import settings
 
-from domains import embeddings
-
 from .convert import OCR_MODES
 
 MIN_MAX_TOKENS = 32
@@ -21,15 +19,13 @@ MIN_MAX_TOKENS = 32
 # 2: chunks carry their provenance (pages and line boxes, source lines and anchor).
 # 3: chunk text is Markdown: fenced code, pipe tables with their header, inline code in
 #    backticks (docs/ingestion.md, "Chunk text").
-# (The budget is recorded beside the format: a new default budget re-chunks too.)
 CHUNK_FORMAT = 3
 
 
 def default_max_tokens() -> int:
-    """The chunk size budget when none is given: ``KLEA_CHUNK_MAX_TOKENS`` when set, else
-    the embedding model's window (:func:`domains.embeddings.passage_window`, 254 for the
-    packaged model; docs/configuration.md)."""
-    return settings.KLEA_CHUNK_MAX_TOKENS or embeddings.passage_window()
+    """The chunk size budget when none is given: ``KLEA_CHUNK_MAX_TOKENS`` (450 unless set;
+    docs/configuration.md)."""
+    return settings.KLEA_CHUNK_MAX_TOKENS
 
 
 @dataclass(frozen=True)

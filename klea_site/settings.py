@@ -174,9 +174,7 @@ KLEA_EMBEDDING_CACHE_DIR = Path(env("KLEA_EMBEDDING_CACHE_DIR", default=str(VAR_
 KLEA_WARM_START = env.bool("KLEA_WARM_START", default=True)
 # Reference-material budget: characters, each chunk costs len(text) + 200.
 KLEA_MAX_REFS_SIZE = env.int("KLEA_MAX_REFS_SIZE", default=20_000)
-# Chunk budget in tokens; unset: the embedding model's window (domains.embeddings.passage_window,
-# 254 for the packaged model), so that no chunk text lies beyond what its vector sees.
-KLEA_CHUNK_MAX_TOKENS = env.int("KLEA_CHUNK_MAX_TOKENS", default=None)
+KLEA_CHUNK_MAX_TOKENS = env.int("KLEA_CHUNK_MAX_TOKENS", default=450)
 
 # --- Bibliographic metadata (ingestion/metadata/biblio; docs/bibliography.md) -------
 # DOI lookups in Crossref, OpenAlex and Semantic Scholar, cached in the database.

@@ -48,18 +48,6 @@ def test_a_vector_does_not_depend_on_the_rest_of_the_batch():
     assert np.array_equal(together, one_by_one)
 
 
-def test_the_passage_window_is_what_both_backends_embed():
-    """Words past passage_window() tokens are in no vector: the default chunk budget."""
-    assert embeddings.passage_window() == 254
-    words = " ".join(["cell"] * 253)  # one token each
-    assert embeddings.count_tokens(words + " bread") == 254
-    for embed in (embeddings.embed_texts, embeddings.embed_texts_torch):
-        inside = embed([words + " bread", words + " kitchen"])
-        assert not np.allclose(inside[0], inside[1])  # the 254th token counts
-        past = embed([words + " cell bread", words + " cell kitchen"])
-        assert np.array_equal(past[0], past[1])  # the 255th does not
-
-
 def test_torch_backend_and_bad_backend_setting():
     with override_settings(KLEA_EMBEDDING_BACKEND="torch"):
         assert embeddings.backend() == "torch"

@@ -78,7 +78,7 @@ def test_chunk_stages_without_touching_stored_chunks(domain, folder):
     assert staged.metadata_map == {
         "DEFAULT": {"title": "Guide"}, "Guide": {}, "Guide > Channels": {}, "Guide > Channels > Gating": {}
     }
-    assert staged.options == {"max_tokens": 254, "ocr": "auto", "format": 3}  # the model's window
+    assert staged.options == {"max_tokens": 450, "ocr": "auto", "format": 3}
     assert not Document.objects.filter(source_path__startswith=str(folder)).exists()
     again = chunk_directory(folder)
     assert [o.status for o in again.outcomes] == ["unchanged", "unchanged"]
@@ -158,6 +158,17 @@ def test_a_file_chunked_again_with_other_options_is_stored_again(domain, folder)
     assert staged.sources["stored_chunking"] == {store_id: {"max_tokens": 32, "ocr": "auto", "format": 3}}
     third = store_directory(folder, "steps-store", "steps")
     assert {o.file_name: o.status for o in third.outcomes} == {"guide.md": "unchanged", "notes.txt": "unchanged"}
+
+    def forget_the_record():  # as for files stored before it was kept
+        for row in StagedFile.objects.filter(directory=str(folder)):
+            row.sources = {k: v for k, v in row.sources.items() if k != "stored_chunking"}
+            row.save(update_fields=["sources"])
+
+    forget_the_record()
+    assert {o.status for o in store_directory(folder, "steps-store", "steps").outcomes} == {"unchanged"}
+    chunk_directory(folder, max_tokens=64)
+    forget_the_record()
+    assert {o.status for o in store_directory(folder, "steps-store", "steps").outcomes} == {"stored"}
 
 
 def test_bm25_store_has_no_embeddings_and_mode_conflicts_are_errors(domain, folder):

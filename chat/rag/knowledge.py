@@ -69,7 +69,7 @@ class Knowledge:
 
         :param paths: one path or several; ``~`` is expanded.
         :param max_tokens: chunk size bound in tokens of the embedding model (default
-            KLEA_CHUNK_MAX_TOKENS, else the model's window: 254).
+            KLEA_CHUNK_MAX_TOKENS, 450).
         :param ocr: ``auto`` | ``on`` | ``off``.
         :param force: re-convert and re-embed unchanged files too.
         :param library: a BibTeX or CSL-JSON export of a reference manager whose records

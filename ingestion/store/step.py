@@ -84,7 +84,7 @@ def plan(store: Store, staged: StagedFile | None, path: Path, file_name: str, fo
         and document is not None
         and document.status == Document.Status.STORED
         and document.content_hash == staged.content_hash
-        and _stored_chunking(staged, store) == staged.options
+        and _same_chunking(staged, store, document)
     ):
         last = _stored_map(staged, store)
         if last == staged.metadata_map or (last is None and document.updated_at >= staged.updated_at):
@@ -101,11 +101,14 @@ def _stored_map(staged: StagedFile, store: Store) -> dict | None:
     return ((staged.sources or {}).get(STORED) or {}).get(str(store.pk))
 
 
-def _stored_chunking(staged: StagedFile, store: Store) -> dict | None:
-    """The chunking options (budget, format) of the chunks last stored into ``store``
-    (None: stored before they were recorded). Same content chunked otherwise since
-    (a new default budget or chunk format) is stored again."""
-    return ((staged.sources or {}).get(STORED_CHUNKING) or {}).get(str(store.pk))
+def _same_chunking(staged: StagedFile, store: Store, document: Document) -> bool:
+    """Whether the document's stored chunks were made with the staged chunking options
+    (budget, format): same content chunked otherwise since must be stored again. Without
+    a record (stored before it was kept): unless staged again after the store."""
+    stored = ((staged.sources or {}).get(STORED_CHUNKING) or {}).get(str(store.pk))
+    if stored is None:
+        return document.updated_at >= staged.updated_at
+    return stored == staged.options
 
 
 def _remember_stored(staged: StagedFile, store: Store) -> None:
