@@ -11,13 +11,19 @@ are at most ~450 tokens).
 
 Tables kept exact in the same transaction as the chunk writes:
 
-- ``domains_bm25stats(store_id, chunk_count, total_length)``: N and sum of dl; the row
-  exists while the store has chunks.
+- ``domains_bm25stats(store_id, chunk_count, total_length, impact_avgdl)``: N and sum
+  of dl; the row exists while the store has chunks. ``impact_avgdl`` is the reference
+  avgdl of the stored impacts: the store's avgdl when the row was created (its first
+  statement of chunks), changed only by :data:`REREFERENCE` (which rewrites the impacts).
 - ``domains_bm25term(id, store_id, lexeme, df)``: per-store term dictionary; a term
   exists while df > 0.
-- ``domains_bm25posting(term_id, chunk_id, tf, dl)``: one row per (lexeme, chunk);
-  primary key (term_id, chunk_id) INCLUDE (tf, dl) so a query reads postings from the
-  index alone.
+- ``domains_bm25posting(term_id, chunk_id, dl, tf, impact)``: one row per (lexeme,
+  chunk); ``impact`` = ``klea_bm25_impact(tf, dl, impact_avgdl)``, the BM25 tf factor
+  quantised to int2 (:data:`IMPACT_FUNCTION`). One unique index (term_id, impact DESC,
+  tf, dl, chunk_id) serves all reads from the index alone: a term's postings best
+  impact first (the pruned top-k, domains/retrieval/bm25.py), all of a term's postings
+  (the exhaustive query), and one posting by all its columns (the triggers' deletes,
+  which recompute the impact from the old tsvector).
 
 Concurrency: every trigger first locks the stats rows of the stores it touches, in
 store-id order (upsert or ``FOR UPDATE``). Writers of one store therefore serialise on
@@ -54,9 +60,36 @@ $$;
 # tf of one unnest(tsvector) row; a stripped lexeme (no positions) counts once.
 TF = "coalesce(array_length(u.positions, 1), 1)"
 
+# One row per (chunk, lexeme) of ``{src}`` with its tf and the chunk's dl.
+LEXEMES = f"""(
+    SELECT c.id, c.store_id, u.lexeme, {TF} AS tf, sum({TF}) OVER (PARTITION BY c.id) AS dl
+    FROM {{src}} c, unnest(c.search_vector) u
+)"""
+
+# The impact's fixed BM25 parameters: a query with other k1 or b cannot bound its scores
+# by the stored impacts and runs exhaustively (domains/retrieval/bm25.py).
+IMPACT_K1 = 1.2
+IMPACT_B = 0.75
+# Impacts are floor(IMPACT_SCALE * f) with f = tf / (tf + k1 (1 - b) + k1 b dl / avgdl_ref)
+# in (0, 1), so f < (impact + 1) / IMPACT_SCALE: 2 bytes, and an exact integer to find a
+# posting by (deletes recompute it from the same tf, dl and reference).
+IMPACT_SCALE = 32767
+IMPACT_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION klea_bm25_impact(tf bigint, dl bigint, avgdl float8) RETURNS smallint
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+SELECT floor({IMPACT_SCALE}::float8 * tf / (tf + {IMPACT_K1 * (1 - IMPACT_B):.12g}::float8
+       + {IMPACT_K1 * IMPACT_B:.12g}::float8 * dl / avgdl))::smallint
+$$;
+"""
+DROP_IMPACT_FUNCTION = "DROP FUNCTION klea_bm25_impact(bigint, bigint, float8);"
+
+# The reference avgdl of a new stats row: the avgdl of its first chunks (at least 1, so a
+# store of empty chunks divides by no zero).
+REFERENCE_AVGDL = "greatest(coalesce(sum(l.len), 0)::float8 / count(*), 1)"
+
 ADD = f"""
-INSERT INTO domains_bm25stats AS s (store_id, chunk_count, total_length)
-SELECT c.store_id, count(*), coalesce(sum(l.len), 0)
+INSERT INTO domains_bm25stats AS s (store_id, chunk_count, total_length, impact_avgdl)
+SELECT c.store_id, count(*), coalesce(sum(l.len), 0), {REFERENCE_AVGDL}
 FROM {{src}} c LEFT JOIN LATERAL (
     SELECT sum({TF}) AS len FROM unnest(c.search_vector) u
 ) l ON true
@@ -71,20 +104,23 @@ FROM {{src}} c, unnest(c.search_vector) u
 GROUP BY 1, 2 ORDER BY 1, 2
 ON CONFLICT (store_id, lexeme) DO UPDATE SET df = t.df + EXCLUDED.df;
 
-INSERT INTO domains_bm25posting (term_id, chunk_id, tf, dl)
-SELECT t.id, x.id, x.tf, x.dl
-FROM (
-    SELECT c.id, c.store_id, u.lexeme, {TF} AS tf,
-           sum({TF}) OVER (PARTITION BY c.id) AS dl
-    FROM {{src}} c, unnest(c.search_vector) u
-) x
-JOIN domains_bm25term t ON t.store_id = x.store_id AND t.lexeme = x.lexeme;
+INSERT INTO domains_bm25posting (term_id, chunk_id, dl, tf, impact)
+SELECT t.id, x.id, x.dl, x.tf, klea_bm25_impact(x.tf, x.dl, s.impact_avgdl)
+FROM {LEXEMES.format(src="{src}")} x
+JOIN domains_bm25term t ON t.store_id = x.store_id AND t.lexeme = x.lexeme
+JOIN domains_bm25stats s ON s.store_id = x.store_id;
 """
 
 REMOVE = f"""
 PERFORM 1 FROM domains_bm25stats
 WHERE store_id IN (SELECT store_id FROM {{src}} c)
 ORDER BY store_id FOR UPDATE;
+
+DELETE FROM domains_bm25posting p
+USING {LEXEMES.format(src="{src}")} x, domains_bm25term t, domains_bm25stats s
+WHERE t.store_id = x.store_id AND t.lexeme = x.lexeme AND s.store_id = x.store_id
+  AND p.term_id = t.id AND p.impact = klea_bm25_impact(x.tf, x.dl, s.impact_avgdl)
+  AND p.tf = x.tf AND p.dl = x.dl AND p.chunk_id = x.id;
 
 UPDATE domains_bm25stats s
 SET chunk_count = s.chunk_count - d.n, total_length = s.total_length - d.len
@@ -98,11 +134,6 @@ FROM (
 WHERE s.store_id = d.store_id;
 
 DELETE FROM domains_bm25stats WHERE chunk_count <= 0 AND store_id IN (SELECT store_id FROM {{src}} c);
-
-DELETE FROM domains_bm25posting p
-USING {{src}} c, unnest(c.search_vector) u, domains_bm25term t
-WHERE t.store_id = c.store_id AND t.lexeme = u.lexeme
-  AND p.term_id = t.id AND p.chunk_id = c.id;
 
 UPDATE domains_bm25term t SET df = t.df - d.n
 FROM (
@@ -129,19 +160,38 @@ ON_UPDATE = (
     REMOVE.format(src=_CHANGED.format(side="o")) + ADD.format(src=_CHANGED.format(side="n")) + "RETURN NULL;"
 )
 
-# The postings table: created by SQL because Django cannot declare a primary key with
-# INCLUDE columns (index-only scans need tf and dl in the index). No foreign keys: the
-# triggers above are the only writers, and FK checks would cost one lookup per posting.
-CREATE_POSTINGS = """
-CREATE TABLE domains_bm25posting (
+# The postings table: created by SQL because Django cannot declare a descending index
+# key. Columns in alignment order (a 48-byte heap tuple, a 32-byte index tuple). All
+# columns are index keys, so every read is index-only and a delete finds its row by a
+# single descent. No foreign keys: the triggers above are the only writers, and FK
+# checks would cost one lookup per posting.
+POSTINGS_TABLE = """
+CREATE TABLE {name} (
     term_id bigint NOT NULL,
     chunk_id bigint NOT NULL,
-    tf integer NOT NULL,
     dl integer NOT NULL,
-    CONSTRAINT domains_bm25posting_pkey PRIMARY KEY (term_id, chunk_id) INCLUDE (tf, dl)
+    tf smallint NOT NULL,
+    impact smallint NOT NULL
 );
 """
+POSTINGS_INDEX = """
+CREATE UNIQUE INDEX domains_bm25posting_impact ON domains_bm25posting
+    (term_id, impact DESC, tf, dl, chunk_id);
+"""
+CREATE_POSTINGS = POSTINGS_TABLE.format(name="domains_bm25posting") + POSTINGS_INDEX
 DROP_POSTINGS = "DROP TABLE domains_bm25posting;"
+
+# Rewrites a store's impacts against its current avgdl (%(store)s): after the store
+# grew or shrank far from the reference, the pruned query's bound factor
+# max(1, avgdl / impact_avgdl) weakens (docs/retrieval.md). Holds the stats row lock.
+REREFERENCE = """
+UPDATE domains_bm25stats SET impact_avgdl = greatest(total_length::float8 / chunk_count, 1)
+WHERE store_id = %(store)s;
+UPDATE domains_bm25posting p SET impact = klea_bm25_impact(p.tf, p.dl, s.impact_avgdl)
+FROM domains_bm25term t, domains_bm25stats s
+WHERE t.store_id = %(store)s AND s.store_id = t.store_id AND p.term_id = t.id
+  AND p.impact <> klea_bm25_impact(p.tf, p.dl, s.impact_avgdl);
+"""
 
 # Builds the index of chunks that existed before the triggers (the migration).
 BACKFILL = ADD.format(src="(SELECT id, store_id, search_vector FROM domains_chunk)")

@@ -338,6 +338,8 @@ class Bm25Stats(models.Model):
     store = models.OneToOneField(Store, on_delete=models.DO_NOTHING, primary_key=True, related_name="bm25_stats")
     chunk_count = models.BigIntegerField(default=0)
     total_length = models.BigIntegerField(default=0)
+    # Reference avgdl of the postings' impacts (bm25_sql.IMPACT_FUNCTION).
+    impact_avgdl = models.FloatField(default=1.0)
 
     class Meta:
         verbose_name_plural = "BM25 statistics"
@@ -359,17 +361,20 @@ class Bm25Term(models.Model):
 
 
 class Bm25Posting(models.Model):
-    """tf of a term in a chunk, with the chunk's length dl (both in lexeme positions).
+    """tf of a term in a chunk, the chunk's length dl (both in lexeme positions) and the
+    quantised tf factor ``impact`` (bm25_sql.IMPACT_FUNCTION).
 
-    The table is created by SQL (bm25_sql.CREATE_POSTINGS) with the primary key
-    (term_id, chunk_id) INCLUDE (tf, dl); no foreign keys (the triggers keep it exact).
+    The table is created by SQL (bm25_sql.CREATE_POSTINGS) with one unique index
+    (term_id, impact DESC, tf, dl, chunk_id) and no primary key constraint; (term_id,
+    chunk_id) is unique in fact. No foreign keys (the triggers keep it exact).
     """
 
     pk = models.CompositePrimaryKey("term_id", "chunk_id")
     term_id = models.BigIntegerField()
     chunk_id = models.BigIntegerField()
-    tf = models.IntegerField()
     dl = models.IntegerField()
+    tf = models.SmallIntegerField()
+    impact = models.SmallIntegerField()
 
     class Meta:
         managed = False

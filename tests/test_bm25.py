@@ -175,6 +175,11 @@ def test_random_edits_keep_statistics_exact(corpus):
         else:
             Chunk.objects.filter(id=rng.choice(ids)).delete()
         assert indexed_statistics(store.id) == recomputed_statistics(store.id), (step, action)
+        # no posting outlives its chunk (a delete that missed its row would leave one)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM domains_bm25posting")
+            total = cursor.fetchone()[0]
+        assert total == sum(len(indexed_statistics(s.id).postings) for s in Store.objects.all()), (step, action)
 
 
 def test_document_and_store_deletion_remove_everything(corpus):

@@ -111,12 +111,15 @@ def bm25_search(
 
 @dataclass
 class StoreStatistics:
-    """A store's BM25 statistics: N, sum of dl, {lexeme: df}, {(chunk, lexeme): (tf, dl)}."""
+    """A store's BM25 statistics: N, sum of dl, {lexeme: df}, {(chunk, lexeme): (tf, dl)},
+    and the number of postings whose stored impact is not ``klea_bm25_impact`` of their
+    tf, dl and the store's reference avgdl (0 when the index is right)."""
 
     chunk_count: int
     total_length: int
     df: dict[str, int]
     postings: dict[tuple[int, str], tuple[int, int]]
+    stale_impacts: int = 0
 
 
 def indexed_statistics(store_id: int) -> StoreStatistics:
@@ -134,7 +137,14 @@ def indexed_statistics(store_id: int) -> StoreStatistics:
             [store_id],
         )
         postings = {(cid, lex): (tf, dl) for cid, lex, tf, dl in cursor.fetchall()}
-    return StoreStatistics(int(row[0]), int(row[1]), df, postings)
+        cursor.execute(
+            "SELECT count(*) FROM domains_bm25posting p JOIN domains_bm25term t ON t.id = p.term_id "
+            "JOIN domains_bm25stats s ON s.store_id = t.store_id "
+            "WHERE t.store_id = %s AND p.impact <> klea_bm25_impact(p.tf, p.dl, s.impact_avgdl)",
+            [store_id],
+        )
+        stale = cursor.fetchone()[0]
+    return StoreStatistics(int(row[0]), int(row[1]), df, postings, stale)
 
 
 def recomputed_statistics(store_id: int) -> StoreStatistics:
