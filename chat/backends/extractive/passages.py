@@ -334,8 +334,10 @@ class Composer:
         so any worker thread will do."""
         chosen = await asyncio.to_thread(self.choose)
         for index, passage in enumerate(chosen):
-            if index:  # prose runs on; a list, table or code block stands apart
-                yield " " if passage.kind == chosen[index - 1].kind == "prose" else "\n\n"
+            if index:  # prose runs on after a full stop; a list, table or code block stands apart
+                previous = chosen[index - 1]
+                runs_on = passage.kind == previous.kind == "prose" and previous.text.rstrip()[-1:] in ".!?)"
+                yield " " if runs_on else "\n\n"
             yield passage.text
             following = chosen[index + 1] if index + 1 < len(chosen) else None
             if following is None or following.chunk.number != passage.chunk.number:
