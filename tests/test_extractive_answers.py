@@ -256,6 +256,13 @@ def test_one_step_of_a_long_method_is_quoted_alone():
     )
 
 
+def test_a_short_list_is_quoted_whole_not_one_item():
+    text = "- Spaghetti: 320 g\n- Eggs: 5\n- Guanciale (cubed): 150 g\n- Pecorino Romano (grated)"
+    assert answer("How much spaghetti and guanciale do I need?", source(1, text, ["Carbonara", "Ingredients"])) == (
+        f"{text} [1]"
+    )
+
+
 def test_list_items_split_at_the_outer_markers():
     text = "- Spices:\n    - 1 teaspoon cinnamon\n    - 1/4 teaspoon nutmeg\n- Flour, 2 cups\n  sifted"
     assert list_items(text) == [
