@@ -10,15 +10,19 @@ k1 b dl / avgdl_ref), the BM25 tf factor against the store's reference avgdl
 (``domains_bm25stats.impact_avgdl``, domains/bm25_sql.py); the index (term_id, impact
 DESC, ...) yields a term's postings best first. At query time (same k1, b; avgdl now):
 f_now = tf / (tf + c1 + c2_ref dl / r) with r = avgdl_now / avgdl_ref, so
-f_now <= f_ref * max(1, r) < (impact + 1) / 32767 * max(1, r). A round with depth M:
+f_now <= f_ref * max(1, r) < (impact + 1) / 32767 * max(1, r). A round with depths M_t:
 
-1. read the top M postings of each query term t (index-only, M rows per term);
+1. read the top M_t postings of each query term t (index-only);
 2. each chunk seen gets a partial score lo = sum of its seen terms' exact contributions
    (a lower bound of its score: contributions are > 0); theta = k-th best lo (0 if fewer);
 3. ub_t = w_t * (impact of the M-th posting + 1) / 32767 * max(1, r) bounds the
    contribution of t to any chunk not in its top M (0 when the list had fewer than M:
    exhausted). A chunk seen nowhere scores at most sum_t ub_t;
-4. stop when sum_t ub_t < theta (strictly) or every list is exhausted; else M *= 4.
+4. stop when sum_t ub_t < theta (strictly) and at most max(4 k, 200) chunks survive
+   (below), or when every list is exhausted; else deepen (M_t *= 4) the lists whose
+   ub_t is at least the average reduction still needed, (sum ub - theta) / lists left
+   (the rare terms' short lists first; any choice of depths is exact), or every list
+   when only the survivors are too many. Depths are per term (M_t).
 
 On stopping, a chunk that can still reach theta (lo + sum of ub over its unseen terms >=
 theta) survives; every other chunk, seen or not, scores < theta <= the k-th best score
@@ -41,6 +45,10 @@ from .bm25_sql import IMPACT_SCALE, TF
 
 # Relative slack on the stopping and survivor tests (float rounding; see above).
 SLACK = 1e-9
+# The bound met, survivors are scored from their tsvectors (~100 lexemes each): with more
+# than max(4 k, 200) of them, one more round (which shrinks their bounds) is cheaper.
+SURVIVORS_PER_K = 4
+SURVIVORS_MIN = 200
 
 TOPK_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION klea_bm25_topk(
@@ -51,8 +59,8 @@ LANGUAGE plpgsql STABLE AS $fn$
 DECLARE
     v_n float8; v_c1 float8; v_c2 float8; v_factor float8;
     v_ids bigint[]; v_w float8[]; v_lex text[];
-    v_m integer := greatest(p_depth, p_k, 1);
-    v_total float8; v_theta float8; v_survivors bigint[];
+    v_depth integer[]; v_ub float8[];
+    v_total float8; v_theta float8; v_survivors bigint[]; v_active integer;
 BEGIN
     SELECT s.chunk_count::float8, p_k1 * (1 - p_b), p_k1 * p_b * s.chunk_count / s.total_length::float8,
            greatest(1::float8, s.total_length::float8 / s.chunk_count / s.impact_avgdl)
@@ -70,20 +78,21 @@ BEGIN
     IF v_ids IS NULL THEN
         RETURN;
     END IF;
+    v_depth := array_fill(greatest(p_depth, p_k, 1), ARRAY[cardinality(v_ids)]);
     LOOP
         WITH q AS (
-            SELECT u.id, u.w FROM unnest(v_ids, v_w) AS u(id, w)
+            SELECT u.id, u.w, u.m, u.ord FROM unnest(v_ids, v_w, v_depth) WITH ORDINALITY AS u(id, w, m, ord)
         ), top AS MATERIALIZED (
             SELECT q.id AS term, q.w, p.chunk_id, p.tf, p.dl, p.impact
             FROM q CROSS JOIN LATERAL (
                 SELECT p.chunk_id, p.tf, p.dl, p.impact FROM domains_bm25posting p
-                WHERE p.term_id = q.id ORDER BY p.impact DESC LIMIT v_m
+                WHERE p.term_id = q.id ORDER BY p.impact DESC LIMIT q.m
             ) p
-        ), lists AS (
-            SELECT q.id, CASE WHEN count(top.term) < v_m THEN 0::float8
+        ), lists AS MATERIALIZED (
+            SELECT q.id, q.ord, CASE WHEN count(top.term) < q.m THEN 0::float8
                               ELSE q.w * (min(top.impact) + 1) / {IMPACT_SCALE}::float8 * v_factor * (1 + {SLACK})
                          END AS ub
-            FROM q LEFT JOIN top ON top.term = q.id GROUP BY q.id, q.w
+            FROM q LEFT JOIN top ON top.term = q.id GROUP BY q.id, q.ord, q.w, q.m
         ), cand AS (
             SELECT top.chunk_id, sum(top.w * top.tf / (top.tf + v_c1 + v_c2 * top.dl)) AS lo, sum(l.ub) AS seen_ub
             FROM top JOIN lists l ON l.id = top.term GROUP BY top.chunk_id
@@ -92,11 +101,20 @@ BEGIN
                    coalesce((SELECT lo FROM cand ORDER BY lo DESC OFFSET p_k - 1 LIMIT 1), 0) AS theta
         )
         SELECT b.total, b.theta,
-               ARRAY(SELECT c.chunk_id FROM cand c WHERE c.lo + (b.total - c.seen_ub) >= b.theta * (1 - {SLACK}))
-        INTO v_total, v_theta, v_survivors
+               ARRAY(SELECT c.chunk_id FROM cand c WHERE c.lo + (b.total - c.seen_ub) >= b.theta * (1 - {SLACK})),
+               ARRAY(SELECT l.ub FROM lists l ORDER BY l.ord)
+        INTO v_total, v_theta, v_survivors, v_ub
         FROM bounds b;
-        EXIT WHEN v_total = 0 OR v_total < v_theta * (1 - {SLACK});
-        v_m := v_m * 4;
+        EXIT WHEN v_total = 0
+            OR (v_total < v_theta * (1 - {SLACK}) AND cardinality(v_survivors) <= greatest({SURVIVORS_PER_K} * p_k, {SURVIVORS_MIN}));
+        -- Deepen (x4) the lists whose bound is at least the average reduction still needed
+        -- (always the largest); when the bound is met but too many chunks survive, all.
+        SELECT count(*) INTO v_active FROM unnest(v_ub) AS u(ub) WHERE u.ub > 0;
+        SELECT array_agg(CASE WHEN u.ub > 0 AND (v_total < v_theta * (1 - {SLACK})
+                                 OR u.ub * v_active >= v_total - v_theta * (1 - {SLACK}))
+                              THEN u.m * 4 ELSE u.m END ORDER BY u.ord)
+        INTO v_depth
+        FROM unnest(v_ub, v_depth) WITH ORDINALITY AS u(ub, m, ord);
     END LOOP;
     RETURN QUERY
     SELECT c.id, sum(q.w * x.tf / (x.tf + v_c1 + v_c2 * x.dl) ORDER BY q.ord) AS score

@@ -96,7 +96,7 @@ def assert_same_top_k(store_id, lexemes, k, where=None):
     from domains.retrieval import bm25_search
 
     exact = bm25_search(store_id, lexemes, k, where=where, exhaustive=True)
-    pruned = bm25_search(store_id, lexemes, k, where=where)
+    pruned = bm25_search(store_id, lexemes, k, where=where, exhaustive=False)
     assert [cid for cid, _ in pruned] == [cid for cid, _ in exact], (lexemes, k)
     for (_, a), (_, b) in zip(pruned, exact):
         assert a == pytest.approx(b, rel=1e-9, abs=0)
@@ -151,7 +151,7 @@ def test_filtered_search_ranks_like_the_exhaustive_one(zipf_store):
         everything = bm25_search(store.id, lexemes, 10_000, exhaustive=True)
         ordinals = dict(Chunk.objects.filter(store=store).values_list("id", "ordinal"))
         expected = [hit for hit in everything if ordinals[hit[0]] % 3 == 0][:10]
-        filtered = bm25_search(store.id, lexemes, 10, where=where)
+        filtered = bm25_search(store.id, lexemes, 10, where=where, exhaustive=False)
         assert [cid for cid, _ in filtered] == [cid for cid, _ in expected]
         # the join with the chunks may change the summation order: equal to rounding
         assert [s for _, s in filtered] == pytest.approx([s for _, s in expected], rel=1e-12)
@@ -199,6 +199,29 @@ def test_other_k1_b_run_the_exhaustive_query(zipf_store):
     store, vocabulary, _ = zipf_store
     lexemes = query_lexemes(" ".join(vocabulary[:5]))
     params = Bm25Params(0.9, 0.4)
-    assert bm25_search(store.id, lexemes, 10, params=params) == bm25_search(
+    assert bm25_search(store.id, lexemes, 10, params=params, exhaustive=False) == bm25_search(
         store.id, lexemes, 10, params=params, exhaustive=True
     )
+
+
+def test_the_setting_chooses_the_query(zipf_store, monkeypatch):
+    """KLEA_BM25_PRUNED picks klea_bm25_topk; the results are the same either way."""
+    from django.test import override_settings
+
+    from domains.retrieval import bm25_search, query_lexemes
+
+    store, vocabulary, _ = zipf_store
+    lexemes = query_lexemes(" ".join(vocabulary[:12]))
+    ran = []
+    real_execute = connection.cursor().__class__.execute
+
+    def spy(self, sql, params=None):
+        ran.append("klea_bm25_topk" in sql)
+        return real_execute(self, sql, params)
+
+    monkeypatch.setattr(connection.cursor().__class__, "execute", spy)
+    with override_settings(KLEA_BM25_PRUNED=True):
+        pruned = bm25_search(store.id, lexemes, 10)
+    with override_settings(KLEA_BM25_PRUNED=False):
+        exhaustive = bm25_search(store.id, lexemes, 10)
+    assert ran == [True, False] and pruned == exhaustive and len(pruned) == 10

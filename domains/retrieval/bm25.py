@@ -87,8 +87,7 @@ LIMIT %(k)s
 """
 
 
-# First depth of the pruned query's rounds (postings per term; x4 per round): the k-th
-# score of a SciFact claim usually settles within the first few hundred postings.
+# First depth of the pruned query's rounds (postings per term; x4 per round).
 PRUNED_DEPTH = 256
 
 
@@ -99,20 +98,21 @@ def bm25_search(
     *,
     where: CompiledFilter | None = None,
     params: Bm25Params | None = None,
-    exhaustive: bool = False,
+    exhaustive: bool | None = None,
 ) -> list[tuple[int, float]]:
     """The ``k`` best chunks of a store for the OR of ``lexemes``.
 
-    Without a filter and with the impacts' k1 and b (the defaults), the pruned query
-    ``klea_bm25_topk`` (domains/bm25_topk_sql.py) reads each term's postings best first
-    and stops once no unread chunk can enter the top k; otherwise, or with
-    ``exhaustive``, every posting of the terms is summed. Both give the same ids, and
-    scores equal to ~1e-15 relative.
+    With ``exhaustive=False`` (default: ``not settings.KLEA_BM25_PRUNED``), no filter
+    and the impacts' k1 and b (the defaults), the pruned query ``klea_bm25_topk``
+    (domains/bm25_topk_sql.py) reads each term's postings best first and stops once no
+    unread chunk can enter the top k; otherwise every posting of the terms is summed.
+    Both give the same ids in the same order and the same scores (to ~1e-15).
 
     :param lexemes: from :func:`query_lexemes` (duplicates are counted once).
     :param where: filter over the chunk alias ``c``, applied before ranking.
     :param params: k1 and b; default from settings.
-    :param exhaustive: sum every posting (the reference the pruned query must equal).
+    :param exhaustive: True: sum every posting (the reference the pruned query must
+        equal); False: prune where possible; None: per ``KLEA_BM25_PRUNED``.
     :returns: [(chunk_id, BM25 score)] best first, ties by chunk id; [] when
         ``lexemes`` is empty or the store has no chunks.
     """
@@ -121,6 +121,8 @@ def bm25_search(
     params = params or Bm25Params.from_settings()
     terms = sorted(set(lexemes))
     filtered = where is not None and not where.empty
+    if exhaustive is None:
+        exhaustive = not settings.KLEA_BM25_PRUNED
     if not (exhaustive or filtered) and (params.k1, params.b) == (IMPACT_K1, IMPACT_B):
         with connection.cursor() as cursor:
             cursor.execute(
