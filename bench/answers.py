@@ -3,8 +3,8 @@
 The bench database (``klea_bench``, see bench/common.py) holds four domains: ``neuroml``,
 ``xarray`` and ``cooking`` (the shared corpora, configured by docs/docs-domains.json) and
 ``klea-docs`` (this repository's docs/, the demo domain). ``--ingest`` creates or
-refreshes them (incremental: unchanged files are skipped; after a change of the chunk
-format add ``--force``). The run asks every question of bench/questions/*.json through
+refreshes them (incremental: unchanged files are skipped; a new chunk format or
+``KLEA_CHUNK_MAX_TOKENS`` re-chunks and re-stores every file; ``--force`` redoes all). The run asks every question of bench/questions/*.json through
 the full pipeline (extractive backend unless ``--backend``) and prints the evaluate
 report: per corpus and overall, evidence in answer, file cited, evidence in references,
 median answer length, routed right, off-topic refused, time to first token.

@@ -4,7 +4,8 @@ Each run starts a fresh daphne (as ``make run`` does, extractive backend) on the
 database with the demo domain (the project's docs/, ingested once), waits until
 ``/health`` says ``"ready": true``, then asks two questions over the websocket as a
 visitor who ticks no domain, and prints the time to the first answer token and to
-``done`` of each. ``--cold`` adds runs with KLEA_WARM_START=false (the models load on the
+``done`` of each, and per node the wall and the server process's CPU milliseconds (from
+the ``done`` frame). ``--cold`` adds runs with KLEA_WARM_START=false (the models load on the
 first question, as before warm start) for comparison.
 
     python bench/warm_start.py                 # 3 warm runs
@@ -30,8 +31,9 @@ from bench.common import command_line, setup_django  # noqa: E402
 QUESTIONS = ("How do I point Klea at my own PostgreSQL?", "Which file formats can I ingest?")
 
 
-async def ask(url: str, text: str) -> tuple[float, float]:
-    """One question on a new websocket: (seconds to the first token, seconds to done)."""
+async def ask(url: str, text: str) -> tuple[float, float, dict]:
+    """One question on a new websocket: (seconds to the first token, seconds to done,
+    the ``done`` frame: wall and process CPU milliseconds per node)."""
     import websockets
 
     socket_url = url.replace("http://", "ws://") + "/ws/chat/"
@@ -46,7 +48,7 @@ async def ask(url: str, text: str) -> tuple[float, float]:
             if frame["type"] == "done":
                 if frame["status"] != "complete":
                     raise SystemExit(f"the turn ended {frame['status']}: {frame}")
-                return first if first is not None else float("nan"), time.perf_counter() - started
+                return first if first is not None else float("nan"), time.perf_counter() - started, frame
 
 
 def run(warm: bool) -> dict:
@@ -61,6 +63,13 @@ def run(warm: bool) -> dict:
             up = time.perf_counter() - started
             answers = [asyncio.run(ask(server.url, text)) for text in QUESTIONS]
     return {"up": up, "answers": answers}
+
+
+def node_figures(done: dict) -> str:
+    """``node wall/cpu`` of the nodes that took at least 1 ms, from a ``done`` frame (the
+    server process's CPU: on a shared machine wall time grows with the load, CPU less)."""
+    return ", ".join(f"{node} {ms:.0f}/{done['cpu_ms'].get(node, 0.0):.0f}"
+                     for node, ms in done["timings"].items() if ms >= 1)
 
 
 def main() -> None:
@@ -82,9 +91,11 @@ def main() -> None:
     for warm in [True] * options.runs + [False] * options.cold:
         result = run(warm)
         results[warm].append(result)
-        (f1, d1), (f2, d2) = result["answers"]
+        (f1, d1, _), (f2, d2, _) = result["answers"]
         label = "warm" if warm else "cold (KLEA_WARM_START=false)"
         print(f"| {label} | {result['up']:.1f} | {f1:.2f} / {d1:.2f} | {f2:.2f} / {d2:.2f} |", flush=True)
+        for number, (_, _, frame) in enumerate(result["answers"], 1):
+            print(f"#   question {number}, ms wall/cpu: {node_figures(frame)}", flush=True)
     for warm, rows in results.items():
         if rows:
             first = [r["answers"][0][0] for r in rows]

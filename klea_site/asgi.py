@@ -2,8 +2,9 @@
 
 Websockets pass the allowed-hosts origin check, then the session/auth middleware, then
 the API token check (``Authorization: Bearer``, chat/tokens.py). The
-embedding models start loading as the server process starts (``/health`` says
-``"ready": true`` once they are in memory), so the first question does not wait for them.
+embedding model starts loading as the server process starts, then the answer backend
+warms up (the extractive one routes a question once); ``/health`` says ``"ready": true``
+after that, so the first question waits for neither.
 """
 
 import logging
@@ -24,6 +25,7 @@ from chat.mcp_server import with_mcp  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
 from chat.tokens import BearerTokenWebsocketMiddleware  # noqa: E402
 from chat.checks import W001_HINT, W001_MSG, insecure_secret_key  # noqa: E402
+from chat.backends import warm_up_backend  # noqa: E402
 from domains.embeddings import start_warm_up  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -37,4 +39,4 @@ application = ProtocolTypeRouter(
 if insecure_secret_key():  # the system check (chat.W001) does not run under daphne
     logging.getLogger("klea").warning("%s %s", W001_MSG, W001_HINT)
 if settings.KLEA_WARM_START:
-    start_warm_up()
+    start_warm_up(then=warm_up_backend)

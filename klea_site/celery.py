@@ -25,4 +25,4 @@ def warm_up_worker(**kwargs):
     from domains.embeddings import start_warm_up
 
     if settings.KLEA_WARM_START:
-        start_warm_up(queries=False)
+        start_warm_up()

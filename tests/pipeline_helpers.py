@@ -13,6 +13,29 @@ import json
 from chat.pipeline import Answer, Done, Error, References, Stage, Token, ToolCall, TurnRequest, TurnResult, ask
 
 
+def count_model_runs(monkeypatch) -> list[list[int]]:
+    """The token ids of every sequence the int8 embedding model runs from now on (ONNX
+    Runtime's own ``InferenceSession.run``, wrapped on the loaded session)."""
+    from domains import embeddings
+
+    session = embeddings.get_onnx_embedder().session
+    runs, model_run = [], session.run
+
+    def counting(outputs, feed, *args, **kwargs):
+        runs.append(feed["input_ids"][0].tolist())
+        return model_run(outputs, feed, *args, **kwargs)
+
+    monkeypatch.setattr(session, "run", counting)
+    return runs
+
+
+def token_ids(text: str) -> list[int]:
+    """``text`` as the embedding model sees it (with [CLS]/[SEP])."""
+    from domains import embeddings
+
+    return embeddings.get_onnx_embedder().tokenizer.encode(text).ids
+
+
 def run(question: str, domains, **kwargs) -> TurnResult:
     """One turn; ``kwargs``: session_id, pick, filters (TurnRequest) and backend, config."""
     request_keys = {"session_id", "pick", "filters"}

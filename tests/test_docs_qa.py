@@ -133,7 +133,7 @@ def test_ask_command_prints_stages_answer_and_references(doc_domains):
 
     out = StringIO()
     call_command("ask", "How do I resample a time series to monthly means?", "--json", "--timings", stdout=out)
-    payload_text, _, timings = out.getvalue().partition("\nTimings (ms)\n")
+    payload_text, _, timings = out.getvalue().partition("\nTimings (ms: wall, process CPU)\n")
     payload = json.loads(payload_text)
     assert (payload["route"], payload["domains"]) == ("domains", ["xarray"])
     assert payload["references"][0]["number"] == 1
@@ -142,6 +142,8 @@ def test_ask_command_prints_stages_answer_and_references(doc_domains):
         "memory", "guard", "classify", "route", "pick_tools", "generate_queries", "retrieve", "join_tools",
         "answer", "evaluate", "remember", "respond", "summarise", "first", "total",
     ]
+    # every node: wall and process CPU milliseconds
+    assert [len(line.split()) for line in timings.splitlines()] == [3] * 13 + [3, 2]
 
 
 def test_ask_command_events_are_json_lines(doc_domains):

@@ -18,6 +18,8 @@ from django.test import Client, override_settings
 
 from domains import embeddings
 
+from .pipeline_helpers import count_model_runs
+
 TEXTS = [
     "Ion channels open.",
     "Neurons communicate through synapses.",
@@ -34,8 +36,8 @@ def test_default_backend_is_int8_onnx_and_keeps_the_contract():
     vectors = embeddings.embed_texts(TEXTS)
     assert (vectors.shape, vectors.dtype) == ((6, 384), np.float32)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    query = embeddings.embed_query(TEXTS[0])  # queries: the fp32 reference model
-    assert query.shape == (384,) and np.array_equal(query, embeddings.embed_texts_torch(TEXTS[:1])[0])
+    query = embeddings.embed_query(TEXTS[0])  # queries: the same backend as passages
+    assert query.shape == (384,) and np.array_equal(query, vectors[0])
     reference = embeddings.embed_texts_torch(TEXTS)
     cosines = (vectors * reference).sum(axis=1)
     assert cosines.min() >= 0.99, cosines
@@ -58,26 +60,61 @@ def test_torch_backend_and_bad_backend_setting():
             embeddings.embed_texts(["x"])
 
 
-def test_warm_up_loads_both_models_and_makes_health_say_ready(monkeypatch, db):
+def test_warm_up_loads_the_model_and_makes_health_say_ready(monkeypatch, db):
     monkeypatch.setattr(embeddings, "_ready", threading.Event())  # as in a process that just started
     assert Client().get("/health").json()["ready"] is False
     embeddings.warm_up()
     assert embeddings.is_ready()
     assert Client().get("/health").json()["ready"] is True
-    # both models are now held by their per-process loaders: the next call loads nothing
-    path = embeddings.model_path()
-    assert embeddings._load.cache_info().currsize >= 1 and embeddings._onnx.cache_info().currsize >= 1
-    hits = (embeddings._load.cache_info().hits, embeddings._onnx.cache_info().hits)
+    # the int8 model is now held by its per-process loader: queries and passages load nothing
+    assert embeddings._onnx.cache_info().currsize >= 1
+    hits = embeddings._onnx.cache_info().hits
     embeddings.embed_query("x")
     embeddings.embed_texts(["x"])
-    assert (embeddings._load.cache_info().hits, embeddings._onnx.cache_info().hits) == (hits[0] + 1, hits[1] + 1)
-    assert embeddings._load(path) is embeddings.get_model()
+    assert embeddings._onnx.cache_info().hits == hits + 2
+
+
+def test_warm_up_runs_its_follow_up_before_ready_and_survives_its_failure(monkeypatch, caplog):
+    monkeypatch.setattr(embeddings, "_ready", threading.Event())
+    seen = []
+    embeddings.warm_up(then=lambda: seen.append(embeddings.is_ready()))
+    assert seen == [False] and embeddings.is_ready()
+
+    monkeypatch.setattr(embeddings, "_ready", threading.Event())
+    with caplog.at_level(logging.ERROR, "klea.embeddings"):
+        embeddings.start_warm_up(then=lambda: 1 / 0).join(timeout=60)
+    assert embeddings.is_ready()
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("ERROR", "warming up after the model load failed")]
+    assert caplog.records[0].exc_info[0] is ZeroDivisionError
+
+
+def test_the_vector_cache_embeds_each_text_once_and_keeps_at_most_maxsize(monkeypatch):
+    runs = count_model_runs(monkeypatch)
+    cache = embeddings.VectorCache(maxsize=2)
+    first = cache.embed(TEXTS[:2], embeddings.embed_texts)
+    assert len(runs) == 2 and np.array_equal(first, embeddings.embed_texts(TEXTS[:2]))
+    runs.clear()
+    # a repeated text and the cached ones: no model run; the result is the same rows
+    again = cache.embed([TEXTS[1], TEXTS[0], TEXTS[1]], embeddings.embed_texts)
+    assert runs == [] and np.array_equal(again, first[[1, 0, 1]])
+    assert (cache.hits, cache.misses, len(cache)) == (3, 2, 2)
+    # a third text evicts the least recently used one (TEXTS[1] was used last)
+    cache.embed([TEXTS[2], TEXTS[2]], embeddings.embed_texts)
+    assert (len(runs), len(cache)) == (1, 2)
+    runs.clear()
+    cache.embed([TEXTS[1]], embeddings.embed_texts)
+    assert runs == []
+    cache.embed([TEXTS[0]], embeddings.embed_texts)
+    assert len(runs) == 1
+    assert cache.embed([], embeddings.embed_texts).shape == (0, 384)
+    assert embeddings.cache.maxsize == embeddings.CACHE_SIZE == 4096
 
 
 def test_a_failed_warm_up_is_logged_and_leaves_the_process_not_ready(monkeypatch, caplog):
     monkeypatch.setattr(embeddings, "_ready", threading.Event())
     with override_settings(KLEA_EMBEDDING_BACKEND="gpu-magic"), caplog.at_level(logging.ERROR, "klea.embeddings"):
-        embeddings.start_warm_up(queries=False).join(timeout=60)
+        embeddings.start_warm_up().join(timeout=60)
     assert not embeddings.is_ready()
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("ERROR", "loading the embedding models failed")]
@@ -98,7 +135,7 @@ def test_prepare_models_reports_the_int8_model_and_the_load(db, monkeypatch):
     call_command("prepare_models", "--check", stdout=out)
     lines = out.getvalue().splitlines()
     assert lines[0] == f"passage model: {path} (already built)" and len(lines) == 2
-    assert re.fullmatch(r"query and passage models load in \d+\.\d s", lines[1])
+    assert re.fullmatch(r"the embedding model loads in \d+\.\d s", lines[1])
     with override_settings(KLEA_EMBEDDING_BACKEND="torch"):
         out = StringIO()
         call_command("prepare_models", stdout=out)

@@ -10,17 +10,18 @@ from types import SimpleNamespace
 import pytest
 from asgiref.sync import async_to_sync
 
+from chat.backends import get_backend
 from chat.backends.extractive.passages import CODE_CHARS, Composer
 from chat.backends.extractive.shapes import is_generic
 from chat.backends.extractive.text import Block as TextBlock
-from chat.backends.extractive.text import segment
+from chat.backends.extractive.text import list_items, segment
 from chat.rag import Knowledge
 from domains import embeddings
 from domains.models import Domain
 from ingestion.chunk.chunker import chunk_blocks
 from ingestion.convert.base import Block
 
-from .pipeline_helpers import run
+from .pipeline_helpers import count_model_runs, run, token_ids
 
 POLICY = (
     "Xarray adopts a rolling policy regarding the minimum supported version of its dependencies:\n\n"
@@ -172,6 +173,34 @@ def test_one_domain_takes_the_generic_question_and_refuses_off_topic(one_domain)
     assert off.answer.text == "This question does not match any of the available domains (stellar)."
 
 
+def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_domain, monkeypatch):
+    monkeypatch.setattr(embeddings, "cache", embeddings.VectorCache(embeddings.CACHE_SIZE))  # as a fresh process
+    runs = count_model_runs(monkeypatch)
+    question = "How do I install Stellar?"
+    ids = token_ids(question)
+    first = run(question, one_domain)
+    # classify, retrieve and answer share one vector; the rest are the domain's
+    # description and the candidate passages, each once
+    assert runs.count(ids) == 1 and len(runs) > 2
+    assert len(embeddings.cache) == len(runs) - 1
+    runs.clear()
+    second = run(question, one_domain)
+    assert runs == [ids]
+    assert second.answer.text == first.answer.text == (
+        "Install it with pip:\n\n```\npip install stellar-catalogue\n```\n\n[1]")
+
+
+def test_the_backend_warm_up_embeds_the_descriptions_before_the_first_question(one_domain, monkeypatch):
+    monkeypatch.setattr(embeddings, "cache", embeddings.VectorCache(embeddings.CACHE_SIZE))
+    runs = count_model_runs(monkeypatch)
+    get_backend().warm_up(one_domain)  # what warm_up_backend does before /health says ready
+    description = token_ids("stellar: Stellar documentation")
+    assert runs == [token_ids("warm up"), description]
+    runs.clear()
+    run("How do I install Stellar?", one_domain)
+    assert description not in runs and runs.count(token_ids("How do I install Stellar?")) == 1
+
+
 QUOTING = (
     "With the Python client:\n\n```python\nreply = client.chat.completions.create(\n"
     "    model=\"klea/klea-docs\",\n"
@@ -208,3 +237,43 @@ def test_table_rows_and_list_items_are_their_own_blocks_without_a_blank_line():
         TextBlock("text", "See above."),
         TextBlock("list", "- one\n- two"),
     ]
+
+
+METHOD = (
+    "1. Brown the beef in a large pot with a little oil, breaking it into small pieces as it cooks.\n"
+    "2. Add the diced onions, peppers and garlic and cook until the onions are soft and translucent.\n"
+    "3. Stir in the tomato paste, the spices and a pinch of salt, and cook for two more minutes.\n"
+    "4. Pour in the crushed tomatoes and the stock, and bring everything to a gentle boil.\n"
+    "5. Simmer for at least 45 minutes, stirring occasionally and adding water if it gets too dry.\n"
+    "6. Stir in the kidney beans and the dark chocolate and heat through before serving."
+)
+
+
+def test_one_step_of_a_long_method_is_quoted_alone():
+    # A list too long to read as an answer: the step that states it, marker kept.
+    assert answer("How long should the chili simmer?", source(1, METHOD, ["Chili", "Directions"])) == (
+        "5. Simmer for at least 45 minutes, stirring occasionally and adding water if it gets too dry. [1]"
+    )
+
+
+def test_list_items_split_at_the_outer_markers():
+    text = "- Spices:\n    - 1 teaspoon cinnamon\n    - 1/4 teaspoon nutmeg\n- Flour, 2 cups\n  sifted"
+    assert list_items(text) == [
+        "- Spices:\n    - 1 teaspoon cinnamon\n    - 1/4 teaspoon nutmeg",
+        "- Flour, 2 cups\n  sifted",
+    ]
+
+
+SEASONS = (
+    "Grouping by time.season uses the seasons DJF, MAM, JJA and SON, sorted alphabetically in the result.\n\n"
+    "Resampling needs a SeasonResampler; the pandas frequency strings cannot express custom seasons.\n\n"
+    "With a SeasonGrouper the seasons are kept in the order given, unlike grouping by time.season."
+)
+
+
+def test_a_near_tie_quotes_both_passages_in_the_order_of_their_section():
+    # The third paragraph scores best, the first within NEAR_TIE: both, first paragraph first.
+    assert answer("Which seasons does grouping by time.season use?", source(1, SEASONS, ["Time series", "Seasons"])) == (
+        "Grouping by time.season uses the seasons DJF, MAM, JJA and SON, sorted alphabetically in the result. "
+        "With a SeasonGrouper the seasons are kept in the order given, unlike grouping by time.season. [1]"
+    )

@@ -164,7 +164,8 @@ def test_one_domain_answer_with_exact_events(fake, domains):
     assert [b.get("stream", False) for b in bodies] == [False, False, False, True, False]
     assert "_authors_variants" not in answer_prompt(fake)
     done = result.done.as_dict()
-    assert set(done) == {"type", "status", "total_ms", "ttft_ms", "timings"}
+    assert set(done) == {"type", "status", "total_ms", "ttft_ms", "timings", "cpu_ms"}
+    assert list(done["cpu_ms"]) == list(done["timings"])
     assert list(done["timings"]) == [
         "memory", "guard", "classify", "route", "pick_tools", "generate_queries", "retrieve", "join_tools",
         "answer", "evaluate", "remember", "respond", "summarise",

@@ -212,7 +212,7 @@ def test_every_node_declares_the_state_it_writes():
         "query_vector": ["classify", "answer"], "question_task": ["memory", "remember"],
         "retrieval": ["retrieve"], "rewrites": ["evaluate"], "routed": ["route"], "summary": ["memory"],
         "tool_results": ["pick_tools", "join_tools"], "tool_task": ["pick_tools"],
-        "user_message_id": ["memory", "remember"], "warnings": ["retrieve", "evaluate"],
+        "user_message_id": ["remember"], "warnings": ["retrieve", "evaluate"],
     }
     for written, names in graph.writers().items():
         modules = {graph.nodes[name].run.__module__ for name in names}
@@ -292,8 +292,9 @@ def test_event_shapes():
     assert Error("timeout", "slow", "answer", True).as_dict() == {
         "type": "error", "code": "timeout", "message": "slow", "node": "answer", "fatal": True,
     }
-    assert Done("complete", 10.0, 5.0, {"guard": 1.0}).as_dict() == {
+    assert Done("complete", 10.0, 5.0, {"guard": 1.0}, {"guard": 0.5}).as_dict() == {
         "type": "done", "status": "complete", "total_ms": 10.0, "ttft_ms": 5.0, "timings": {"guard": 1.0},
+        "cpu_ms": {"guard": 0.5},
     }
     assert set(Answer("t", "domains").as_dict()) == {
         "type", "text", "route", "domains", "citations", "dropped_citations", "evaluation", "warnings",

@@ -145,6 +145,32 @@ def test_store_without_chunk_fails_per_file_and_incremental_runs(domain, folder)
     assert [o.status for o in forced.outcomes] == ["stored"]
 
 
+def test_a_file_chunked_again_with_other_options_is_stored_again(domain, folder):
+    """Same content, new budget (or chunk format): the stored chunks are replaced without
+    --force; the docs promise it, the store step used to call the file unchanged."""
+    chunk_directory(folder)
+    store_directory(folder, "steps-store", "steps")
+    chunk_directory(folder, max_tokens=32)
+    again = store_directory(folder, "steps-store", "steps")
+    assert {o.file_name: o.status for o in again.outcomes} == {"guide.md": "stored", "notes.txt": "stored"}
+    staged = StagedFile.objects.get(directory=str(folder), file_name="guide.md")
+    store_id = str(Chunk.objects.filter(document__file_name="guide.md").first().store_id)
+    assert staged.sources["stored_chunking"] == {store_id: {"max_tokens": 32, "ocr": "auto", "format": 3}}
+    third = store_directory(folder, "steps-store", "steps")
+    assert {o.file_name: o.status for o in third.outcomes} == {"guide.md": "unchanged", "notes.txt": "unchanged"}
+
+    def forget_the_record():  # as for files stored before it was kept
+        for row in StagedFile.objects.filter(directory=str(folder)):
+            row.sources = {k: v for k, v in row.sources.items() if k != "stored_chunking"}
+            row.save(update_fields=["sources"])
+
+    forget_the_record()
+    assert {o.status for o in store_directory(folder, "steps-store", "steps").outcomes} == {"unchanged"}
+    chunk_directory(folder, max_tokens=64)
+    forget_the_record()
+    assert {o.status for o in store_directory(folder, "steps-store", "steps").outcomes} == {"stored"}
+
+
 def test_bm25_store_has_no_embeddings_and_mode_conflicts_are_errors(domain, folder):
     chunk_directory(folder)
     store_directory(folder, "keyword-store", "steps", bm25_only=True)

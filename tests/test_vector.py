@@ -1,13 +1,16 @@
-"""Dense retrieval on hand-made vectors: order, minimum relevance, filtered HNSW returns k."""
+"""Dense retrieval on hand-made vectors: order, minimum relevance, filtered HNSW returns k,
+the ef_search rule and its setting reaching the HNSW statement."""
 
 import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from domains.embeddings import EmbeddingError
 from domains.models import Chunk, Document, Domain, Store
 from domains.retrieval import FieldSpec, compile_filter, vector_search
+from domains.retrieval import vector as vector_module
+from domains.retrieval.vector import hnsw_ef_search
 
 pytestmark = pytest.mark.django_db
 
@@ -132,3 +135,59 @@ def test_empty_store_gives_nothing(db):
     domain = Domain.objects.create(name="empty", description="empty")
     store = Store.objects.create(name="empty-store", domain=domain)
     assert vector_search(store.id, unit(1), 5, 0.0).hits == []
+
+
+@pytest.mark.parametrize(
+    "k, store_rows, total_rows, filtered, ef",
+    [
+        (5, 10_000, 10_000, False, 40),  # pgvector's default is the least
+        (10, 300, 600, True, 80),  # selectivity 0.5 x 0.5 (filter): 10 x 2 / 0.25
+        (50, 5_000, 10_000, False, 200),  # k x OVERFETCH / 0.5
+        (50, 10_001, 10_001, False, 800),  # the floor of tables of 10k-100k rows
+        (50, 100_000, 100_000, False, 800),
+        (50, 100_001, 100_001, False, 1000),  # beyond the measured sizes: the cap
+        (50, 1_000_000, 1_000_000, False, 1000),
+        (10, 50_000, 1_000_000, True, 1000),  # 10 x 2 / 0.025 = 800 < the floor
+        (50, 100_000, 1_000_000, True, None),  # 2,000 candidates: too selective, exact
+        (50, 50_000, 1_000_000, False, None),
+        (5, 2_000, 100_000, False, 800),  # 500 wanted, the floor is more
+    ],
+)
+def test_ef_search_rule(k, store_rows, total_rows, filtered, ef):
+    assert hnsw_ef_search(k, store_rows, total_rows, filtered) == ef
+
+
+@pytest.fixture
+def ef_search_seen():
+    """hnsw.ef_search as the session sees it when each HNSW statement runs (SHOW, same
+    connection and transaction, just before the statement)."""
+    seen = []
+
+    def wrapper(execute, sql, params, many, context):
+        if "ORDER BY embedding <=>" in sql:
+            raw = context["cursor"].cursor
+            raw.execute("SHOW hnsw.ef_search")
+            seen.append(int(raw.fetchone()[0]))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        yield seen
+
+
+def show_ef_search():
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW hnsw.ef_search")
+        return int(cursor.fetchone()[0])
+
+
+def test_ef_search_reaches_the_hnsw_statement(two_stores, ef_search_seen, monkeypatch):
+    (store_a, _), _ = two_stores
+    where = compile_filter({"tag": "common"}, [FieldSpec("tag", "string")])
+    query = np.random.default_rng(5).normal(size=384).astype(np.float32)
+    assert vector_search(store_a.id, query, 3, -1.0, exact_max_rows=0).strategy == "hnsw"
+    assert vector_search(store_a.id, query, 10, -1.0, where=where, exact_max_rows=0).strategy == "hnsw"
+    # a 600-row table under a floor of 300 (as a table of 10k-100k rows has 800)
+    monkeypatch.setattr(vector_module, "HNSW_EF_FLOOR", ((100, 40), (1000, 300)))
+    assert vector_search(store_a.id, query, 3, -1.0, exact_max_rows=0).strategy == "hnsw"
+    assert ef_search_seen == [40, 80, 300]
+    assert show_ef_search() == 40  # transaction-local: the session's value is back

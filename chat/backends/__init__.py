@@ -24,6 +24,20 @@ __all__ = [
 ]
 
 
+def warm_up_backend() -> None:
+    """The configured backend's :meth:`~chat.backends.base.LLMBackend.warm_up` over the
+    active domains (a server process's warm-up thread, after the embedding model has
+    loaded); closes the thread's database connection after."""
+    from django.db import connection
+
+    from domains.models import Domain
+
+    try:
+        get_backend().warm_up(list(Domain.objects.filter(active=True).prefetch_related("stores")))
+    finally:
+        connection.close()
+
+
 def get_backend(name: str | None = None) -> LLMBackend:
     """A new backend instance from the settings (one per turn: its HTTP client is bound
     to the event loop that uses it).

@@ -252,5 +252,13 @@ class LLMBackend(ABC):
         """
         raise NotSupported(f"the {self.name} backend does not call tools")
 
+    def warm_up(self, domains: Sequence) -> None:
+        """Prepare, once per server process, what its first question would otherwise wait
+        for. Runs on the warm-up thread before ``/health`` says ready (synchronous; may
+        read the database). Default: nothing.
+
+        :param domains: the active Domain rows (stores prefetched).
+        """
+
     async def aclose(self) -> None:
         """Release connections (called once at the end of every turn)."""

@@ -148,10 +148,13 @@ class Error(Event):
 class Done(Event):
     """The turn is over. ``status``: "complete" | "failed" | "interrupted";
     ``timings``: milliseconds per node (summed over passes); ``ttft_ms``: time to the
-    first answer token (None when none was sent); ``total_ms``."""
+    first answer token (None when none was sent); ``total_ms``; ``cpu_ms``: process
+    CPU milliseconds per node (the server's CPU while the node ran: other work of the
+    process, e.g. concurrent turns, counts too; the database's CPU does not)."""
 
     type: ClassVar[str] = "done"
     status: str
     total_ms: float = 0.0
     ttft_ms: float | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    cpu_ms: dict[str, float] = field(default_factory=dict)

@@ -162,7 +162,10 @@ class Graph:
             raise GraphError(f"node {name!r} returned undeclared outcome {outcome!r}") from None
 
     async def run(self, state: TurnState) -> None:
-        """Run from ``entry`` to END, emitting stage events and recording timings.
+        """Run from ``entry`` to END, emitting stage events and recording timings: wall
+        milliseconds per node in ``state.timings``, process CPU milliseconds in
+        ``state.cpu_ms`` (all threads of the process, so concurrent turns of a server
+        count in each other's figures; exact for one turn at a time).
 
         :raises PipelineBudgetError: a node entered more than ``max_runs`` times.
         """
@@ -175,11 +178,13 @@ class Graph:
             if run > node.max_runs:
                 raise PipelineBudgetError(f"node {name!r} entered {run} times; its budget is {node.max_runs}")
             await state.emit(Stage(node=name, phase="start", run=run))
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             with state.held_to(node.access):
                 step = await node.run(state)
             elapsed = round((time.perf_counter() - started) * 1000, 1)
             state.timings[name] = round(state.timings.get(name, 0.0) + elapsed, 1)
+            cpu = (time.process_time() - cpu_started) * 1000
+            state.cpu_ms[name] = round(state.cpu_ms.get(name, 0.0) + cpu, 1)
             await state.emit(Stage(node=name, phase="end", run=run, detail=step.detail, elapsed_ms=elapsed))
             name = self.next(name, step.outcome)
 

@@ -120,7 +120,7 @@ class Evaluation:
 
 # Every node may read the turn's inputs; the graph and the turn write the bookkeeping.
 CONTEXT = frozenset({"request", "backend", "config", "emit"})
-BOOKKEEPING = frozenset({"started", "node", "runs", "timings", "ttft_ms"})
+BOOKKEEPING = frozenset({"started", "node", "runs", "timings", "cpu_ms", "ttft_ms"})
 
 
 class UndeclaredAccess(RuntimeError):
@@ -189,7 +189,8 @@ class TurnState:
     # bookkeeping
     node: str = ""  # the node running now
     runs: Counter = field(default_factory=Counter)
-    timings: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)  # wall ms per node
+    cpu_ms: dict[str, float] = field(default_factory=dict)  # process CPU ms per node
     ttft_ms: float | None = None
     status: str = "complete"
     error: str = ""

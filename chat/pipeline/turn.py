@@ -131,6 +131,7 @@ class Turn:
                     total_ms=round(state.elapsed_ms(), 1),
                     ttft_ms=state.ttft_ms,
                     timings=dict(state.timings),
+                    cpu_ms=dict(state.cpu_ms),
                 )
             )
 

@@ -6,7 +6,8 @@ so a store restriction or a metadata filter could leave fewer than k rows. Strat
 - ``exact``: the store holds at most KLEA_VECTOR_EXACT_MAX_ROWS chunks, or its share of
   the table is so small that HNSW would need more than HNSW_EF_MAX candidates.
 - ``hnsw``: over-fetch ``ef`` nearest chunks of the whole table (hnsw.ef_search = ef,
-  ef ~ k / store share x OVERFETCH), then keep the store's rows that pass the filter.
+  :func:`hnsw_ef_search`: k x OVERFETCH / estimated selectivity, at least the floor
+  measured for the table's size), then keep the store's rows that pass the filter.
 - ``iterative``: pgvector >= 0.8, ``hnsw.iterative_scan = relaxed_order`` scans on until
   k filtered rows are found (the filter inside the index scan).
 - ``+exact``: the HNSW attempt found fewer than k rows: an exact scan of the filtered
@@ -29,8 +30,18 @@ from .filters import CompiledFilter
 # hnsw.ef_search accepts 1..1000 (pgvector).
 HNSW_EF_MAX = 1000
 HNSW_EF_MIN = 40  # pgvector's default
-# Candidates fetched per wanted row, beyond the store's share; doubled with a filter.
+# Candidates fetched per wanted row, beyond the selectivity.
 OVERFETCH = 2
+# A filter's share of the store's rows is not estimated: assumed to keep half of them
+# (a filter that keeps fewer leaves the HNSW attempt short and the exact scan follows).
+FILTER_SELECTIVITY = 0.5
+# The smallest ef_search whose top 10 reaches recall@10 >= 0.95 against exact search
+# on both benchmark corpora (near-duplicates and real text), by the number of rows in the
+# index (all stores: one index covers the table), with the index's m = 16,
+# ef_construction = 64 (docs/benchmarks.md, "HNSW recall against ef_search"):
+# (at most this many rows, ef_search). Larger tables get HNSW_EF_MAX, which at 1M rows
+# still falls short of 0.95 (0.93 on the near-duplicates).
+HNSW_EF_FLOOR = ((10_000, HNSW_EF_MIN), (100_000, 800))
 ITERATIVE_SCAN_VERSION = (0, 8)
 
 
@@ -70,6 +81,29 @@ def vector_literal(query_vector: np.ndarray) -> str:
     if not vector.any():
         raise EmbeddingError("query embedding is all zeros (cosine distance would be NaN)")
     return "[" + ",".join(f"{x:.8g}" for x in vector.tolist()) + "]"
+
+
+def hnsw_ef_floor(total_rows: int) -> int:
+    """The ef_search a table of ``total_rows`` chunks needs for recall@10 >= 0.95."""
+    return next((ef for rows, ef in HNSW_EF_FLOOR if total_rows <= rows), HNSW_EF_MAX)
+
+
+def hnsw_ef_search(k: int, store_rows: int, total_rows: int, filtered: bool) -> int | None:
+    """hnsw.ef_search (= candidates fetched) for ``k`` rows of a store on the HNSW index.
+
+    Estimated selectivity s = store_rows / total_rows, halved with a filter
+    (FILTER_SELECTIVITY); ef = max(ceil(k x OVERFETCH / s), hnsw_ef_floor(total_rows)),
+    at most HNSW_EF_MAX.
+
+    :returns: ef in [HNSW_EF_MIN, HNSW_EF_MAX], or None when k x OVERFETCH / s exceeds
+        HNSW_EF_MAX (too selective for post-filtering: search exactly, or iteratively).
+    """
+    selectivity = store_rows / total_rows * (FILTER_SELECTIVITY if filtered else 1.0)
+    # round() first: float noise in the ratio must not add a candidate
+    wanted = math.ceil(round(k * OVERFETCH / selectivity, 6))
+    if wanted > HNSW_EF_MAX:
+        return None
+    return min(HNSW_EF_MAX, max(wanted, hnsw_ef_floor(total_rows)))
 
 
 def _row_counts(store_id: int) -> tuple[int, int]:
@@ -168,14 +202,13 @@ def vector_search(
     store_rows, total_rows = _row_counts(store_id)
     if store_rows == 0:
         return VectorHits()
-    overfetch = OVERFETCH * (1 if where.empty else 2)
-    ef = max(HNSW_EF_MIN, math.ceil(k * overfetch * total_rows / store_rows))
+    ef = hnsw_ef_search(k, store_rows, total_rows, filtered=not where.empty)
     rows: list[tuple[int, float]] = []
     strategy = "exact"
-    if store_rows > limit and (ef <= HNSW_EF_MAX or pgvector_version() >= ITERATIVE_SCAN_VERSION):
+    if store_rows > limit and (ef is not None or pgvector_version() >= ITERATIVE_SCAN_VERSION):
         if pgvector_version() >= ITERATIVE_SCAN_VERSION:
             strategy = "iterative"
-            local = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(min(ef, HNSW_EF_MAX))}
+            local = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(ef or HNSW_EF_MAX)}
             rows = _run(_ITERATIVE.format(where=where.sql), values, local)
         else:
             strategy = "hnsw"

@@ -32,6 +32,9 @@ from .target import resolve_store
 EMBED_GROUP = 256  # chunks embedded per call across files (length-sorted inside)
 NOT_CHUNKED = "{name}: not chunked, or changed since `stores chunk`; run `manage.py stores chunk` first"
 
+# StagedFile.sources key: per store, the staged options of the chunks stored there.
+STORED_CHUNKING = "stored_chunking"
+
 
 @dataclass
 class _Pending:
@@ -81,6 +84,7 @@ def plan(store: Store, staged: StagedFile | None, path: Path, file_name: str, fo
         and document is not None
         and document.status == Document.Status.STORED
         and document.content_hash == staged.content_hash
+        and _same_chunking(staged, store, document)
     ):
         last = _stored_map(staged, store)
         if last == staged.metadata_map or (last is None and document.updated_at >= staged.updated_at):
@@ -97,10 +101,21 @@ def _stored_map(staged: StagedFile, store: Store) -> dict | None:
     return ((staged.sources or {}).get(STORED) or {}).get(str(store.pk))
 
 
+def _same_chunking(staged: StagedFile, store: Store, document: Document) -> bool:
+    """Whether the document's stored chunks were made with the staged chunking options
+    (budget, format): same content chunked otherwise since must be stored again. Without
+    a record (stored before it was kept): unless staged again after the store."""
+    stored = ((staged.sources or {}).get(STORED_CHUNKING) or {}).get(str(store.pk))
+    if stored is None:
+        return document.updated_at >= staged.updated_at
+    return stored == staged.options
+
+
 def _remember_stored(staged: StagedFile, store: Store) -> None:
     row = StagedFile.objects.select_for_update().get(pk=staged.pk)
     sources = dict(row.sources or {})
     sources[STORED] = {**(sources.get(STORED) or {}), str(store.pk): staged.metadata_map}
+    sources[STORED_CHUNKING] = {**(sources.get(STORED_CHUNKING) or {}), str(store.pk): staged.options}
     row.sources = sources
     row.save(update_fields=["sources"])  # not updated_at: the staged map itself did not change
 

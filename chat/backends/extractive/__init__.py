@@ -64,3 +64,8 @@ class ExtractiveBackend(LLMBackend):
 
     async def summarise(self, summary: str, messages: Sequence[dict], prompt: Sequence[Message]) -> str:
         return fold_summary(summary, messages)
+
+    def warm_up(self, domains: Sequence) -> None:
+        """Route a question once: the domain descriptions' vectors enter the cache and
+        the probes' queries have run, so the first question pays for neither."""
+        routing.score_domains(embeddings.embed_query("warm up"), domains, "warm up")

@@ -8,7 +8,9 @@ Candidate passages are
 - a sentence ending in ":" with the block it introduces (a colon is never left hanging);
 - a whole list, table or code block (after a sentence ending in ":" only with it). A table
   too long to quote is cut to its header and the rows that hold question words (whole
-  rows, never a row alone); a code block too long to quote is left out.
+  rows, never a row alone); a code block too long to quote is left out;
+- one item of a list longer than :data:`LENGTH_FREE` (a step of a method, an entry of a
+  long list of facts), with its nested items and its marker.
 
 Candidates are ranked by lexical evidence (the idf-weighted share of question terms in
 the passage, terms in the chunk's headings counting :data:`HEADING_WEIGHT`; a code
@@ -16,7 +18,9 @@ block's string literals are not evidence: code quoting the question does not ans
 best :data:`PREFILTER` by dense evidence (cosine similarity of the question to the
 heading chain + passage, the way chunks are embedded), the chunk's retrieval score and
 the question's shape (:mod:`.shapes`). The best passage is the answer; a second one
-only when it adds question terms the first lacks and scores nearly as well. When no
+when it adds question terms the first lacks and scores nearly as well, or when it scores
+within :data:`NEAR_TIE` of the first (the evidence cannot tell them apart); two passages
+of one chunk are quoted in their order there. When no
 passage reaches :data:`MIN_SIMILARITY`, nothing is said (the caller says that no source
 answers). Every passage is verbatim source text followed by its source's citation.
 """
@@ -33,7 +37,7 @@ import numpy as np
 from domains import embeddings
 
 from .shapes import bonus, shapes
-from .text import Block, looks_like_code, matches, segment, split_sentences, terms, without_literals
+from .text import Block, list_items, looks_like_code, matches, segment, split_sentences, terms, without_literals
 
 # Cosine similarity (question vs. heading chain + passage) below which a passage does
 # not answer. Measured on the documentation corpora: answered questions' best passage
@@ -47,7 +51,8 @@ RETRIEVAL_WEIGHT = 0.15
 HEADING_WEIGHT = 0.6
 # Embedding is the answer's main cost (about 60 ms per passage at machine load 13, 10 ms
 # idle): only the best PREFILTER by the cheap score (lexical + retrieval + shape) are
-# embedded, each cut to EMBED_CHARS (heading chain first: it carries the topic).
+# embedded, each cut to EMBED_CHARS (heading chain first: it carries the topic), through
+# the vector cache (a popular chunk's passages are embedded once per process).
 PREFILTER = 10
 EMBED_CHARS = 320
 # Quoted blocks: a table longer than TABLE_CHARS keeps its header and at most TABLE_ROWS
@@ -68,6 +73,9 @@ EXTEND_CHARS = 450
 SECOND_MARGIN = 0.06
 SECOND_NEW_TERMS = 0.2
 SECOND_CHARS = 800
+# Measured on bench/questions (neuroml + klea-docs to choose, xarray + cooking to check):
+# the answering passage is the runner-up in about one miss in three, within 0.1 of the best.
+NEAR_TIE = 0.1
 MIN_UNIT_CHARS = 6
 # A sentence opening with one of these leans on the one before ("It is intended to ...",
 # "In particular, ..."): the passage takes the previous sentence of its paragraph too.
@@ -101,8 +109,9 @@ class Passage:
     chunk: Chunk
     start: int  # first unit
     end: int  # last unit (inclusive)
-    kind: str  # "prose" | "list" | "table" | "code"
+    kind: str  # "prose" | "list" | "item" (one item of a list) | "table" | "code"
     text: str
+    part: int = -1  # an "item": its index among the list's items
     found: set[str] = field(default_factory=set)
     lexical: float = 0.0
     cheap: float = 0.0
@@ -159,12 +168,12 @@ def _quotable(unit: Unit, wanted: set[str]) -> str:
 def _candidates(chunk: Chunk, wanted: set[str]) -> list[Passage]:
     units = chunk.units
     texts = [_quotable(unit, wanted) for unit in units]
-    found: dict[tuple[int, int], Passage] = {}
+    found: dict[tuple[int, int, int], Passage] = {}
 
     def add(start: int, end: int, kind: str) -> None:
         parts = [Unit(units[i].kind, texts[i], units[i].paragraph) for i in range(start, end + 1)]
-        if all(part.text for part in parts) and (start, end) not in found:
-            found[(start, end)] = Passage(chunk, start, end, kind, _render(parts))
+        if all(part.text for part in parts) and (start, end, -1) not in found:
+            found[(start, end, -1)] = Passage(chunk, start, end, kind, _render(parts))
 
     for i, unit in enumerate(units):
         following = units[i + 1] if i + 1 < len(units) else None
@@ -176,6 +185,12 @@ def _candidates(chunk: Chunk, wanted: set[str]) -> list[Passage]:
                 continue
             add(i, i, "prose")
         else:
+            if unit.kind == "list" and len(unit.text) > LENGTH_FREE:
+                # One step of a long method, one entry of a long list of facts: quotable alone.
+                items = list_items(unit.text)
+                for n, item in enumerate(items if len(items) > 1 else ()):
+                    if len(item.strip()) >= MIN_UNIT_CHARS:
+                        found[(i, i, n)] = Passage(chunk, i, i, "item", item, part=n)
             previous = units[i - 1] if i > 0 else None
             if previous is not None and previous.kind == "sentence" and previous.text.rstrip().endswith(":"):
                 continue  # quoted with its lead-in above
@@ -228,6 +243,8 @@ def _evidence(passage: Passage) -> str:
 
 
 def _overlap(a: Passage, b: Passage) -> bool:
+    if a.part >= 0 and b.part >= 0 and a.part != b.part:
+        return False  # two items of one list
     return a.chunk is b.chunk and a.start <= b.end and b.start <= a.end
 
 
@@ -281,7 +298,7 @@ class Composer:
         candidates.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))
         kept = candidates[:PREFILTER]
         texts = [f"{p.chunk.headings}\n{_evidence(p)}"[:EMBED_CHARS] for p in kept]
-        cosines = embeddings.embed_texts(texts) @ self.query_vector
+        cosines = embeddings.embed_cached(texts) @ self.query_vector
         for passage, cosine in zip(kept, cosines):
             passage.cosine = float(cosine)
             overlong = max(0, len(passage.text) - LENGTH_FREE)
@@ -297,13 +314,17 @@ class Composer:
                 continue
             # What it adds buys it room: the second part of "X and Y?" scores lower.
             new_share = sum(idf[t] for t in other.found - best.found) / total
-            if _overlap(best, other) or new_share < SECOND_NEW_TERMS:
+            if _overlap(best, other):
                 continue
-            if other.score < best.score - SECOND_MARGIN - new_share:
+            # A near tie: the evidence cannot tell the two apart, so both are quoted.
+            near_tie = other.score >= best.score - NEAR_TIE
+            if not near_tie and (new_share < SECOND_NEW_TERMS or other.score < best.score - SECOND_MARGIN - new_share):
                 continue
             if len(best.text) + len(other.text) <= SECOND_CHARS:
                 chosen.append(_lean_back(other))
             break
+        if len(chosen) == 2 and chosen[0].chunk is chosen[1].chunk:
+            chosen.sort(key=lambda p: (p.start, p.part))  # one section reads in its own order
         return chosen
 
     async def pieces(self, cite: Callable[[int], str]) -> AsyncIterator[str]:

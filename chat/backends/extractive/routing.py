@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -42,11 +41,6 @@ class DomainScore:
     score: float
 
 
-@lru_cache(maxsize=256)
-def _description_vector(text: str) -> np.ndarray:
-    return embeddings.embed_texts([text])[0]
-
-
 def score_domains(query_vector: np.ndarray, domains: Sequence, question: str) -> list[DomainScore]:
     """Each domain's evidence score (see the module docstring).
 
@@ -57,9 +51,10 @@ def score_domains(query_vector: np.ndarray, domains: Sequence, question: str) ->
         return []
     nearest = nearest_chunk_similarity(query_vector, domains)
     lexical = lexical_coverage(query_lexemes(question), domains)
+    descriptions = embeddings.embed_cached([f"{d.name}: {d.description}" for d in domains]) @ query_vector
     scores = []
-    for domain in domains:
-        description = float(query_vector @ _description_vector(f"{domain.name}: {domain.description}"))
+    for domain, description in zip(domains, descriptions):
+        description = float(description)
         dense = max(description, nearest.get(domain.id, -1.0))
         score = (dense + LEXICAL_WEIGHT * lexical.get(domain.id, 0.0)) / (1 + LEXICAL_WEIGHT)
         scores.append(DomainScore(domain, score))

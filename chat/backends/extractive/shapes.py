@@ -103,7 +103,7 @@ def shapes(question: str) -> frozenset[str]:
 
 
 def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) -> float:
-    """How well a passage of ``kind`` ("prose", "list", "table", "code") fits the shapes;
+    """How well a passage of ``kind`` ("prose", "list", "item", "table", "code") fits the shapes;
     ``opening``: the passage starts its chunk."""
     value = OPENING_FOR_GENERIC if "generic" in question_shapes and opening else 0.0
     if kind == "code" and "howto" not in question_shapes:

@@ -137,6 +137,21 @@ def segment(text: str) -> list[Block]:
     return blocks
 
 
+def list_items(text: str) -> list[str]:
+    """The top-level items of a list block, each with its continuation lines and nested
+    items (lines indented deeper than the outermost item markers)."""
+    lines = text.split("\n")
+    indents = [len(line) - len(line.lstrip()) for line in lines if _LIST_ITEM.match(line)]
+    outer = min(indents, default=0)
+    items: list[list[str]] = []
+    for line in lines:
+        if _LIST_ITEM.match(line) and len(line) - len(line.lstrip()) == outer or not items:
+            items.append([line])
+        else:
+            items[-1].append(line)
+    return ["\n".join(item) for item in items]
+
+
 def _starts_block(current: list[str], line: str) -> bool:
     """Whether ``line`` starts a new block though no blank line comes before it: a list
     item or table row after prose, or prose after a table, is never one paragraph with it

@@ -62,6 +62,7 @@ class Command(BaseCommand):
                 "references": result.references,
                 "errors": [e.as_dict() for e in result.errors],
                 "timings": result.done.timings,
+                "cpu_ms": result.done.cpu_ms,
                 "ttft_ms": result.done.ttft_ms,
             }
             self.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False))

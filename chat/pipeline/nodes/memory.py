@@ -33,7 +33,7 @@ async def save_assistant(state: TurnState) -> None:
     )
 
 
-@declare(writes={"summary", "history", "user_message_id", "question_task"}, close=save_assistant)
+@declare(writes={"summary", "history", "question_task"}, close=save_assistant)
 async def load_memory(state: TurnState) -> Step:
     session_id = state.request.session_id
     if session_id is None:
@@ -43,7 +43,9 @@ async def load_memory(state: TurnState) -> Step:
         chars = sum(len(m["content"]) for m in state.history)
         return Step("next", f"{len(state.history)} messages from the caller ({chars} chars), no session")
     state.summary, state.history = await sync_to_async(store.load_history)(session_id, state.config.history_chars)
-    await store_question(state)
+    # Stored while the question is embedded and classified; remember (or this node's
+    # close hook, however the turn ends) waits for it before storing the answer.
+    start_storing_question(state)
     chars = sum(len(m["content"]) for m in state.history)
     return Step("next", f"{len(state.history)} messages ({chars} chars), summary {len(state.summary)} chars")
 
@@ -58,17 +60,24 @@ def assistant_fields(state: TurnState) -> dict:
         "evaluation": state.evaluation.as_dict() if state.evaluation else {},
         "warnings": list(state.warnings),
         "error": state.error,
-        "timing": {**state.timings, "ttft_ms": state.ttft_ms, "total_ms": round(state.elapsed_ms(), 1)},
+        "timing": {**state.timings, "ttft_ms": state.ttft_ms, "total_ms": round(state.elapsed_ms(), 1),
+                   "cpu_ms": dict(state.cpu_ms)},
     }
+
+
+def start_storing_question(state: TurnState) -> None:
+    """Start storing the question (once) in a task of its own: cancelling the turn does
+    not cancel it."""
+    if state.question_task is None:
+        state.question_task = asyncio.ensure_future(sync_to_async(store.add_message)(
+            state.request.session_id, ChatMessage.Role.USER, state.question))
 
 
 async def store_question(state: TurnState) -> None:
     """Store the question once, shielded: a turn cancelled at any point keeps it in history."""
     if state.request.session_id is None or state.user_message_id is not None:
         return
-    if state.question_task is None:
-        state.question_task = asyncio.ensure_future(sync_to_async(store.add_message)(
-            state.request.session_id, ChatMessage.Role.USER, state.question))
+    start_storing_question(state)
     state.user_message_id = await asyncio.shield(state.question_task)
 
 

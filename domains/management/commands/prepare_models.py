@@ -15,7 +15,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--check", action="store_true", help="also load both models (what a server does at start)")
+        parser.add_argument("--check", action="store_true", help="also load the model (what a server does at start)")
 
     def handle(self, *args, check=False, **options):
         try:
@@ -28,7 +28,7 @@ class Command(BaseCommand):
         except (embeddings.EmbeddingError, ImportError, OSError) as exc:
             raise CommandError(f"the embedding models cannot be prepared: {exc}") from None
         if seconds is not None:
-            self.stdout.write(f"query and passage models load in {seconds:.1f} s")
+            self.stdout.write(f"the embedding model loads in {seconds:.1f} s")
 
     def build_int8(self) -> None:
         from domains.onnx_int8 import cached_model, model_file
