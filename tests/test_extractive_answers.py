@@ -54,7 +54,7 @@ def answer(question: str, *sources) -> str:
     composer = Composer(embeddings.embed_query(question), list(sources), question)
 
     async def collect():
-        return "".join([piece async for piece in composer.pieces(lambda n: f"[{n}]")])
+        return "".join([piece async for piece in composer.pieces(lambda n, quoted=(): f"[{n}]")])
 
     return async_to_sync(collect)()
 
@@ -277,3 +277,42 @@ def test_a_near_tie_quotes_both_passages_in_the_order_of_their_section():
         "Grouping by time.season uses the seasons DJF, MAM, JJA and SON, sorted alphabetically in the result. "
         "With a SeasonGrouper the seasons are kept in the order given, unlike grouping by time.season. [1]"
     )
+
+
+def test_the_citation_names_the_chunk_it_quotes_not_the_sources_first():
+    # The paper's first chunk (its affiliations) ranks first; the proof is in its fourth
+    # page's chunk: the marker [1] must open that one (the reference's "quoted").
+    from chat.answers.compose import Composition
+    from chat.answers.material import Material
+    from chat.pipeline.references import reference_list
+    from domains.retrieval import Source
+    from domains.retrieval.types import RetrievedChunk
+
+    def chunk(chunk_id, text, headings, score):
+        return RetrievedChunk(chunk_id, text, headings, {}, "flp.pdf", 7, "papers", "papers", score=score,
+                              provenance={"pages": [chunk_id % 10, chunk_id % 10]})
+
+    paper = Source(1, "papers", "papers", "flp.pdf", 7, chunks=[
+        chunk(201, "Michael J. Fischer, Yale University. Nancy A. Lynch, MIT. Michael S. Paterson, University "
+                   "of Warwick.", ["Impossibility of distributed consensus with one faulty process"], 0.9),
+        chunk(204, "No consensus protocol is totally correct in spite of one fault. The proof is by "
+                   "contradiction on the configurations of the protocol.", ["3 The main result"], 0.6),
+    ])
+    question = "Can a consensus protocol be totally correct in spite of one fault?"
+    vector = embeddings.embed_query(question)
+
+    async def vector_of():
+        return vector
+
+    composition = Composition(get_backend("extractive"), question, Material("", [paper]), [], vector=vector_of)
+
+    async def collect():
+        return "".join([piece async for piece in composition.pieces()])
+
+    text = async_to_sync(collect)()
+    assert text == ("No consensus protocol is totally correct in spite of one fault. The proof is by "
+                    "contradiction on the configurations of the protocol. [1]")
+    assert composition.cleaner.quoted == {1: [204]}
+    (item,) = reference_list(composition.cited)
+    assert (item["quoted"], [c["chunk_id"] for c in item["chunks"]]) == ([204], [201, 204])
+    assert paper.quoted == []  # the material's own source is left as it was
