@@ -11,16 +11,18 @@ backoff (at most 3 times); a missing job is logged, not retried.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, connection
 
 from domains.models import Store
 from ingestion.blobs import materialise
 from ingestion.options import IngestOptions
 from ingestion.outcomes import FileOutcome
 from ingestion.runs import jobs
+from ingestion.runs.background import submit as background_submit
 from ingestion.runs.steps import recording_pages, run_file
 
 from .models import IngestionJob
@@ -66,12 +68,31 @@ def ingest_file(self, job_id: int, step: str, directory: str, file_name: str, st
 
 def enqueue(
     job: IngestionJob, step: str, work: list[tuple[Path, str]], store_id: int | None, options: IngestOptions,
-    upload: str = "",
+    upload: str = "", in_background: bool = False,
 ) -> None:
     """One task per (folder, file name); the job's celery_id is the first task's id.
-    ``upload``: the files are in that uploads storage folder (see :func:`ingest_file`)."""
+    ``upload``: the files are in that uploads storage folder (see :func:`ingest_file`).
+    ``in_background``: without a broker (eager), the tasks run on the server's background
+    thread (:mod:`ingestion.runs.background`) and this returns at once; else in this call."""
     first = ""
+    # Inside a transaction the job row is not visible to the thread's connection yet: run here.
+    background = in_background and ingest_file.app.conf.task_always_eager and not connection.in_atomic_block
     for directory, file_name in work:
-        result = ingest_file.delay(job.pk, step, str(directory), file_name, store_id, options.as_dict(), upload)
+        arguments = (job.pk, step, str(directory), file_name, store_id, options.as_dict(), upload)
+        if background:
+            background_submit(partial(_apply, arguments))
+            continue
+        result = ingest_file.delay(*arguments)
         first = first or (result.id or "")
     IngestionJob.objects.filter(pk=job.pk).update(celery_id=first)
+
+
+def _apply(arguments: tuple) -> None:
+    """Run one task eagerly; an error that escapes it still closes the file's outcome."""
+    try:
+        ingest_file.apply(args=arguments)
+    except Exception as exc:
+        job_id, file_name = arguments[0], arguments[3]
+        jobs.record(job_id, FileOutcome(file_name, "failed", error=f"{file_name}: {type(exc).__name__}", reason="error"),
+                    finish_when_done=True)
+        raise

@@ -10,8 +10,10 @@ IngestionJob (kind ``build``).
 - ``mirror=False`` (admin uploads, ``Knowledge.add``): the named files, and the files of
   the named folders, are added one at a time; no other document is touched. A file is
   keyed by its name relative to the folder named (or its bare name when named alone).
-- ``queue=True``: one Celery task per file instead (eager without Redis); the call
-  returns once they are queued, with the job id to follow (``GET /api/jobs/<id>``).
+- ``queue=True``: one Celery task per file instead; the call returns once they are
+  queued, with the job id to follow (``GET /api/jobs/<id>``). Without Redis a folder's
+  tasks (``stores build --queue``) run in the call; added files' tasks (admin uploads)
+  on the server's background thread (ingestion/runs/background.py).
 """
 
 from __future__ import annotations
@@ -133,7 +135,8 @@ def _add_files(report: StepReport, work: list[tuple[Path, str]], store, options:
         from ingestion.tasks import enqueue as enqueue_tasks
 
         job = IngestionJob.objects.get(pk=report.job_id)
-        closed_on_error(job, lambda: enqueue_tasks(job, "build", supported, store.pk, options, upload=upload))
+        closed_on_error(job, lambda: enqueue_tasks(job, "build", supported, store.pk, options, upload=upload,
+                                                   in_background=True))
 
 
 def _add(report: StepReport, outcome: FileOutcome, on_file: OnFile | None) -> None:

@@ -1,7 +1,8 @@
 """Admin uploads: files saved under KLEA_UPLOAD_DIR/<store>/ and in the ``uploads``
 storage (ingestion/blobs.py: the worker may be on another machine) become that
 store's sources, then :func:`ingestion.runs.ingest.ingest` queues one Celery task per
-file (eager without Redis); the task copies the folder from the storage first. A
+file (without Redis: on the server's background thread, ingestion/runs/background.py,
+so the view redirects at once); the task copies the folder from the storage first. A
 reference-manager library uploaded beside them (``.bib``, CSL-JSON ``.json``) is
 applied to the folder's files at once: stored documents whose map it changes are
 re-applied without re-embedding."""

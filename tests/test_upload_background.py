@@ -1,0 +1,80 @@
+"""Without Redis (Celery eager, the ``make run`` default) an admin upload over real HTTP
+to a real daphne redirects to its job page at once: the build runs on the server's
+background thread (ingestion/runs/background.py) and the job page follows it. The job is
+held mid-document by a row lock this test takes on the document being replaced, so
+"the redirect came while the job was running" is certain, not a matter of timing."""
+
+from __future__ import annotations
+
+import re
+
+import psycopg
+import pytest
+import requests
+from django.contrib.auth.models import User
+
+from domains.models import Chunk, Document, Domain, Store
+from ingestion.models import IngestionJob, StagedFile, StoredFile
+from ingestion.runs.ingest import ingest
+
+from .chat_world import session_cookie
+from .conftest import require_test_database
+from .live_daphne import LiveDaphne, database_url, wait_for
+
+OLD = b"# Sodium channels\n\nNav1.2 channels were thought to open first.\n"
+NEW = b"# Sodium channels\n\nVoltage-gated Nav1.6 channels open first at the axon initial segment.\n"
+WAIT_SECONDS = 300  # an upper bound for a loaded machine; the test polls conditions
+
+
+@pytest.fixture
+def committed(django_db_setup, django_db_blocker, tmp_path):
+    """Autocommit rows the server process sees, removed after (run with a django_db module)."""
+    with django_db_blocker.unblock():
+        require_test_database()
+        yield
+        Domain.objects.filter(name="background-uploads").delete()
+        StoredFile.objects.filter(name__startswith="background-store/").delete()
+        StagedFile.objects.filter(directory__startswith=str(tmp_path)).delete()
+        User.objects.filter(username="background-admin").delete()
+
+
+def test_upload_without_redis_redirects_while_the_job_runs_then_succeeds(committed, tmp_path):
+    domain = Domain.objects.create(name="background-uploads", description="Background upload test")
+    store = Store.objects.create(name="background-store", domain=domain, mode=Store.Mode.BM25)
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "notes.md").write_bytes(OLD)
+    ingest(tmp_path / "old" / "notes.md", store.name, domain.name)
+    document = Document.objects.get(store=store, file_name="notes.md")
+    admin = User.objects.create_superuser("background-admin", password="pw-background-123")
+    uploads = tmp_path / "uploads"
+
+    with LiveDaphne(tmp_path / "daphne.log", KLEA_WARM_START="false", KLEA_UPLOAD_DIR=str(uploads)) as server:
+        http = requests.Session()
+        http.cookies.set("sessionid", session_cookie(admin))
+        form = http.get(f"{server.url}/admin/ingestion/ingestionjob/upload/", timeout=60)
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+        with psycopg.connect(database_url()) as holder:
+            # given: the document the upload replaces is locked: the job cannot store it yet
+            holder.execute("SELECT 1 FROM domains_document WHERE id = %s FOR UPDATE", [document.pk])
+            # when: notes.md is uploaded again
+            response = http.post(
+                f"{server.url}/admin/ingestion/ingestionjob/upload/",
+                data={"csrfmiddlewaretoken": token, "store": store.pk, "max_tokens": 450, "ocr": "auto", "force": "on"},
+                files={"files": ("notes.md", NEW)}, headers={"Referer": server.url}, allow_redirects=False, timeout=60,
+            )
+            # then: the redirect to the job page came while the job runs
+            job = IngestionJob.objects.get(store=store, arguments__async=True)
+            assert (response.status_code, response.headers["Location"]) == (
+                302, f"/admin/ingestion/ingestionjob/{job.pk}/change/")
+            assert (job.status, job.done, job.total, job.finished_at) == ("running", 0, 1, None)
+            page = http.get(f"{server.url}{response.headers['Location']}", timeout=60)
+            assert "0/1 (0%) running" in page.text
+            holder.rollback()  # the job may store the document now
+        wait_for(lambda: IngestionJob.objects.get(pk=job.pk).finished_at, "the job to finish", WAIT_SECONDS)
+
+    job.refresh_from_db()
+    assert (job.status, job.done, job.total, job.errors, job.outcomes) == (
+        "succeeded", 1, 1, {}, {"notes.md": "stored"}), (tmp_path / "daphne.log").read_text()[-3000:]
+    assert list(Chunk.objects.filter(document__store=store).values_list("document_id", "text")) == [
+        (document.pk, "Voltage-gated Nav1.6 channels open first at the axon initial segment.")]
+    assert (uploads / "background-store" / "notes.md").read_bytes() == NEW
