@@ -14,7 +14,7 @@ Tables kept exact in the same transaction as the chunk writes:
 - ``domains_bm25stats(store_id, chunk_count, total_length, impact_avgdl)``: N and sum
   of dl; the row exists while the store has chunks. ``impact_avgdl`` is the reference
   avgdl of the stored impacts: the store's avgdl when the row was created (its first
-  statement of chunks), changed only by :data:`REREFERENCE` (which rewrites the impacts).
+  statement of chunks), changed only by :data:`REREFERENCE` (``rereference_impacts``, which rewrites the impacts).
 - ``domains_bm25term(id, store_id, lexeme, df)``: per-store term dictionary; a term
   exists while df > 0.
 - ``domains_bm25posting(term_id, chunk_id, dl, tf, impact)``: one row per (lexeme,
@@ -181,17 +181,18 @@ CREATE UNIQUE INDEX domains_bm25posting_impact ON domains_bm25posting
 CREATE_POSTINGS = POSTINGS_TABLE.format(name="domains_bm25posting") + POSTINGS_INDEX
 DROP_POSTINGS = "DROP TABLE domains_bm25posting;"
 
-# Rewrites a store's impacts against its current avgdl (%(store)s): after the store
-# grew or shrank far from the reference, the pruned query's bound factor
-# max(1, avgdl / impact_avgdl) weakens (docs/retrieval.md). Holds the stats row lock.
-REREFERENCE = """
-UPDATE domains_bm25stats SET impact_avgdl = greatest(total_length::float8 / chunk_count, 1)
-WHERE store_id = %(store)s;
-UPDATE domains_bm25posting p SET impact = klea_bm25_impact(p.tf, p.dl, s.impact_avgdl)
-FROM domains_bm25term t, domains_bm25stats s
-WHERE t.store_id = %(store)s AND s.store_id = t.store_id AND p.term_id = t.id
-  AND p.impact <> klea_bm25_impact(p.tf, p.dl, s.impact_avgdl);
-"""
+# Rewrite a store's impacts against its current avgdl (%(store)s), in this order in one
+# transaction (the first statement takes the stats row lock, as the triggers do): after
+# the store grew far from its reference, the pruned query's bound factor
+# max(1, avgdl / impact_avgdl) weakens (docs/retrieval.md).
+REREFERENCE = (
+    """UPDATE domains_bm25stats SET impact_avgdl = greatest(total_length::float8 / chunk_count, 1)
+    WHERE store_id = %(store)s""",
+    """UPDATE domains_bm25posting p SET impact = klea_bm25_impact(p.tf, p.dl, s.impact_avgdl)
+    FROM domains_bm25term t, domains_bm25stats s
+    WHERE t.store_id = %(store)s AND s.store_id = t.store_id AND p.term_id = t.id
+      AND p.impact <> klea_bm25_impact(p.tf, p.dl, s.impact_avgdl)""",
+)
 
 # Builds the index of chunks that existed before the triggers (the migration).
 BACKFILL = ADD.format(src="(SELECT id, store_id, search_vector FROM domains_chunk)")

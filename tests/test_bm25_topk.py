@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from domains.models import Bm25Stats, Chunk, Document, Domain, Store
-from domains.retrieval.bm25 import indexed_statistics, recomputed_statistics
+from domains.retrieval.bm25 import indexed_statistics, recomputed_statistics, rereference_impacts
 
 pytestmark = pytest.mark.django_db
 
@@ -60,3 +60,168 @@ def test_migration_rebuild_and_its_reverse_keep_the_postings(two_stores):
     assert [Bm25Stats.objects.get(store=s).impact_avgdl for s in two_stores] == [2.0, 5.0]
     for store in two_stores:
         assert indexed_statistics(store.id) == before[store.id] == recomputed_statistics(store.id)
+
+
+SYLLABLES = ["ba", "ko", "ti", "ru", "me", "sa", "lo", "ne", "pi", "du", "ga", "fe"]
+
+
+def pseudo_words(count: int, rng) -> list[str]:
+    """Distinct alphabetic non-words (no stop words, no digits), 3 syllables each."""
+    words: set[str] = set()
+    while len(words) < count:
+        words.add("".join(rng.choices(SYLLABLES, k=3)))
+    return sorted(words)
+
+
+@pytest.fixture
+def zipf_store(db):
+    """700 chunks of 3-80 words drawn from a Zipf vocabulary of 400 words, 40 of them
+    exact copies of others (ties), in one store; the lists are many times longer than the
+    depths the tests start from, so the pruned query deepens and stops early."""
+    import random
+
+    rng = random.Random(18)
+    vocabulary = pseudo_words(400, rng)
+    weights = [1 / (rank + 1) for rank in range(len(vocabulary))]
+    texts = [" ".join(rng.choices(vocabulary, weights, k=rng.randint(3, 80))) for _ in range(660)]
+    texts += rng.sample(texts, 40)
+    domain = Domain.objects.create(name="zipf", description="zipf")
+    store = Store.objects.create(name="zipf", domain=domain, mode=Store.Mode.BM25)
+    doc = Document.objects.create(store=store, file_name="zipf.md")
+    Chunk.objects.bulk_create(Chunk(store=store, document=doc, ordinal=i, text=t) for i, t in enumerate(texts))
+    return store, vocabulary, rng
+
+
+def assert_same_top_k(store_id, lexemes, k, where=None):
+    from domains.retrieval import bm25_search
+
+    exact = bm25_search(store_id, lexemes, k, where=where, exhaustive=True)
+    pruned = bm25_search(store_id, lexemes, k, where=where, exhaustive=False)
+    assert [cid for cid, _ in pruned] == [cid for cid, _ in exact], (lexemes, k)
+    for (_, a), (_, b) in zip(pruned, exact):
+        assert a == pytest.approx(b, rel=1e-9, abs=0)
+    return exact
+
+
+def random_queries(vocabulary, rng, count):
+    """1-20 terms; rare and common words alike, sometimes a word no chunk has."""
+    for _ in range(count):
+        terms = [rng.choice(vocabulary) for _ in range(rng.randint(1, 20))]
+        if rng.random() < 0.2:
+            terms.append("zyzzyva")
+        yield [query for query in terms]
+
+
+@pytest.mark.parametrize("depth", [1, 3, 16, 256])
+def test_pruned_top_k_equals_exhaustive(zipf_store, monkeypatch, depth):
+    from domains.retrieval import bm25 as bm25_module
+    from domains.retrieval import query_lexemes
+
+    store, vocabulary, rng = zipf_store
+    monkeypatch.setattr(bm25_module, "PRUNED_DEPTH", depth)
+    tied = 0
+    for words in random_queries(vocabulary, rng, 60):
+        lexemes = query_lexemes(" ".join(words))
+        for k in (1, 10, 50):
+            exact = assert_same_top_k(store.id, lexemes, k)
+            scores = [s for _, s in exact]
+            tied += len(scores) - len(set(scores))
+    assert tied > 0  # the copies tie, and ties are ordered by id in both queries
+
+
+def test_k_larger_than_the_matches_and_one_term(zipf_store):
+    from domains.retrieval import query_lexemes
+
+    store, vocabulary, _ = zipf_store
+    rare = query_lexemes(vocabulary[-1])  # the least frequent word
+    everything = assert_same_top_k(store.id, rare, 10_000)
+    assert 0 < len(everything) < 700
+    common = query_lexemes(vocabulary[0])
+    assert len(assert_same_top_k(store.id, common, 10_000)) > 300
+    assert assert_same_top_k(store.id, ["zyzzyva"], 5) == []
+
+
+def test_filtered_search_ranks_like_the_exhaustive_one(zipf_store):
+    from domains.retrieval import CompiledFilter, bm25_search, query_lexemes
+
+    store, vocabulary, rng = zipf_store
+    where = CompiledFilter(sql="c.ordinal %% 3 = 0")
+    for words in random_queries(vocabulary, rng, 10):
+        lexemes = query_lexemes(" ".join(words))
+        everything = bm25_search(store.id, lexemes, 10_000, exhaustive=True)
+        ordinals = dict(Chunk.objects.filter(store=store).values_list("id", "ordinal"))
+        expected = [hit for hit in everything if ordinals[hit[0]] % 3 == 0][:10]
+        filtered = bm25_search(store.id, lexemes, 10, where=where, exhaustive=False)
+        assert [cid for cid, _ in filtered] == [cid for cid, _ in expected]
+        # the join with the chunks may change the summation order: equal to rounding
+        assert [s for _, s in filtered] == pytest.approx([s for _, s in expected], rel=1e-12)
+
+
+def test_store_whose_average_length_moved_after_indexing(zipf_store, monkeypatch):
+    """The impacts keep their reference avgdl; the bound factor max(1, avgdl / reference)
+    keeps the pruning exact when chunks grow longer, and < 1 needs none when shorter."""
+    from domains.retrieval import bm25 as bm25_module
+    from domains.retrieval import query_lexemes
+
+    store, vocabulary, rng = zipf_store
+    monkeypatch.setattr(bm25_module, "PRUNED_DEPTH", 4)
+    reference = Bm25Stats.objects.get(store=store).impact_avgdl
+    doc = Document.objects.get(store=store)
+    Chunk.objects.bulk_create(
+        Chunk(store=store, document=doc, ordinal=1000 + i, text=" ".join(rng.choices(vocabulary, k=300)))
+        for i in range(150)
+    )
+    stats = Bm25Stats.objects.get(store=store)
+    assert stats.impact_avgdl == reference and stats.average_length > 2 * reference
+    for words in random_queries(vocabulary, rng, 30):
+        for k in (1, 10):
+            assert_same_top_k(store.id, query_lexemes(" ".join(words)), k)
+    # re-referenced: the impacts follow the new avgdl
+    rewritten = rereference_impacts(store.id)
+    stats = Bm25Stats.objects.get(store=store)
+    assert stats.impact_avgdl == stats.average_length and rewritten > 1000
+    assert indexed_statistics(store.id) == recomputed_statistics(store.id)  # no stale impact
+    for words in random_queries(vocabulary, rng, 10):
+        assert_same_top_k(store.id, query_lexemes(" ".join(words)), 10)
+    reference = stats.impact_avgdl
+    long_ones = [c.id for c in Chunk.objects.filter(store=store) if len(c.text.split()) > 40]
+    Chunk.objects.filter(id__in=long_ones).delete()  # now shorter on average
+    stats = Bm25Stats.objects.get(store=store)
+    assert stats.impact_avgdl == reference and stats.average_length < reference
+    for words in random_queries(vocabulary, rng, 30):
+        assert_same_top_k(store.id, query_lexemes(" ".join(words)), 10)
+    assert indexed_statistics(store.id) == recomputed_statistics(store.id)
+
+
+def test_other_k1_b_run_the_exhaustive_query(zipf_store):
+    from domains.retrieval import Bm25Params, bm25_search, query_lexemes
+
+    store, vocabulary, _ = zipf_store
+    lexemes = query_lexemes(" ".join(vocabulary[:5]))
+    params = Bm25Params(0.9, 0.4)
+    assert bm25_search(store.id, lexemes, 10, params=params, exhaustive=False) == bm25_search(
+        store.id, lexemes, 10, params=params, exhaustive=True
+    )
+
+
+def test_the_setting_chooses_the_query(zipf_store, monkeypatch):
+    """KLEA_BM25_PRUNED picks klea_bm25_topk; the results are the same either way."""
+    from django.test import override_settings
+
+    from domains.retrieval import bm25_search, query_lexemes
+
+    store, vocabulary, _ = zipf_store
+    lexemes = query_lexemes(" ".join(vocabulary[:12]))
+    ran = []
+    real_execute = connection.cursor().__class__.execute
+
+    def spy(self, sql, params=None):
+        ran.append("klea_bm25_topk" in sql)
+        return real_execute(self, sql, params)
+
+    monkeypatch.setattr(connection.cursor().__class__, "execute", spy)
+    with override_settings(KLEA_BM25_PRUNED=True):
+        pruned = bm25_search(store.id, lexemes, 10)
+    with override_settings(KLEA_BM25_PRUNED=False):
+        exhaustive = bm25_search(store.id, lexemes, 10)
+    assert ran == [True, False] and pruned == exhaustive and len(pruned) == 10

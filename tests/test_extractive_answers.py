@@ -11,8 +11,8 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat.backends import get_backend
-from chat.backends.extractive.passages import CODE_CHARS, Composer
-from chat.backends.extractive.shapes import is_generic
+from chat.backends.extractive.passages import CODE_CHARS, Composer, Passage
+from chat.backends.extractive.shapes import is_generic, shapes
 from chat.backends.extractive.text import Block as TextBlock
 from chat.backends.extractive.text import list_items, segment
 from chat.rag import Knowledge
@@ -256,6 +256,13 @@ def test_one_step_of_a_long_method_is_quoted_alone():
     )
 
 
+def test_a_short_list_is_quoted_whole_not_one_item():
+    text = "- Spaghetti: 320 g\n- Eggs: 5\n- Guanciale (cubed): 150 g\n- Pecorino Romano (grated)"
+    assert answer("How much spaghetti and guanciale do I need?", source(1, text, ["Carbonara", "Ingredients"])) == (
+        f"{text} [1]"
+    )
+
+
 def test_list_items_split_at_the_outer_markers():
     text = "- Spices:\n    - 1 teaspoon cinnamon\n    - 1/4 teaspoon nutmeg\n- Flour, 2 cups\n  sifted"
     assert list_items(text) == [
@@ -316,3 +323,31 @@ def test_the_citation_names_the_chunk_it_quotes_not_the_sources_first():
     (item,) = reference_list(composition.cited)
     assert (item["quoted"], [c["chunk_id"] for c in item["chunks"]]) == ([204], [201, 204])
     assert paper.quoted == []  # the material's own source is left as it was
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("When was the Neosim project completed?", {"year"}),
+    ("When does a PDF need OCR according to the pre-check?", set()),  # a condition, not a time
+    ("What happens when a query contains only stop words?", set()),
+    ("Which seasons does grouping by time.season use?", {"listing"}),
+    ("What aged cheeses are suggested for a carbonara?", {"listing"}),
+    ("Which setting selects the LLM backend?", set()),  # a singular noun and a verb
+    ("Which range of years can datetime64 represent?", set()),
+])
+def test_question_shapes(question, expected):
+    assert set(shapes(question)) == expected
+
+
+def test_prose_runs_on_only_after_a_full_stop():
+    composer = Composer(embeddings.embed_query("roadmap"), [], "roadmap")
+    chunk = SimpleNamespace(number=1, chunk_id=None)
+    composer.choose = lambda: [Passage(chunk, 0, 0, "prose", "Authors: Xarray developers"),
+                               Passage(chunk, 1, 1, "prose", "Date: September 7, 2021"),
+                               Passage(chunk, 2, 2, "prose", "The roadmap was written in 2021.")]
+
+    async def collect():
+        return "".join([piece async for piece in composer.pieces(lambda n, quoted=(): f"[{n}]")])
+
+    assert async_to_sync(collect)() == (
+        "Authors: Xarray developers\n\nDate: September 7, 2021\n\nThe roadmap was written in 2021. [1]"
+    )

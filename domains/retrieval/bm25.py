@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
+from domains.bm25_sql import IMPACT_B, IMPACT_K1, REREFERENCE
 from domains.models import SEARCH_CONFIG
 
 from .filters import CompiledFilter
@@ -59,25 +60,35 @@ class Bm25Params:
 # float8 throughout (a bare 0.5 or a bound 0.75 would make the arithmetic numeric, ~3x
 # slower). Per term w = idf * (k1 + 1); per posting tf / (tf + c1 + c2 dl) with
 # c1 = k1 (1 - b), c2 = k1 b / avgdl. Reads only the postings of the query's terms,
-# from the primary-key index (index-only scan).
+# from the postings index (index-only scan). The terms are read one after the other in
+# id order (a materialised CTE, scanned serially), so every chunk's sum adds its terms
+# in that order: equal chunks get bit-equal scores and tie by id, and the pruned query,
+# which sums in the same order with the same expression, gives the same floats.
 _SEARCH = """
 WITH s AS (
     SELECT chunk_count::float8 AS n,
            %(k1)s::float8 * (1 - %(b)s::float8) AS c1,
            %(k1)s::float8 * %(b)s::float8 * chunk_count / total_length::float8 AS c2
     FROM domains_bm25stats WHERE store_id = %(store)s AND total_length > 0
-), q AS (
+), q AS MATERIALIZED (
     SELECT t.id, ln(1 + (s.n - t.df + 0.5::float8) / (t.df + 0.5::float8)) * (%(k1)s::float8 + 1) AS w
     FROM domains_bm25term t, s
     WHERE t.store_id = %(store)s AND t.lexeme = ANY(%(terms)s::text[])
+    ORDER BY t.id
 )
 SELECT p.chunk_id, sum(q.w * p.tf / (p.tf + s.c1 + s.c2 * p.dl)) AS score
-FROM q JOIN domains_bm25posting p ON p.term_id = q.id CROSS JOIN s
+FROM s, q CROSS JOIN LATERAL (
+    SELECT p.chunk_id, p.tf, p.dl FROM domains_bm25posting p WHERE p.term_id = q.id
+) p
 {join}
 GROUP BY p.chunk_id
 ORDER BY score DESC, p.chunk_id
 LIMIT %(k)s
 """
+
+
+# First depth of the pruned query's rounds (postings per term; x4 per round).
+PRUNED_DEPTH = 256
 
 
 def bm25_search(
@@ -87,26 +98,59 @@ def bm25_search(
     *,
     where: CompiledFilter | None = None,
     params: Bm25Params | None = None,
+    exhaustive: bool | None = None,
 ) -> list[tuple[int, float]]:
     """The ``k`` best chunks of a store for the OR of ``lexemes``.
+
+    With ``exhaustive=False`` (default: ``not settings.KLEA_BM25_PRUNED``), no filter
+    and the impacts' k1 and b (the defaults), the pruned query ``klea_bm25_topk``
+    (domains/bm25_topk_sql.py) reads each term's postings best first and stops once no
+    unread chunk can enter the top k; otherwise every posting of the terms is summed.
+    Both give the same ids in the same order and the same scores (to ~1e-15).
 
     :param lexemes: from :func:`query_lexemes` (duplicates are counted once).
     :param where: filter over the chunk alias ``c``, applied before ranking.
     :param params: k1 and b; default from settings.
+    :param exhaustive: True: sum every posting (the reference the pruned query must
+        equal); False: prune where possible; None: per ``KLEA_BM25_PRUNED``.
     :returns: [(chunk_id, BM25 score)] best first, ties by chunk id; [] when
         ``lexemes`` is empty or the store has no chunks.
     """
     if not lexemes or k <= 0:
         return []
     params = params or Bm25Params.from_settings()
-    values = {"store": store_id, "terms": sorted(set(lexemes)), "k1": params.k1, "b": params.b, "k": k}
+    terms = sorted(set(lexemes))
+    filtered = where is not None and not where.empty
+    if exhaustive is None:
+        exhaustive = not settings.KLEA_BM25_PRUNED
+    if not (exhaustive or filtered) and (params.k1, params.b) == (IMPACT_K1, IMPACT_B):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT chunk_id, score FROM klea_bm25_topk(%s, %s::text[], %s, %s, %s::float8, %s::float8)",
+                [store_id, terms, k, PRUNED_DEPTH, params.k1, params.b],
+            )
+            return [(cid, float(score)) for cid, score in cursor.fetchall()]
+    values = {"store": store_id, "terms": terms, "k1": params.k1, "b": params.b, "k": k}
     join = ""
-    if where is not None and not where.empty:
+    if filtered:
         join = f"JOIN domains_chunk c ON c.id = p.chunk_id WHERE {where.sql}"
         values.update(where.params)
     with connection.cursor() as cursor:
         cursor.execute(_SEARCH.format(join=join), values)
         return [(cid, float(score)) for cid, score in cursor.fetchall()]
+
+
+def rereference_impacts(store_id: int) -> int:
+    """Set the store's reference avgdl to its current avgdl and rewrite the impacts that
+    change (one UPDATE of up to every posting of the store: minutes at 1M chunks).
+
+    Worth it when the avgdl has grown well above the reference (the pruned query's
+    bound factor is their ratio). :returns: the number of postings rewritten.
+    """
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(REREFERENCE[0], {"store": store_id})
+        cursor.execute(REREFERENCE[1], {"store": store_id})
+        return cursor.rowcount
 
 
 @dataclass

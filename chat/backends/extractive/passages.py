@@ -9,7 +9,7 @@ Candidate passages are
 - a whole list, table or code block (after a sentence ending in ":" only with it). A table
   too long to quote is cut to its header and the rows that hold question words (whole
   rows, never a row alone); a code block too long to quote is left out;
-- one item of a list longer than :data:`LENGTH_FREE` (a step of a method, an entry of a
+- one item of a list longer than :data:`ITEM_LIST_CHARS` (a step of a method, an entry of a
   long list of facts), with its nested items and its marker.
 
 Candidates are ranked by lexical evidence (the idf-weighted share of question terms in
@@ -77,6 +77,8 @@ SECOND_CHARS = 800
 # the answering passage is the runner-up in about one miss in three, within 0.1 of the best.
 NEAR_TIE = 0.1
 MIN_UNIT_CHARS = 6
+# A list longer than this may be quoted one item at a time (a step of a method).
+ITEM_LIST_CHARS = 300
 # A sentence opening with one of these leans on the one before ("It is intended to ...",
 # "In particular, ..."): the passage takes the previous sentence of its paragraph too.
 _LEANING = re.compile(
@@ -186,7 +188,7 @@ def _candidates(chunk: Chunk, wanted: set[str]) -> list[Passage]:
                 continue
             add(i, i, "prose")
         else:
-            if unit.kind == "list" and len(unit.text) > LENGTH_FREE:
+            if unit.kind == "list" and len(unit.text) > ITEM_LIST_CHARS:
                 # One step of a long method, one entry of a long list of facts: quotable alone.
                 items = list_items(unit.text)
                 for n, item in enumerate(items if len(items) > 1 else ()):
@@ -337,8 +339,10 @@ class Composer:
         chosen = await asyncio.to_thread(self.choose)
         run: list[int | None] = []
         for index, passage in enumerate(chosen):
-            if index:  # prose runs on; a list, table or code block stands apart
-                yield " " if passage.kind == chosen[index - 1].kind == "prose" else "\n\n"
+            if index:  # prose runs on after a full stop; a list, table or code block stands apart
+                previous = chosen[index - 1]
+                runs_on = passage.kind == previous.kind == "prose" and previous.text.rstrip()[-1:] in ".!?)"
+                yield " " if runs_on else "\n\n"
             yield passage.text
             run.append(passage.chunk.chunk_id)
             following = chosen[index + 1] if index + 1 < len(chosen) else None

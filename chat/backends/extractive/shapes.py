@@ -18,7 +18,8 @@ from .text import terms
 
 HOWTO = re.compile(
     r"^\s*(how\s+(do|can|should|would|could|to|does\s+one)\b|what\s+(command|commands)\b)"
-    r"|\b(install|set\s*up|configure|enable|run|start|stop|point\b.*\bat)\b",
+    # The verbs as verbs ("... I install", "to run"), not as nouns ("stop words", "a run").
+    r"|(^\s*|\b(i|we|you|to)\s+)(install|set\s*up|configure|enable|run|start|stop|point\b.*\bat)\b",
     re.I,
 )
 LISTING = re.compile(
@@ -26,7 +27,15 @@ LISTING = re.compile(
     r"|^\s*what\s+(are|kinds?|types?|options|formats|steps|ingredients)\b|^\s*list\b|\bname\s+the\b",
     re.I,
 )
-YEAR = re.compile(r"\b(when|what\s+year|which\s+year|since\s+when|what\s+date)\b", re.I)
+# "When was/did ..." asks for a time; "when does ..." and a mid-question "when" for a condition.
+YEAR = re.compile(r"\bwhen\s+(was|were|did|had)\b|\b(what|which)\s+(year|date)\b|\bsince\s+when\b", re.I)
+# "Which <noun>s can ...", "What aged <noun>s are ...": several things are asked for (a
+# plural noun before an auxiliary; "which setting selects" is a singular noun and a verb).
+PLURAL_ASKED = re.compile(
+    r"^\s*(which|what)\s+((?!of\b)[\w'-]+\s+){0,2}[\w-]*[a-rt-z]s'?\s+"
+    r"(are|were|do|did|does|can|could|may|might|should|would|will|must|have|has)\b",
+    re.I,
+)
 NUMBER = re.compile(
     r"\bhow\s+(many|much|long|big|large|often|fast)\b|\bwhat\s+(is\s+the\s+)?(default|number|size|limit|port|"
     r"version|temperature|amount)\b|\bwhich\s+(version|port)\b",
@@ -87,7 +96,7 @@ def shapes(question: str) -> frozenset[str]:
     found = {"generic"} if is_generic(question) else set()
     if HOWTO.search(question):
         found.add("howto")
-    if LISTING.search(question):
+    if LISTING.search(question) or PLURAL_ASKED.search(question):
         found.add("listing")
     if YEAR.search(question):
         found.add("year")
