@@ -43,7 +43,7 @@ class IngestionJobAdmin(admin.ModelAdmin):
         return format_html(
             '<progress class="klea-job" data-job-url="{}" data-status="{}" value="{}" max="{}"></progress> '
             '<span class="klea-job-count">{}/{} ({}%) {}</span>',
-            reverse("ingestion-job", args=[obj.pk]), obj.status, obj.done, obj.total or 1, obj.done, obj.total,
+            reverse("ingestion-job", args=[obj.pk]), obj.status, obj.percent, 100, obj.done, obj.total,
             obj.percent, obj.get_status_display().lower(),
         )
 

@@ -30,6 +30,9 @@ class IngestionJob(models.Model):
     outcomes = models.JSONField(
         default=dict, blank=True, help_text="file name -> outcome (stored, unchanged, failed, ...); done = its size"
     )
+    pages = models.JSONField(
+        default=dict, blank=True, help_text="file name -> [pages done, pages] of files being OCRed (no outcome yet)"
+    )
     celery_id = models.CharField(max_length=64, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -43,7 +46,13 @@ class IngestionJob(models.Model):
 
     @property
     def percent(self) -> int:
-        return int(100 * self.done / self.total) if self.total else 0
+        """Whole percent of the files done, counting the OCRed pages of files in progress;
+        at most 99 until the job has finished (a file's last page is not its end)."""
+        if not self.total:
+            return 0
+        partial = sum(done / total for done, total in self.pages.values() if total)
+        value = int(100 * (self.done + partial) / self.total)
+        return min(value, 100 if self.finished_at else 99)
 
 
 class DoiRecord(models.Model):

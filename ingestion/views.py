@@ -21,7 +21,9 @@ def visible_jobs(user):
 
 
 def job_payload(job: IngestionJob) -> dict:
-    """The job as plain JSON values: status, done/total/percent, errors per file."""
+    """The job as plain JSON values: status, done/total files, ``percent`` (0-100: files
+    done plus the OCRed share of files in progress, 100 only once finished), ``pages``
+    (file name -> [pages OCRed, pages] of files in progress), errors per file."""
     return {
         "id": job.pk,
         "kind": job.kind,
@@ -30,6 +32,7 @@ def job_payload(job: IngestionJob) -> dict:
         "done": job.done,
         "total": job.total,
         "percent": job.percent,
+        "pages": job.pages,
         "errors": job.errors,
         "outcomes": job.outcomes,
         "messages": job.messages,

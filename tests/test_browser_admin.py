@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from domains.models import Domain, Store
 from ingestion.models import IngestionJob
 from ingestion.outcomes import FileOutcome
-from ingestion.runs.jobs import record, start_job
+from ingestion.runs.jobs import record, record_pages, start_job
 
 from .browser import PHONE, browser_page, screenshot
 from .chat_world import PASSWORD, in_thread
@@ -57,13 +57,18 @@ def test_the_job_page_follows_its_job_live_and_the_upload_page_uses_admin_rows(j
         in_thread(record, job.pk, FileOutcome("a.md", "stored", chunks=2))
         expect(count).to_have_text("1/3 (33%) running")
         expect(rows).to_have_text(["a.mdstored", "2 more file(s)waiting"])
+        # the pages OCRed of a file in progress move the bar before its outcome
+        in_thread(record_pages, job.pk, "c.pdf", 15, 30)
+        expect(count).to_have_text("1/3 (50%) running")
+        expect(panel.locator("progress")).to_have_attribute("value", "50")
+        expect(panel.locator(".klea-job-messages li")).to_have_text(["c.pdf: OCR page 15 of 30"])
         in_thread(record, job.pk, FileOutcome("b.pdf", "failed", error=ENCRYPTED))
-        in_thread(record, job.pk, FileOutcome("c.md", "stored", chunks=1), True)
+        in_thread(record, job.pk, FileOutcome("c.pdf", "stored", chunks=1), True)
         expect(count).to_have_text("3/3 (100%) succeeded with errors")
-        expect(rows).to_have_text(["a.mdstored", f"b.pdffailed{ENCRYPTED}", "c.mdstored"])
+        expect(rows).to_have_text(["a.mdstored", f"b.pdffailed{ENCRYPTED}", "c.pdfstored"])
         expect(panel.locator(".klea-job-messages li")).to_have_text(["1 failed, 2 stored"])
         expect(panel.locator(".klea-job-finished")).to_contain_text("Finished")
-        expect(panel.locator("progress")).to_have_attribute("value", "3")
+        expect(panel.locator("progress")).to_have_attribute("value", "100")
         screenshot(page, "admin-job")
         seen = len(polls)
         page.wait_for_timeout(4000)  # more than two polling intervals: a finished job is not polled

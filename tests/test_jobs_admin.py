@@ -13,7 +13,7 @@ from django.test import override_settings
 from domains.models import Chunk, Document, Domain, MetadataEntry, Store
 from ingestion.models import DoiRecord, IngestionJob
 from ingestion.outcomes import FileOutcome
-from ingestion.runs.jobs import record, start_job
+from ingestion.runs.jobs import record, record_pages, start_job
 
 
 @pytest.fixture
@@ -52,10 +52,19 @@ def test_job_api_for_staff_and_creator_only(client, users, store):
     client.force_login(staff)
     assert client.get("/api/jobs/999999").status_code == 404
     assert client.post(f"/api/jobs/{job.pk}").status_code == 405
+    # a file being OCRed counts its pages into percent; the bar reaches 100 only at the end
+    record_pages(job.pk, "c.pdf", 14, 30)
+    payload = client.get(f"/api/jobs/{job.pk}").json()
+    assert {k: payload[k] for k in ("done", "total", "percent", "pages", "messages")} == {
+        "done": 2, "total": 3, "percent": 82, "pages": {"c.pdf": [14, 30]}, "messages": ["c.pdf: OCR page 14 of 30"]}
+    record_pages(job.pk, "c.pdf", 30, 30)
+    assert client.get(f"/api/jobs/{job.pk}").json()["percent"] == 99
     # a redelivered task records the same file again: done does not over-count
     record(job.pk, FileOutcome("a.md", "stored", chunks=2))
-    finished = record(job.pk, FileOutcome("c.md", "stored", chunks=1), finish_when_done=True)
-    assert (finished.done, finished.status, finished.messages) == (3, "partial", ["1 failed, 2 stored"])
+    finished = record(job.pk, FileOutcome("c.pdf", "stored", chunks=1), finish_when_done=True)
+    # the file's OCR line goes with its outcome
+    assert (finished.done, finished.status, finished.percent, finished.pages, finished.messages) == (
+        3, "partial", 100, {}, ["1 failed, 2 stored"])
 
 
 def test_admin_upload_of_several_files_builds_them(client, users, store, tmp_path):
@@ -94,7 +103,7 @@ def test_admin_upload_of_several_files_builds_them(client, users, store, tmp_pat
     assert f'data-job-url="/api/jobs/{job.pk}" data-status="succeeded"' in html
     assert "2/2 (100%) succeeded" in html and "ingestion/job_progress.js" in html
     listing = client.get("/admin/ingestion/ingestionjob/").content.decode()
-    assert f'data-job-url="/api/jobs/{job.pk}" data-status="succeeded" value="2" max="2"' in listing
+    assert f'data-job-url="/api/jobs/{job.pk}" data-status="succeeded" value="100" max="100"' in listing
     assert "Upload documents" in listing
     bad = client.post("/admin/ingestion/ingestionjob/upload/", {
         "store": store.pk, "files": [SimpleUploadedFile("x.exe", b"MZ")], "max_tokens": 450, "ocr": "auto",

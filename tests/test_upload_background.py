@@ -68,7 +68,7 @@ def test_upload_without_redis_redirects_while_the_job_runs_then_succeeds(committ
                 302, f"/admin/ingestion/ingestionjob/{job.pk}/change/")
             assert (job.status, job.done, job.total, job.finished_at) == ("running", 0, 1, None)
             page = http.get(f"{server.url}{response.headers['Location']}", timeout=60)
-            assert "0/1 (0%) running" in page.text
+            assert "0/1 (0%) running" in page.text and '<progress value="0" max="100"' in page.text
             holder.rollback()  # the job may store the document now
         wait_for(lambda: IngestionJob.objects.get(pk=job.pk).finished_at, "the job to finish", WAIT_SECONDS)
 

@@ -7,6 +7,8 @@ number of distinct files with an outcome and never over-counts.
 
 from __future__ import annotations
 
+import re
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -49,15 +51,16 @@ def record(job_id: int, outcome: FileOutcome, finish_when_done: bool = False) ->
     else:
         job.errors.pop(outcome.file_name, None)
     job.done = len(job.outcomes)
-    fields = ["outcomes", "errors", "done"]
+    job.pages.pop(outcome.file_name, None)
+    job.messages = _without_pages(job.messages, outcome.file_name)
+    fields = ["outcomes", "errors", "done", "pages", "messages"]
     if outcome.notes:
         job.messages = (job.messages + [f"{outcome.file_name}: {note}" for note in outcome.notes])[-MAX_MESSAGES:]
-        fields.append("messages")
     if finish_when_done and job.done >= job.total and job.finished_at is None:
         job.status = _status(job.outcomes)
         job.finished_at = timezone.now()
         job.messages = (job.messages + [summary_line(job.outcomes)])[-MAX_MESSAGES:]
-        fields += ["status", "finished_at"] + ([] if "messages" in fields else ["messages"])
+        fields += ["status", "finished_at"]
     job.save(update_fields=fields)
     return job
 
@@ -88,28 +91,37 @@ def finish(job_id: int, report: StepReport) -> None:
         if report.errors and job.status == IngestionJob.Status.SUCCEEDED:
             job.status = IngestionJob.Status.PARTIAL
         job.finished_at = timezone.now()
+        job.pages = {}
+        job.messages = [m for m in job.messages if not _OCR_LINE.match(m)]
         job.messages = (job.messages + report.notes + report.errors + notes + [summary_line(job.outcomes)])[-MAX_MESSAGES:]
         job.save()
 
 
 OCR_PAGE = "{name}: OCR page {done} of {total}"
+_OCR_LINE = re.compile(r".*: OCR page \d+ of \d+$")
+
+
+def _without_pages(messages: list[str], file_name: str) -> list[str]:
+    prefix = f"{file_name}: OCR page "
+    return [m for m in messages if not m.startswith(prefix)]
 
 
 @transaction.atomic
 def record_pages(job_id: int, file_name: str, done: int, total: int) -> None:
-    """Show OCR progress of one file on its job: one message per file, replaced as pages
-    are done (the job page and ``GET /api/jobs/<id>`` show it)."""
+    """Show OCR progress of one file on its job until the file has its outcome: one
+    message per file, replaced as pages are done, and ``pages`` (counted into
+    ``percent``); the job page and ``GET /api/jobs/<id>`` show both."""
     job = IngestionJob.objects.select_for_update().filter(pk=job_id).first()
-    if job is None:
+    if job is None or file_name in job.outcomes:
         return
-    prefix = f"{file_name}: OCR page "
-    messages = [m for m in job.messages if not m.startswith(prefix)]
+    job.pages[file_name] = [done, total]
+    messages = _without_pages(job.messages, file_name)
     job.messages = (messages + [OCR_PAGE.format(name=file_name, done=done, total=total)])[-MAX_MESSAGES:]
-    job.save(update_fields=["messages"])
+    job.save(update_fields=["messages", "pages"])
 
 
 def fail(job_id: int, message: str) -> None:
     """Mark a job failed with a one-line message (a run-level error)."""
     IngestionJob.objects.filter(pk=job_id).update(
-        status=IngestionJob.Status.FAILED, finished_at=timezone.now(), messages=[message]
+        status=IngestionJob.Status.FAILED, finished_at=timezone.now(), messages=[message], pages={}
     )

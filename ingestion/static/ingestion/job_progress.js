@@ -18,8 +18,8 @@
   }
 
   function showBar(bar, job) {
-    bar.max = job.total || 1;
-    bar.value = job.done;
+    bar.max = 100;
+    bar.value = job.percent;  // counts the OCRed pages of files in progress
     const label = bar.nextElementSibling;
     if (label) label.textContent = `${job.done}/${job.total} (${job.percent}%) ${LABELS[job.status] || job.status}`;
   }
