@@ -351,3 +351,10 @@ def test_prose_runs_on_only_after_a_full_stop():
     assert async_to_sync(collect)() == (
         "Authors: Xarray developers\n\nDate: September 7, 2021\n\nThe roadmap was written in 2021. [1]"
     )
+
+
+def test_a_passage_repeated_in_another_file_is_quoted_once():
+    text = "Create a user with manage.py createsuperuser, then open the admin."
+    # The same file in two stores: equal scores, the first source speaks, once.
+    assert answer("How do I create an admin user?", source(1, text, ["Admin"], file_name="README.md"),
+                  source(2, text, ["Admin"], file_name="README.md")) == f"{text} [1]"

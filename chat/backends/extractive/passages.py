@@ -318,8 +318,8 @@ class Composer:
                 continue
             # What it adds buys it room: the second part of "X and Y?" scores lower.
             new_share = sum(idf[t] for t in other.found - best.found) / total
-            if _overlap(best, other):
-                continue
+            if _overlap(best, other) or other.text in best.text or best.text in other.text:
+                continue  # the same words twice (a passage repeated in another file) say nothing new
             # A near tie: the evidence cannot tell the two apart, so both are quoted.
             near_tie = other.score >= best.score - NEAR_TIE
             if not near_tie and (new_share < SECOND_NEW_TERMS or other.score < best.score - SECOND_MARGIN - new_share):
