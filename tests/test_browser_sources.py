@@ -11,7 +11,7 @@ import shutil
 import pytest
 from playwright.sync_api import expect
 
-from domains.models import Domain
+from domains.models import Chunk, Domain
 from ingestion.models import IngestionJob, StagedFile
 from ingestion.runs.ingest import ingest
 
@@ -93,6 +93,8 @@ def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(wor
                 f"wspapers · paper.pdf · p. {reference['pages'][0]}–{reference['pages'][1]}"
                 if reference["pages"][0] != reference["pages"][1] else "wspapers · paper.pdf · p. 2")
 
+            assert reference["quoted"] == [chunk["chunk_id"]]  # the passage the answer quotes
+
             # click [1]: the dialog shows page 2 with the passage's line highlighted
             page.locator(".message.assistant .text button.cite").first.click()
             view = page.locator("#source-view")
@@ -121,6 +123,27 @@ def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(wor
             page.keyboard.press("Escape")
             expect(view).to_be_hidden()
             expect(page.locator(".reference").first).to_be_focused()
+
+            # [1] opens the quoted chunk even when the reference lists another chunk first
+            # (page 1's Abstract); without "quoted" (a model's answer) it opens the first.
+            (abstract,) = in_thread(lambda: list(Chunk.objects.filter(
+                document_id=reference["document_id"], headings=["Abstract"]).values("id", "provenance")))
+            for quoted, where in [([chunk["chunk_id"]], "Page 2 of 2"), ([], "Page 1 of 2")]:
+                page.evaluate("""([first, quoted]) => {
+                  const item = document.querySelector('.message.assistant');
+                  const refs = JSON.parse(JSON.stringify(item.kleaReferences));
+                  refs[0].chunks.unshift(first);
+                  refs[0].quoted = quoted;
+                  KleaRender.setReferences(item, refs);
+                }""", [{"chunk_id": abstract["id"], "pages": abstract["provenance"]["pages"], "lines": None,
+                        "headings": ["Abstract"], "heading_chain": "Abstract", "text": "", "anchor": ""}, quoted])
+                page.locator(".message.assistant .text button.cite").first.click()
+                expect(view.locator(".source-where")).to_have_text(f"{where} · cited passage highlighted")
+                expect(view.locator(".page-frame.loaded")).to_have_count(1)
+                page.keyboard.press("Escape")
+                expect(view).to_be_hidden()
+            page.evaluate("(refs) => KleaRender.setReferences(document.querySelector('.message.assistant'), refs)",
+                          references)
 
             # on a phone: the view fills the screen, the page fits its width
             page.set_viewport_size(PHONE)

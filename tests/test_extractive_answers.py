@@ -54,7 +54,7 @@ def answer(question: str, *sources) -> str:
     composer = Composer(embeddings.embed_query(question), list(sources), question)
 
     async def collect():
-        return "".join([piece async for piece in composer.pieces(lambda n: f"[{n}]")])
+        return "".join([piece async for piece in composer.pieces(lambda n, quoted=(): f"[{n}]")])
 
     return async_to_sync(collect)()
 
@@ -286,6 +286,45 @@ def test_a_near_tie_quotes_both_passages_in_the_order_of_their_section():
     )
 
 
+def test_the_citation_names_the_chunk_it_quotes_not_the_sources_first():
+    # The paper's first chunk (its affiliations) ranks first; the proof is in its fourth
+    # page's chunk: the marker [1] must open that one (the reference's "quoted").
+    from chat.answers.compose import Composition
+    from chat.answers.material import Material
+    from chat.pipeline.references import reference_list
+    from domains.retrieval import Source
+    from domains.retrieval.types import RetrievedChunk
+
+    def chunk(chunk_id, text, headings, score):
+        return RetrievedChunk(chunk_id, text, headings, {}, "flp.pdf", 7, "papers", "papers", score=score,
+                              provenance={"pages": [chunk_id % 10, chunk_id % 10]})
+
+    paper = Source(1, "papers", "papers", "flp.pdf", 7, chunks=[
+        chunk(201, "Michael J. Fischer, Yale University. Nancy A. Lynch, MIT. Michael S. Paterson, University "
+                   "of Warwick.", ["Impossibility of distributed consensus with one faulty process"], 0.9),
+        chunk(204, "No consensus protocol is totally correct in spite of one fault. The proof is by "
+                   "contradiction on the configurations of the protocol.", ["3 The main result"], 0.6),
+    ])
+    question = "Can a consensus protocol be totally correct in spite of one fault?"
+    vector = embeddings.embed_query(question)
+
+    async def vector_of():
+        return vector
+
+    composition = Composition(get_backend("extractive"), question, Material("", [paper]), [], vector=vector_of)
+
+    async def collect():
+        return "".join([piece async for piece in composition.pieces()])
+
+    text = async_to_sync(collect)()
+    assert text == ("No consensus protocol is totally correct in spite of one fault. The proof is by "
+                    "contradiction on the configurations of the protocol. [1]")
+    assert composition.cleaner.quoted == {1: [204]}
+    (item,) = reference_list(composition.cited)
+    assert (item["quoted"], [c["chunk_id"] for c in item["chunks"]]) == ([204], [201, 204])
+    assert paper.quoted == []  # the material's own source is left as it was
+
+
 @pytest.mark.parametrize("question, expected", [
     ("When was the Neosim project completed?", {"year"}),
     ("When does a PDF need OCR according to the pre-check?", set()),  # a condition, not a time
@@ -301,14 +340,21 @@ def test_question_shapes(question, expected):
 
 def test_prose_runs_on_only_after_a_full_stop():
     composer = Composer(embeddings.embed_query("roadmap"), [], "roadmap")
-    chunk = SimpleNamespace(number=1)
+    chunk = SimpleNamespace(number=1, chunk_id=None)
     composer.choose = lambda: [Passage(chunk, 0, 0, "prose", "Authors: Xarray developers"),
                                Passage(chunk, 1, 1, "prose", "Date: September 7, 2021"),
                                Passage(chunk, 2, 2, "prose", "The roadmap was written in 2021.")]
 
     async def collect():
-        return "".join([piece async for piece in composer.pieces(lambda n: f"[{n}]")])
+        return "".join([piece async for piece in composer.pieces(lambda n, quoted=(): f"[{n}]")])
 
     assert async_to_sync(collect)() == (
         "Authors: Xarray developers\n\nDate: September 7, 2021\n\nThe roadmap was written in 2021. [1]"
     )
+
+
+def test_a_passage_repeated_in_another_file_is_quoted_once():
+    text = "Create a user with manage.py createsuperuser, then open the admin."
+    # The same file in two stores: equal scores, the first source speaks, once.
+    assert answer("How do I create an admin user?", source(1, text, ["Admin"], file_name="README.md"),
+                  source(2, text, ["Admin"], file_name="README.md")) == f"{text} [1]"

@@ -149,6 +149,7 @@ def test_one_domain_answer_with_exact_events(fake, domains):
             {"label": "orcid", "url": "https://orcid.org/0000-0000-0000-0001"},
         ],
         "pages": None,  # a Markdown source: no pages
+        "quoted": [],  # a model's answer: which chunk it quotes is not known
     }
     assert [(c["headings"], c["heading_chain"]) for c in reference["chunks"]] == [(["Model"], "Model")]
     assert reference["chunks"][0]["text"].startswith("The Hodgkin-Huxley model describes")

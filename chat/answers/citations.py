@@ -45,6 +45,7 @@ class AnswerCleaner:
         self.labels = dict(labels or {})
         self.mapping: dict[int, int] = {}
         self.cited: list[int] = []  # original numbers, in order of first citation
+        self.quoted: dict[int, list[int]] = {}  # original number -> quoted chunk ids, in order
         self.dropped = 0
         self._buffer = ""
         self._in_think = False
@@ -60,12 +61,16 @@ class AnswerCleaner:
         """The rest of the text (an unfinished think block is dropped)."""
         return self._drain(final=True)
 
-    def cite(self, original: int) -> str:
+    def cite(self, original: int, quoted: Iterable[int] = ()) -> str:
         """The marker for a citation made by our own code (the extractive backend), e.g.
-        ``"[1]"``; registered like a parsed one. :raises ValueError: a number not given."""
+        ``"[1]"``; registered like a parsed one. ``quoted``: the ids of the source's
+        chunks the text before the marker quotes (recorded in :attr:`quoted`, so the
+        marker can open that passage). :raises ValueError: a number not given."""
         number = self._number(original)
         if number is None:
             raise ValueError(f"source {original} was not given")
+        known = self.quoted.setdefault(original, [])
+        known.extend(chunk_id for chunk_id in quoted if chunk_id is not None and chunk_id not in known)
         return f"[{self.labels.get(original, number)}]"
 
     def _number(self, original: int) -> int | None:

@@ -13,6 +13,7 @@ in order of first citation. docs/pipeline.md, "The answer core".
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 
@@ -84,9 +85,17 @@ class Composition:
 
     @property
     def cited(self) -> list:
-        """The material's sources the answer cites, in order of first citation."""
+        """The material's sources the answer cites, in order of first citation; a
+        document source whose quoted chunks are known (the extractive backend's) is a
+        copy with ``quoted`` set to their ids, in answer order."""
         by_number = {source.number: source for source in self.material.sources}
-        return [by_number[number] for number in self.cleaner.cited]
+        cited = []
+        for number in self.cleaner.cited:
+            source, quoted = by_number[number], self.cleaner.quoted.get(number)
+            if quoted and hasattr(source, "quoted"):
+                source = dataclasses.replace(source, quoted=list(quoted))
+            cited.append(source)
+        return cited
 
     @property
     def dropped(self) -> int:

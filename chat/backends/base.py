@@ -99,7 +99,9 @@ class Classification:
 class Citer:
     """How answer text gets its citation markers. A model's own markers pass through
     :meth:`feed` / :meth:`close`; a backend quoting sources itself calls :meth:`cite`.
-    This default keeps text as it is and marks source n as ``[n]``."""
+    This default keeps text as it is and marks source n as ``[n]``; ``quoted`` (the ids
+    of the source's chunks that the text before the marker quotes) is for citers that
+    record it."""
 
     def feed(self, piece: str) -> str:
         return piece
@@ -107,7 +109,7 @@ class Citer:
     def close(self) -> str:
         return ""
 
-    def cite(self, number: int) -> str:
+    def cite(self, number: int, quoted: Sequence[int] = ()) -> str:
         return f"[{number}]"
 
 

@@ -94,7 +94,9 @@ class References(Event):
     "journal", "doi", "url", "urls" ([{"label", "url"}]), "pages" ([first, last] over
     the cited chunks of a PDF, else None), "chunks" ([{"chunk_id", "headings",
     "heading_chain", "text", "pages" ([first, last] | None), "lines" ([first, last] |
-    None, text sources), "anchor" (str)}])}``, all built from stored metadata
+    None, text sources), "anchor" (str)}]), "quoted" (the chunk_ids of the chunks the
+    answer quotes, in answer order: its marker [n] opens the first; [] when not known,
+    as for a model's answer)}``, all built from stored metadata
     (docs/pipeline.md, "Provenance").
     Tool results (``"kind": "tool"``): ``{"number", "kind", "domain", "server", "tool",
     "title", "arguments", "status" ("ok" | "error" | "timeout"), "text", "truncated"}``.

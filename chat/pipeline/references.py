@@ -178,6 +178,7 @@ def reference_item(number: int, source: Source | ToolSource) -> dict:
         "urls": labelled_urls(metadata),
         "pages": page_span(source.chunks),
         "chunks": [chunk_item(chunk) for chunk in source.chunks],
+        "quoted": list(getattr(source, "quoted", None) or []),
     }
 
 

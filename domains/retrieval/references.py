@@ -43,6 +43,9 @@ class Source:
     document_id: int
     metadata: dict = field(default_factory=dict)  # file-level keys only, never "_" keys
     chunks: list[RetrievedChunk] = field(default_factory=list)
+    # The ids of the chunks an answer quotes, in answer order (set on the cited copy by
+    # the answer core, chat.answers.compose.Composition.cited); [] = not known.
+    quoted: list[int] = field(default_factory=list)
 
 
 @dataclass

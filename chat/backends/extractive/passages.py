@@ -104,6 +104,7 @@ class Chunk:
     score: float
     headings: str  # heading chain (and file name) as one line
     units: list[Unit]
+    chunk_id: int | None = None  # the stored chunk's id (None for chunks not stored)
 
 
 @dataclass
@@ -271,7 +272,8 @@ class Composer:
                 headings = " > ".join(getattr(chunk, "headings", None) or ())
                 label = f"{headings} ({getattr(source, 'file_name', '')})" if headings else getattr(source, "file_name", "")
                 self.chunks.append(
-                    Chunk(source.number, len(self.chunks), float(chunk.score or 0.0), label, _units(chunk.text))
+                    Chunk(source.number, len(self.chunks), float(chunk.score or 0.0), label, _units(chunk.text),
+                          getattr(chunk, "chunk_id", None))
                 )
 
     def _idf(self) -> dict[str, float]:
@@ -316,8 +318,8 @@ class Composer:
                 continue
             # What it adds buys it room: the second part of "X and Y?" scores lower.
             new_share = sum(idf[t] for t in other.found - best.found) / total
-            if _overlap(best, other):
-                continue
+            if _overlap(best, other) or other.text in best.text or best.text in other.text:
+                continue  # the same words twice (a passage repeated in another file) say nothing new
             # A near tie: the evidence cannot tell the two apart, so both are quoted.
             near_tie = other.score >= best.score - NEAR_TIE
             if not near_tie and (new_share < SECOND_NEW_TERMS or other.score < best.score - SECOND_MARGIN - new_share):
@@ -329,21 +331,24 @@ class Composer:
             chosen.sort(key=lambda p: (p.start, p.part))  # one section reads in its own order
         return chosen
 
-    async def pieces(self, cite: Callable[[int], str]) -> AsyncIterator[str]:
+    async def pieces(self, cite: Callable[..., str]) -> AsyncIterator[str]:
         """The chosen passages as text pieces, verbatim, each followed by
-        ``cite(source number)`` (a run of passages of one source cited once). Yields
-        nothing when no passage answers. Scoring embeds passages only (no database),
-        so any worker thread will do."""
+        ``cite(source number, quoted chunk ids)`` (a run of passages of one source cited
+        once, with the ids of the chunks the run quotes). Yields nothing when no passage
+        answers. Scoring embeds passages only (no database), so any worker thread will do."""
         chosen = await asyncio.to_thread(self.choose)
+        run: list[int | None] = []
         for index, passage in enumerate(chosen):
             if index:  # prose runs on after a full stop; a list, table or code block stands apart
                 previous = chosen[index - 1]
                 runs_on = passage.kind == previous.kind == "prose" and previous.text.rstrip()[-1:] in ".!?)"
                 yield " " if runs_on else "\n\n"
             yield passage.text
+            run.append(passage.chunk.chunk_id)
             following = chosen[index + 1] if index + 1 < len(chosen) else None
             if following is None or following.chunk.number != passage.chunk.number:
-                yield _citation_gap(passage) + cite(passage.chunk.number)
+                yield _citation_gap(passage) + cite(passage.chunk.number, run)
+                run = []
 
 
 def _citation_gap(passage: Passage) -> str:

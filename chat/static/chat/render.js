@@ -138,11 +138,23 @@ const KleaRender = (() => {
     ref.focus();
   }
 
+  /* The chunk a marker opens: the first quoted one that records where it is, else the
+     first chunk that does (a model's answer: which passage it used is not known). */
+  function quotedChunk(reference) {
+    const chunks = (reference.chunks || []).filter((c) => KleaSource.viewable(c));
+    for (const id of reference.quoted || []) {
+      const chunk = chunks.find((c) => c.chunk_id === id);
+      if (chunk) return chunk;
+    }
+    return chunks[0] || null;
+  }
+
   /* A citation marker [n] as a button, when the message has a reference n. A click first
      dispatches a cancelable "klea:cite" event on the message, detail {number, reference
      (its data), element (its list item)}; a listener that calls preventDefault() replaces
-     the default action: openReference(), then the source view on the reference's first
-     chunk that records where it is (closing it gives the focus back to the reference). */
+     the default action: openReference(), then the source view on the chunk the answer
+     quotes (the reference's "quoted"), else on its first chunk that records where it is
+     (closing the view gives the focus back to the reference). */
   function citeButton(item, number, marker) {
     const element = item.querySelector(`.reference[data-number="${number}"]`);
     if (!element) return null;
@@ -153,8 +165,7 @@ const KleaRender = (() => {
         detail: { number, reference, element } });
       if (!item.dispatchEvent(cite)) return;
       openReference(element);
-      const chunk = typeof KleaSource !== "undefined" && reference
-        ? (reference.chunks || []).find((c) => KleaSource.viewable(c)) : null;
+      const chunk = typeof KleaSource !== "undefined" && reference ? quotedChunk(reference) : null;
       if (chunk) KleaSource.open(chunk, element);
     });
     return button;
