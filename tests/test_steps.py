@@ -15,7 +15,7 @@ from domains.models import Chunk, Document, Domain, FilterField, MetadataEntry
 from ingestion.chunk.step import chunk_directory
 from ingestion.metadata.map import MapError, lookup, lookup_keys, reapply
 from ingestion.metadata.map_io import export_map, import_map
-from ingestion.metadata.map_lint import map_lint, suspicious_doi
+from ingestion.metadata.map_lint import map_lint, missing_fields, suspicious_doi
 from ingestion.models import IngestionJob, StagedFile
 from ingestion.outcomes import IngestError
 from ingestion.store.lint import store_lint
@@ -230,7 +230,7 @@ def test_map_lint_reports_everything_and_is_fatal_for_files_without_entry(domain
     chunk_directory(folder)
     staged = StagedFile.objects.get(directory=str(folder), file_name="smith2014_cells.md")
     staged.metadata_map["DEFAULT"] = {
-        "title": "smith2014_cells", "authors": ["A. Smith"], "year": 2013, "doi": "10.1000/x.pdf",
+        "title": "smith2014_cells", "year": 2013, "doi": "10.1000/x.pdf",
         **{f"url_{i}": f"https://example.org/{i}" for i in range(1, 7)},
     }
     staged.save()
@@ -241,7 +241,8 @@ def test_map_lint_reports_everything_and_is_fatal_for_files_without_entry(domain
     assert report.sections == {
         "map keys that are not source files": ["Guide > Channels: a heading chain, not a file name (stale map?)"],
         "source files without a map entry (fatal)": ["late.md: not chunked"],
-        "missing core fields": ["guide.md: authors, year, doi", "notes.txt: authors, year, doi"],
+        # a cited work (year, DOI) lacks its authors; plain notes lack no bibliographic field
+        "missing core fields": ["smith2014_cells.md: authors"],
         "suspicious titles": ["guide.md: 'Guide'", "smith2014_cells.md: 'smith2014_cells'"],
         "suspicious DOIs": ["smith2014_cells.md [DEFAULT]: 10.1000/x.pdf (contains '.pdf')"],
         "suspicious years": ["smith2014_cells.md [DEFAULT]: year 2013 but the file name says 2014"],
@@ -259,13 +260,25 @@ def test_store_lint_totals_findings_and_samples(domain, folder):
         "chunks per file: min 1, max 3, mean 1.7",
     ]
     assert report.sections["near-empty chunks"] == ["guide.md #2: 'Gates move.'", "tiny.md #0: 'ok'"]
-    assert report.sections["chunks missing metadata"][0] == "guide.md #0: year, doi"
-    assert len(report.sections["chunks missing metadata"]) == 5
+    assert "chunks missing metadata" not in report.sections  # plain notes: no year or DOI expected
     assert report.samples[0] == "window 1:"
     assert report.samples[1] == "  guide.md #0 [Guide] Intro text about neurons."
     assert len(report.samples) == 8  # two windows of three chunks
     with pytest.raises(IngestError, match="^store 'nope' does not exist$"):
         store_lint("nope")
+    # a field the domain filters on is expected of every file
+    FilterField.objects.create(domain=domain, name="year", value_type="int")
+    assert store_lint("steps-store").sections["chunks missing metadata"] == [
+        "guide.md #0: year", "guide.md #1: year", "guide.md #2: year", "notes.txt #0: year", "tiny.md #0: year"]
+
+
+def test_bibliographic_fields_are_expected_of_papers_and_cited_works_only():
+    fields = ("title", "year", "doi")
+    assert missing_fields("notes.md", {"title": "Notes"}, fields) == []
+    assert missing_fields("notes.md", {}, fields) == ["title"]
+    assert missing_fields("paper.PDF", {"title": "Spikes"}, fields) == ["year", "doi"]
+    assert missing_fields("notes.md", {"title": "Spikes", "authors": ["A. Smith"]}, fields) == ["year", "doi"]
+    assert missing_fields("notes.md", {"title": "Spikes"}, fields, frozenset({"doi"})) == ["doi"]
 
 
 def test_chunk_fills_a_pdf_default_entry_from_the_bibliographic_cascade(db, tmp_path):

@@ -106,7 +106,7 @@ def test_filtered_hnsw_search_still_returns_k(two_stores):
     exact = vector_search(store_a.id, query, 10, -1.0, where=where, exact_max_rows=10**9)
     assert exact.strategy == "exact" and len(exact.hits) == 10
     assert {cid for cid, _ in exact.hits} <= set(tagged)
-    # Forced onto HNSW: 80 candidates from 600 rows hold ~1.6 tagged ones, so the
+    # Forced onto HNSW: 200 candidates from 600 rows hold ~4 tagged ones, so the
     # engine falls back to an exact scan of the filtered rows and still returns 10.
     forced = vector_search(store_a.id, query, 10, -1.0, where=where, exact_max_rows=0)
     assert forced.strategy == "hnsw+exact"
@@ -140,9 +140,10 @@ def test_empty_store_gives_nothing(db):
 @pytest.mark.parametrize(
     "k, store_rows, total_rows, filtered, ef",
     [
-        (5, 10_000, 10_000, False, 40),  # pgvector's default is the least
-        (10, 300, 600, True, 80),  # selectivity 0.5 x 0.5 (filter): 10 x 2 / 0.25
-        (50, 5_000, 10_000, False, 200),  # k x OVERFETCH / 0.5
+        (5, 10_000, 10_000, False, 200),  # the floor of tables up to 10k rows
+        (10, 300, 600, True, 200),  # 10 x 2 / (0.5 x 0.5 for the filter) = 80 < the floor
+        (30, 300, 600, True, 240),  # 30 x 2 / 0.25
+        (50, 2_000, 10_000, False, 500),  # k x OVERFETCH / 0.2
         (50, 10_001, 10_001, False, 800),  # the floor of tables of 10k-100k rows
         (50, 100_000, 100_000, False, 800),
         (50, 100_001, 100_001, False, 1000),  # beyond the measured sizes: the cap
@@ -185,9 +186,9 @@ def test_ef_search_reaches_the_hnsw_statement(two_stores, ef_search_seen, monkey
     where = compile_filter({"tag": "common"}, [FieldSpec("tag", "string")])
     query = np.random.default_rng(5).normal(size=384).astype(np.float32)
     assert vector_search(store_a.id, query, 3, -1.0, exact_max_rows=0).strategy == "hnsw"
-    assert vector_search(store_a.id, query, 10, -1.0, where=where, exact_max_rows=0).strategy == "hnsw"
+    assert vector_search(store_a.id, query, 30, -1.0, where=where, exact_max_rows=0).strategy == "hnsw"
     # a 600-row table under a floor of 300 (as a table of 10k-100k rows has 800)
     monkeypatch.setattr(vector_module, "HNSW_EF_FLOOR", ((100, 40), (1000, 300)))
     assert vector_search(store_a.id, query, 3, -1.0, exact_max_rows=0).strategy == "hnsw"
-    assert ef_search_seen == [40, 80, 300]
+    assert ef_search_seen == [200, 240, 300]
     assert show_ef_search() == 40  # transaction-local: the session's value is back

@@ -1,7 +1,8 @@
 """``stores map-lint DIR``: check the metadata map of a chunked folder
 (docs/ingestion.md, "Steps").
 
-Checks: missing core fields; suspicious titles (untitled, unknown, the file stem);
+Checks: missing core fields (bibliographic ones only where expected:
+:func:`missing_fields`); suspicious titles (untitled, unknown, the file stem);
 suspicious DOIs (``.pdf`` inside, junk after the suffix); years outside 1800..next
 year + 1 or disagreeing with a year in the file name; more than 5 url keys; map keys
 that are not source files (a stale map keyed by heading titles); and, fatal, source
@@ -16,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingestion.convert import PDF_EXTENSIONS
 from ingestion.models import StagedFile
 from ingestion.sources import list_source_files, relative_name, resolve_directory
 
@@ -23,6 +25,9 @@ from .layers import apply_folder_sources
 from .map import DEFAULT, MapError
 
 CORE_FIELDS = ("title", "authors", "year", "doi")
+# Fields of a cited work: expected of papers, and of any file whose metadata has one.
+BIBLIOGRAPHIC = ("authors", "year", "doi", "journal")
+PAPER_EXTENSIONS = PDF_EXTENSIONS
 SUSPICIOUS_TITLES = {"untitled", "unknown", "no title", "title", "none", ""}
 MAX_URL_KEYS = 5
 MAX_ITEMS = 20
@@ -95,10 +100,25 @@ def _year_problem(year, file_name: str) -> str:
     return ""
 
 
+def _empty(value) -> bool:
+    return value in (None, "", [])
+
+
+def missing_fields(file_name: str, metadata: dict, fields, domain_fields=frozenset()) -> list[str]:
+    """The ``fields`` (in their order) absent from ``metadata`` that the file is expected
+    to have: ``title`` and any non-bibliographic field always; a bibliographic one
+    (:data:`BIBLIOGRAPHIC`) only for a paper (:data:`PAPER_EXTENSIONS`), a file whose
+    metadata has another one (a library record, a DOI: a cited work), or a field in
+    ``domain_fields`` (the names the domain filters on). A plain note lacks no year."""
+    absent = [f for f in fields if _empty(metadata.get(f))]
+    work = Path(file_name).suffix.lower() in PAPER_EXTENSIONS or any(not _empty(metadata.get(f)) for f in BIBLIOGRAPHIC)
+    return [f for f in absent if work or f not in BIBLIOGRAPHIC or f in domain_fields]
+
+
 def lint_entry(report: LintReport, file_name: str, entries: dict[str, dict]) -> None:
     """Add the findings for one file's map to ``report``."""
     default = entries.get(DEFAULT) or {}
-    missing = [f for f in CORE_FIELDS if default.get(f) in (None, "", [])]
+    missing = missing_fields(file_name, default, CORE_FIELDS)
     if missing:
         report.add("missing core fields", f"{file_name}: {', '.join(missing)}")
     title = " ".join(str(default.get("title") or "").split())
@@ -168,4 +188,4 @@ def map_lint(directory: Path | str) -> LintReport:
     return report
 
 
-__all__ = ["LintReport", "MapError", "lint_entry", "map_lint", "suspicious_doi"]
+__all__ = ["LintReport", "MapError", "lint_entry", "map_lint", "missing_fields", "suspicious_doi"]

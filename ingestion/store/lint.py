@@ -1,8 +1,9 @@
 """``stores store-lint NAME [--samples 3]``: what a store holds and what looks wrong.
 
 Totals (chunks, files, chunks per file min/max/mean, characters); near-empty chunks
-(< 20 characters); chunks missing title, year or doi (file name comes from the
-Document); values of the wrong type; at most 20 items per finding; ``samples``
+(< 20 characters); chunks missing title, year or doi (year and doi only where
+expected: papers, cited works, fields the domain filters on, see
+:func:`ingestion.metadata.map_lint.missing_fields`; file name comes from the Document); values of the wrong type; at most 20 items per finding; ``samples``
 evenly spaced windows of 3 consecutive chunks, text cut to 200 characters.
 """
 
@@ -12,7 +13,7 @@ from django.db.models import Count, Max, Min, Sum
 from django.db.models.functions import Length
 
 from domains.models import Chunk, Document, Store
-from ingestion.metadata.map_lint import LintReport
+from ingestion.metadata.map_lint import LintReport, missing_fields
 from ingestion.outcomes import IngestError
 
 NEAR_EMPTY = 20
@@ -59,12 +60,13 @@ def store_lint(store_name: str, samples: int = 0) -> LintReport:
     problems = Document.objects.filter(store=store).exclude(status=Document.Status.STORED)
     for document in problems.order_by("file_name"):
         report.add("documents not stored", f"{document.file_name}: {document.status} {document.error}".strip())
+    domain_fields = frozenset(store.domain.filter_fields.values_list("name", flat=True))
     rows = chunks.select_related("document").only("id", "ordinal", "text", "metadata", "document__file_name")
     for chunk in rows.order_by("document__file_name", "ordinal").iterator(chunk_size=2000):
         where = f"{chunk.document.file_name} #{chunk.ordinal}"
         if len(chunk.text.strip()) < NEAR_EMPTY:
             report.add("near-empty chunks", f"{where}: {chunk.text.strip()!r}")
-        missing = [k for k in REQUIRED if chunk.metadata.get(k) in (None, "", [])]
+        missing = missing_fields(chunk.document.file_name, chunk.metadata, REQUIRED, domain_fields)
         if missing:
             report.add("chunks missing metadata", f"{where}: {', '.join(missing)}")
         for key, value in chunk.metadata.items():
