@@ -80,11 +80,20 @@ def enqueue(
     for directory, file_name in work:
         arguments = (job.pk, step, str(directory), file_name, store_id, options.as_dict(), upload)
         if background:
-            background_submit(partial(_apply, arguments))
+            background_submit(partial(_apply, arguments), partial(_abandon, arguments))
             continue
         result = ingest_file.delay(*arguments)
         first = first or (result.id or "")
     IngestionJob.objects.filter(pk=job.pk).update(celery_id=first)
+
+
+def _abandon(arguments: tuple) -> None:
+    """The server stopped before this file was done: its outcome says so (the job closes)."""
+    job_id, file_name = arguments[0], arguments[3]
+    if IngestionJob.objects.filter(pk=job_id, outcomes__has_key=file_name).exists():
+        return  # done just before the stop
+    error = f"{file_name}: the server stopped before it was ingested; upload it again"
+    jobs.record(job_id, FileOutcome(file_name, "failed", error=error, reason="stopped"), finish_when_done=True)
 
 
 def _apply(arguments: tuple) -> None:

@@ -142,6 +142,13 @@ def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(wor
                 expect(view.locator(".page-frame.loaded")).to_have_count(1)
                 page.keyboard.press("Escape")
                 expect(view).to_be_hidden()
+            # two chunks of one section: its heading chain is listed once, both texts under it
+            page.evaluate("(refs) => KleaRender.setReferences(document.querySelector('.message.assistant'), refs)",
+                          [{**reference, "chunks": [chunk, {**chunk, "text": "More results."}]}, *references[1:]])
+            listed = page.locator(".reference").first
+            expect(listed.locator("details.chunk summary")).to_have_text([chunk["heading_chain"]])
+            expect(listed.locator(".chunk-text")).to_have_text([chunk["text"], "More results."])
+            expect(listed.locator(".source-open")).to_have_text(["Show in source · p. 2"] * 2)
             page.evaluate("(refs) => KleaRender.setReferences(document.querySelector('.message.assistant'), refs)",
                           references)
 

@@ -80,7 +80,8 @@ def test_off_topic_questions_are_refused_listing_the_domains(doc_domains):
         result = run(question, doc_domains_allowed())
         answer = result.answer
         assert (answer.route, answer.domains, result.references) == ("refused", [], []), question
-        assert answer.text == "This question does not match any of the available domains (neuroml, xarray)."
+        assert answer.text == ("This question does not match any of the available domains (neuroml, xarray). "
+                               "Tick a domain to ask it directly.")
 
 
 def test_event_sequence_of_an_extractive_answer(doc_domains):
@@ -174,7 +175,8 @@ def test_chat_command_keeps_a_session(doc_domains):
     first, second = ChatSession.objects.order_by("-pk")[:2][::-1]
     assert text.startswith(f"Session {first.pk}. Commands: /new (new session), /quit")
     assert f"Session {second.pk}." in text
-    assert "This question does not match any of the available domains (neuroml, xarray)." in text
+    assert ("This question does not match any of the available domains (neuroml, xarray). "
+            "Tick a domain to ask it directly.") in text
     assert list(first.messages.values_list("role", flat=True)) == ["user", "assistant"]
     assert first.messages.last().references[0]["domain"] == "xarray"
     assert list(second.messages.values_list("route", flat=True)) == ["", "refused"]

@@ -167,7 +167,8 @@ def test_a_turn_is_scored_against_its_question():
     assert (scored.ttft_ms, scored.total_ms, scored.status, scored.error) == (12.5, 80.0, "complete", "")
 
     off = score_turn(Question("Who won?", None, None, None), TurnResult([
-        Answer("This question does not match any of the available domains (arrays).", "refused"),
+        Answer("This question does not match any of the available domains (arrays). "
+               "Tick a domain to ask it directly.", "refused"),
         Done("complete", total_ms=30.0, ttft_ms=None),
     ]))
     assert (off.refused, off.answer_coverage, off.outcome()) == (True, None, "refused")

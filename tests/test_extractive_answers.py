@@ -170,7 +170,8 @@ def test_one_domain_takes_the_generic_question_and_refuses_off_topic(one_domain)
     assert howto.answer.text == "Install it with pip:\n\n```\npip install stellar-catalogue\n```\n\n[1]"
     off = run("What is the capital of Australia?", one_domain)
     assert off.answer.route == "refused"
-    assert off.answer.text == "This question does not match any of the available domains (stellar)."
+    assert off.answer.text == ("This question does not match any of the available domains (stellar). "
+                               "Tick a domain to ask it directly.")
 
 
 def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_domain, monkeypatch):

@@ -266,7 +266,7 @@ def test_undefined_without_general_chat_lists_only_allowed_domains(fake, domains
     settings.KLEA_RAG_NON_DOMAIN_CHAT = False
     fake.script(domains_reply("undefined"))
     result = run("What is the capital of Australia?", [domains["neuro"]])
-    text = "This question does not match any of the available domains (neuro)."
+    text = "This question does not match any of the available domains (neuro). Tick a domain to ask it directly."
     assert trace(result, tokens=False)[2:7] == [
         "classify: undefined",
         "route: refusal",

@@ -2,7 +2,8 @@
 to a real daphne redirects to its job page at once: the build runs on the server's
 background thread (ingestion/runs/background.py) and the job page follows it. The job is
 held mid-document by a row lock this test takes on the document being replaced, so
-"the redirect came while the job was running" is certain, not a matter of timing."""
+"the redirect came while the job was running" is certain, not a matter of timing; a
+server stopped while the document is held keeps its old chunks and closes the job."""
 
 from __future__ import annotations
 
@@ -38,30 +39,39 @@ def committed(django_db_setup, django_db_blocker, tmp_path):
         User.objects.filter(username="background-admin").delete()
 
 
-def test_upload_without_redis_redirects_while_the_job_runs_then_succeeds(committed, tmp_path):
+def _given_a_stored_note(tmp_path):
     domain = Domain.objects.create(name="background-uploads", description="Background upload test")
     store = Store.objects.create(name="background-store", domain=domain, mode=Store.Mode.BM25)
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "notes.md").write_bytes(OLD)
     ingest(tmp_path / "old" / "notes.md", store.name, domain.name)
-    document = Document.objects.get(store=store, file_name="notes.md")
     admin = User.objects.create_superuser("background-admin", password="pw-background-123")
+    return store, Document.objects.get(store=store, file_name="notes.md"), admin
+
+
+def _upload(server, admin, store):
+    """POST notes.md (NEW) to the admin's upload form, as ``admin``: the response."""
+    http = requests.Session()
+    http.cookies.set("sessionid", session_cookie(admin))
+    form = http.get(f"{server.url}/admin/ingestion/ingestionjob/upload/", timeout=60)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+    return http, http.post(
+        f"{server.url}/admin/ingestion/ingestionjob/upload/",
+        data={"csrfmiddlewaretoken": token, "store": store.pk, "max_tokens": 450, "ocr": "auto", "force": "on"},
+        files={"files": ("notes.md", NEW)}, headers={"Referer": server.url}, allow_redirects=False, timeout=60,
+    )
+
+
+def test_upload_without_redis_redirects_while_the_job_runs_then_succeeds(committed, tmp_path):
+    store, document, admin = _given_a_stored_note(tmp_path)
     uploads = tmp_path / "uploads"
 
     with LiveDaphne(tmp_path / "daphne.log", KLEA_WARM_START="false", KLEA_UPLOAD_DIR=str(uploads)) as server:
-        http = requests.Session()
-        http.cookies.set("sessionid", session_cookie(admin))
-        form = http.get(f"{server.url}/admin/ingestion/ingestionjob/upload/", timeout=60)
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
         with psycopg.connect(database_url()) as holder:
             # given: the document the upload replaces is locked: the job cannot store it yet
             holder.execute("SELECT 1 FROM domains_document WHERE id = %s FOR UPDATE", [document.pk])
             # when: notes.md is uploaded again
-            response = http.post(
-                f"{server.url}/admin/ingestion/ingestionjob/upload/",
-                data={"csrfmiddlewaretoken": token, "store": store.pk, "max_tokens": 450, "ocr": "auto", "force": "on"},
-                files={"files": ("notes.md", NEW)}, headers={"Referer": server.url}, allow_redirects=False, timeout=60,
-            )
+            http, response = _upload(server, admin, store)
             # then: the redirect to the job page came while the job runs
             job = IngestionJob.objects.get(store=store, arguments__async=True)
             assert (response.status_code, response.headers["Location"]) == (
@@ -78,3 +88,26 @@ def test_upload_without_redis_redirects_while_the_job_runs_then_succeeds(committ
     assert list(Chunk.objects.filter(document__store=store).values_list("document_id", "text")) == [
         (document.pk, "Voltage-gated Nav1.6 channels open first at the axon initial segment.")]
     assert (uploads / "background-store" / "notes.md").read_bytes() == NEW
+
+
+def test_a_server_stopped_mid_document_keeps_the_old_chunks_and_closes_the_job(committed, tmp_path):
+    store, document, admin = _given_a_stored_note(tmp_path)
+    log = tmp_path / "daphne.log"
+    with psycopg.connect(database_url()) as holder:
+        # given: an upload whose job waits for the locked document
+        holder.execute("SELECT 1 FROM domains_document WHERE id = %s FOR UPDATE", [document.pk])
+        with LiveDaphne(log, KLEA_WARM_START="false", KLEA_UPLOAD_DIR=str(tmp_path / "uploads")) as server:
+            _, response = _upload(server, admin, store)
+            assert response.status_code == 302
+            wait_for(lambda: StagedFile.objects.filter(file_name="notes.md", directory__endswith="background-store",
+                                                       status="chunked").exists(), "the upload to be chunked", WAIT_SECONDS)
+        # when: the server was stopped (SIGTERM) while the job held the document's transaction
+        holder.rollback()
+
+    # then: the old chunks are intact and the job closed, naming the file
+    job = IngestionJob.objects.get(store=store, arguments__async=True)
+    assert (job.status, job.done, job.total, job.outcomes, job.errors) == (
+        "failed", 1, 1, {"notes.md": "failed"},
+        {"notes.md": "notes.md: the server stopped before it was ingested; upload it again"}), log.read_text()[-3000:]
+    assert list(Chunk.objects.filter(document__store=store).values_list("document_id", "text")) == [
+        (document.pk, "Nav1.2 channels were thought to open first.")]

@@ -11,9 +11,15 @@ DECLINE_TEXT = "I'm sorry, but I can't help with that request."
 GUARD_FAILED_TEXT = "I can't check this question for safety right now, so I won't answer it. Please try again later."
 
 
+REFUSAL_HINT = "Tick a domain to ask it directly."  # (API clients: name it in "domains")
+
+
 def refusal_text(domains: list[str]) -> str:
-    names = ", ".join(domains) or "none available"
-    return f"This question does not match any of the available domains ({names})."
+    """The reply when no domain fits; the hint says how to ask one anyway (a chosen
+    domain is asked without classification)."""
+    if not domains:
+        return "This question does not match any of the available domains (none available)."
+    return f"This question does not match any of the available domains ({', '.join(domains)}). {REFUSAL_HINT}"
 
 
 def clarify_text(domains: list[str]) -> str:

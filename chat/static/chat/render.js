@@ -42,9 +42,17 @@ const KleaRender = (() => {
       links.append(el("li", {}, `${link.label || "Link"}: `, safeLink(link.url)));
     }
     if (links.childElementCount) item.append(links);
+    // One <details> per heading chain: chunks of one section are listed under it once.
+    const sections = new Map();
     for (const chunk of ref.chunks || []) {
-      const details = el("details", { class: "chunk" });
-      details.append(el("summary", { text: chunk.heading_chain || "Cited text" }));
+      const chain = chunk.heading_chain || "Cited text";
+      let details = sections.get(chain);
+      if (!details) {
+        details = el("details", { class: "chunk" });
+        details.append(el("summary", { text: chain }));
+        sections.set(chain, details);
+        item.append(details);
+      }
       details.append(el("p", { class: "chunk-text", text: chunk.text }));
       if (typeof KleaSource !== "undefined" && KleaSource.viewable(chunk)) {
         const show = el("button", { type: "button", class: "small source-open",
@@ -52,7 +60,6 @@ const KleaRender = (() => {
         show.addEventListener("click", () => KleaSource.open(chunk, show));
         details.append(show);
       }
-      item.append(details);
     }
     return item;
   }
