@@ -256,6 +256,13 @@ def test_query_lexemes_of_scientific_tokens(db, query, lexemes):
     assert query_lexemes(query) == lexemes
 
 
+def test_query_lexemes_refuse_nul_and_lone_surrogates_and_the_transaction_stays_usable(db):
+    for text in ("what \x00 is final flow", "what \ud800 flows"):
+        with pytest.raises(ValueError, match="^text contains a NUL character or a lone surrogate$"):
+            query_lexemes(text)
+    assert query_lexemes("final flow") == ["final", "flow"]
+
+
 def test_scientific_tokens_match_in_every_written_form(db):
     """Chunks written one way are found by queries written another (index and query
     lexemes agree); the joined form ranks the chunks that have it first."""

@@ -18,6 +18,7 @@ from django.db import connection, transaction
 
 from domains.bm25_sql import IMPACT_B, IMPACT_K1, REREFERENCE
 from domains.models import SEARCH_CONFIG
+from domains.text import check_refused
 
 from .filters import CompiledFilter
 
@@ -29,7 +30,11 @@ def query_lexemes(text: str) -> list[str]:
     goes through ``to_tsvector``). A query made only of stop words gives ``[]``. The text
     is rewritten as the chunks' is (``klea_search_text``, domains/bm25_sql.py): "COVID 19",
     "covid19" and "COVID-19" all give ``covid`` and ``19``, the last two also ``covid19``.
+
+    :raises ValueError: a NUL character or a lone surrogate in ``text`` (PostgreSQL
+        takes neither; refused before the statement, so a caller's transaction stays usable).
     """
+    check_refused("text", text)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT lexeme FROM unnest(to_tsvector(%s::regconfig, klea_search_text(%s))) "
