@@ -225,3 +225,28 @@ def test_the_setting_chooses_the_query(zipf_store, monkeypatch):
     with override_settings(KLEA_BM25_PRUNED=False):
         exhaustive = bm25_search(store.id, lexemes, 10)
     assert ran == [True, False] and pruned == exhaustive and len(pruned) == 10
+
+
+def test_a_turn_searches_each_store_once_for_the_same_terms(zipf_store):
+    """Inside shared_results() the probe's depth-3 search and retrieve's depth-50 list are
+    one SQL aggregation; filtered searches and other terms still query."""
+    from django.test.utils import CaptureQueriesContext
+
+    from domains.retrieval import CompiledFilter, bm25_search, query_lexemes, shared_results
+
+    store, vocabulary, _ = zipf_store
+    lexemes = query_lexemes(" ".join(vocabulary[:6]))
+    alone = [bm25_search(store.id, lexemes, k, exhaustive=True) for k in (3, 50, 80)]
+    where = CompiledFilter(sql="c.ordinal %% 3 = 0")
+    with shared_results(), CaptureQueriesContext(connection) as queries:
+        shared = [bm25_search(store.id, lexemes, k, exhaustive=True) for k in (3, 50, 80)]
+        assert len(queries) == 2  # depth 50 served by the first query, 80 by a deeper one
+        again = bm25_search(store.id, lexemes, 50, exhaustive=True)
+        bm25_search(store.id, lexemes, 3, where=where, exhaustive=True)
+        bm25_search(store.id, query_lexemes(vocabulary[7]), 3, exhaustive=True)
+        assert len(queries) == 2 + 3  # the filtered search; the new terms: lexemes, search
+    assert shared == alone and again == alone[1]
+    assert [len(hits) for hits in alone] == [3, 50, 80]
+    with CaptureQueriesContext(connection) as queries:  # outside the scope nothing is kept
+        bm25_search(store.id, lexemes, 3, exhaustive=True)
+        assert len(queries) == 1
