@@ -167,7 +167,9 @@ def test_markdown_answers_render_safely_stream_progressively_and_cite(world, hos
 
 
 def test_phone_layout_keeps_the_question_box_and_collapses_the_conversation_list(world, hostile, tmp_path):
-    long_answer = "Everything the notes say [{n}]:\n\n" + "\n".join(f"- point {i}" for i in range(1, 61))
+    wide = "| " + " | ".join(f"column{i}" for i in range(1, 13)) + " |\n" + "| --- " * 12 + "|\n| " + " | ".join(
+        f"value{i}" for i in range(1, 13)) + " |"
+    long_answer = "Everything the notes say [{n}]:\n\n" + "\n".join(f"- point {i}" for i in range(1, 61)) + "\n\n" + wide
     sent: list[dict] = []
     with FakeOllama() as fake:
         fake.script(queries(), cited(long_answer, pieces=40), scores())
@@ -204,6 +206,18 @@ def test_phone_layout_keeps_the_question_box_and_collapses_the_conversation_list
             assert page.evaluate("document.documentElement.scrollHeight") <= PHONE["height"]
             assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
             screenshot(page, "chat-phone-long")
+
+            # a table wider than the bubble scrolls inside it; its far edge fades (the cue)
+            table = page.locator(".message.assistant .table-scroll")
+            table.scroll_into_view_if_needed()
+            expect(table).to_have_class("table-scroll more-right")
+            expect(table).to_have_attribute("aria-label", "Table, scrolls sideways")
+            assert table.evaluate("(s) => s.scrollWidth > s.clientWidth && s.getBoundingClientRect().right <= innerWidth")
+            assert table.evaluate("(s) => getComputedStyle(s).maskImage").startswith("linear-gradient(to right")
+            screenshot(page, "chat-phone-wide-table")
+            table.evaluate("(s) => { s.scrollLeft = s.scrollWidth; }")
+            expect(table).to_have_class("table-scroll more-left")
+            assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
 
             # the toggle opens the list; picking a conversation closes it again
             toggle.click()

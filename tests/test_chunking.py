@@ -64,3 +64,30 @@ def test_two_megabyte_line_without_sentence_ends_chunks_in_the_normal_path(db, t
     assert len(chunks) == report.chunks == 800
     assert max(count_tokens(c["text"]) for c in chunks) == 450
     assert " ".join(c["text"] for c in chunks) == text  # split at word boundaries only
+
+
+def test_a_table_whose_header_is_too_big_to_repeat_is_chunked_by_rows_within_budget():
+    # 300 columns x 20 rows: the header alone is over the budget, so it is not repeated.
+    header = "|" + "|".join(f"column{j}" for j in range(300)) + "|"
+    rows = ["|" + "|".join(f"r{i}v{j}" for j in range(300)) + "|" for i in range(20)]
+    from ingestion.convert.markdown import convert_markdown
+
+    document = convert_markdown("# Wide\n\n" + "\n".join([header, "|" + "---|" * 300, *rows]) + "\n")
+    chunks = chunk_blocks(document.blocks, count_tokens, max_tokens=450)
+    sizes = [count_tokens(indexed_text(c.headings, c.text)) for c in chunks]
+    # 35,667 tokens of table over a 450-token budget: 83 chunks (it was 6,000, one per cell).
+    assert count_tokens(document.blocks[0].text) == 35_667
+    assert (len(chunks), max(sizes)) == (83, 449)
+    assert count_tokens(header) > 450 and chunks[0].text.startswith("| column0 | column1 |")
+    assert sum(c.text.count("column") for c in chunks) == 300  # the header once, not per chunk
+    assert sum(c.text.count("v299 |") for c in chunks) == 20
+
+
+def test_a_word_character_run_longer_than_the_tokenizer_word_is_cut_within_budget():
+    # 20,000 "x" are one [UNK] token to the model: cut into 100-character runs first.
+    text = "Intro text about the gigantic token. " + "x" * 20_000
+    chunks = chunk_blocks([Block(("Long",), text)], count_tokens, max_tokens=450)
+    # Each 100-character run is 50 tokens: 8 per chunk (807 characters, 408 tokens).
+    assert [len(c.text) for c in chunks] == [844] + [807] * 24
+    assert max(count_tokens(indexed_text(c.headings, c.text)) for c in chunks) == 408
+    assert "".join(c.text for c in chunks).replace(" ", "").count("x" * 100) == 200

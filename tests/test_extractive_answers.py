@@ -11,7 +11,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat.backends import get_backend
-from chat.backends.extractive.passages import CODE_CHARS, Composer, Passage
+from chat.backends.extractive.passages import CODE_CHARS, Composer, Passage, with_marker
 from chat.backends.extractive.shapes import is_generic, shapes
 from chat.backends.extractive.text import Block as TextBlock
 from chat.backends.extractive.text import list_items, segment
@@ -78,13 +78,13 @@ def test_a_table_row_is_never_quoted_without_its_header():
     result = answer("What is the default chunk size in tokens?", source(1, TABLE, ["Configuration"]))
     assert result == (
         "| variable | default | meaning |\n| --- | --- | --- |\n"
-        "| `KLEA_CHUNK_MAX_TOKENS` | `450` | chunk size budget, heading chain included |\n\n[1]"
+        "| `KLEA_CHUNK_MAX_TOKENS` | `450` | chunk size budget, heading chain included [1] |"
     )
 
 
 def test_how_do_i_gets_the_code_block_whole():
     result = answer("How do I install pyNeuroML?", source(1, INSTALL, ["Installing pyNeuroML"]))
-    assert result == "To install pyNeuroML, use pip:\n\n```\npip install pyneuroml\n```\n\n[1]"
+    assert result == "To install pyNeuroML, use pip [1]:\n\n```\npip install pyneuroml\n```"
 
 
 def test_a_code_block_too_long_to_quote_is_left_out():
@@ -167,7 +167,7 @@ def test_one_domain_takes_the_generic_question_and_refuses_off_topic(one_domain)
         "Stellar catalogues variable stars from survey images and publishes their light curves. [1]"
     )
     howto = run("How do I install Stellar?", one_domain)
-    assert howto.answer.text == "Install it with pip:\n\n```\npip install stellar-catalogue\n```\n\n[1]"
+    assert howto.answer.text == "Install it with pip [1]:\n\n```\npip install stellar-catalogue\n```"
     off = run("What is the capital of Australia?", one_domain)
     assert off.answer.route == "refused"
     assert off.answer.text == ("This question does not match any of the available domains (stellar). "
@@ -188,7 +188,7 @@ def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_dom
     second = run(question, one_domain)
     assert runs == [ids]
     assert second.answer.text == first.answer.text == (
-        "Install it with pip:\n\n```\npip install stellar-catalogue\n```\n\n[1]")
+        "Install it with pip [1]:\n\n```\npip install stellar-catalogue\n```")
 
 
 def test_the_backend_warm_up_embeds_the_descriptions_before_the_first_question(one_domain, monkeypatch):
@@ -359,3 +359,15 @@ def test_a_passage_repeated_in_another_file_is_quoted_once():
     # The same file in two stores: equal scores, the first source speaks, once.
     assert answer("How do I create an admin user?", source(1, text, ["Admin"], file_name="README.md"),
                   source(2, text, ["Admin"], file_name="README.md")) == f"{text} [1]"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Firing rates doubled.", "Firing rates doubled. [1]"),
+    ("Steps:\n\n- one\n- two", "Steps:\n\n- one\n- two [1]"),
+    ("| a | b |\n| --- | --- |\n| 1 | 2 |\n", "| a | b |\n| --- | --- |\n| 1 | 2 [1] |"),
+    ("| a | b\n| --- | ---\n| 1 | 2", "| a | b\n| --- | ---\n| 1 | 2 [1]"),  # rows without a closing pipe
+    ("Use pip:\n\n```\npip install x\n```", "Use pip [1]:\n\n```\npip install x\n```"),
+    ("```\npip install x\n```", "```\npip install x\n```\n\n[1]"),  # no lead-in to carry it
+])
+def test_the_marker_reads_as_part_of_the_passage_never_alone_after_a_block(text, expected):
+    assert "".join(with_marker(text, "[1]")) == expected

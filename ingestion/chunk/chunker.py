@@ -10,14 +10,19 @@ Chunk text is Markdown (:data:`ingestion.options.CHUNK_FORMAT` 3, docs/ingestion
 "Chunk text"): blocks are separated by a blank line, code is fenced with three
 backticks, a table is a pipe table whose first row is its header (repeated on every part
 of a split table), lists keep their ``- `` / ``1.`` items. So an answer can quote a whole
-list, table or code block, and the chat UI renders it as such.
+list, table or code block, and the chat UI renders it as such. A table header too big to
+repeat (over a third of the budget) is not repeated: it stays the first row, and the parts
+are plain pipe rows, so the number of chunks stays about source tokens / budget.
+
+A run of more than :data:`MAX_RUN_CHARS` word characters is one ``[UNK]`` token to the
+model, so token counts do not bound its size: it is cut into runs of that length first.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import groupby
 
 from domains.text import heading_chain
@@ -26,6 +31,9 @@ from ingestion.convert.base import Block, ConvertedDocument, LineBox
 DEFAULT_MAX_TOKENS = 450
 FENCE = "```"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+# The tokenizer's max_input_chars_per_word: a longer word is a single [UNK] token.
+MAX_RUN_CHARS = 100
+_LONG_RUN = re.compile(rf"\w{{{MAX_RUN_CHARS + 1},}}")
 
 
 @dataclass(frozen=True)
@@ -103,24 +111,38 @@ def _table_header(text: str) -> list[str]:
     return [_table_row(first), "|" + " --- |" * (first.count(" | ") + 1)]
 
 
-def _pieces(block: Block) -> list[str]:
-    """The units a block may be split into: sentences, lines, or (tables) body rows."""
+def _pieces(block: Block, header: bool = True) -> list[str]:
+    """The units a block may be split into: sentences, lines, or (tables) body rows, the
+    header row first when it is not repeated (``header`` False)."""
     if block.kind == "text":
         return [s for s in _SENTENCE_END.split(block.text) if s.strip()]
     if block.kind == "table":
-        return [_table_row(line) for line in block.text.split("\n")[1:] if line.strip()]
+        rows = block.text.split("\n")[0 if not header else 1 :]
+        return [_table_row(line) for line in rows if line.strip()]
     return [line for line in block.text.split("\n")]
 
 
-def _frame(block: Block, parts: list[str]) -> str:
-    """Markdown of a block (or of one part of a split block) from its units."""
+def _frame(block: Block, parts: list[str], header: bool = True) -> str:
+    """Markdown of a block (or of one part of a split block) from its units; a table's
+    header row and separator are left out when ``header`` is False."""
     if block.kind == "text":
         return " ".join(parts)
     if block.kind == "code":
         return "\n".join([FENCE, *parts, FENCE])
-    if block.kind == "table":
+    if block.kind == "table" and header:
         return "\n".join([*_table_header(block.text), *parts])
     return "\n".join(parts)
+
+
+def _cut_runs(text: str) -> str:
+    """``text`` with every word-character run longer than :data:`MAX_RUN_CHARS` cut by
+    spaces into runs of that length."""
+
+    def cut(match: re.Match) -> str:
+        run = match.group()
+        return " ".join(run[i : i + MAX_RUN_CHARS] for i in range(0, len(run), MAX_RUN_CHARS))
+
+    return _LONG_RUN.sub(cut, text)
 
 
 def markdown(block: Block) -> str:
@@ -175,6 +197,9 @@ def _fit(block: Block, budget: int, count: Callable[[str], int]) -> list[tuple[s
     if tokens <= budget:
         return [(whole, tokens)]
     frame = count(_frame(block, [])) + 1 if block.kind in ("code", "table") else 0
+    header = not (block.kind == "table" and frame > budget // 3)
+    if not header:
+        frame = 0
     room = max(8, budget - frame)
     parts: list[tuple[str, int]] = []
     current: list[str] = []
@@ -183,14 +208,15 @@ def _fit(block: Block, budget: int, count: Callable[[str], int]) -> list[tuple[s
     def close() -> None:
         nonlocal current, current_tokens
         if current:
-            parts.append((_frame(block, current), current_tokens + frame))
+            parts.append((_frame(block, current, header), current_tokens + frame))
             current, current_tokens = [], 0
 
-    for piece in _pieces(block):
+    for piece in _pieces(block, header):
         piece_tokens = count(piece) + 1
         if piece_tokens > room:
             close()
-            parts.extend((_frame(block, [w]), count(w) + frame) for w in _word_windows(piece, room, count))
+            windows = _word_windows(piece, room, count)
+            parts.extend((_frame(block, [w], header), count(w) + frame) for w in windows)
             continue
         if current and current_tokens + piece_tokens > room:
             close()
@@ -220,6 +246,8 @@ def chunk_blocks(
         origins: list[_Origin] = []
         used = 0
         for block in group:
+            if _LONG_RUN.search(block.text):
+                block = replace(block, text=_cut_runs(block.text))
             parts = _fit(block, budget, count_tokens)
             for (text, tokens), origin in zip(parts, _origins(block, parts)):
                 cost = tokens + (2 if texts else 0)  # the blank line between packed blocks

@@ -22,7 +22,8 @@ when it adds question terms the first lacks and scores nearly as well, or when i
 within :data:`NEAR_TIE` of the first (the evidence cannot tell them apart); two passages
 of one chunk are quoted in their order there. When no
 passage reaches :data:`MIN_SIMILARITY`, nothing is said (the caller says that no source
-answers). Every passage is verbatim source text followed by its source's citation.
+answers). Every passage is verbatim source text cited by its source's marker, placed
+where it reads as part of the passage (:func:`with_marker`).
 """
 
 from __future__ import annotations
@@ -343,16 +344,31 @@ class Composer:
                 previous = chosen[index - 1]
                 runs_on = passage.kind == previous.kind == "prose" and previous.text.rstrip()[-1:] in ".!?)"
                 yield " " if runs_on else "\n\n"
-            yield passage.text
             run.append(passage.chunk.chunk_id)
             following = chosen[index + 1] if index + 1 < len(chosen) else None
             if following is None or following.chunk.number != passage.chunk.number:
-                yield _citation_gap(passage) + cite(passage.chunk.number, run)
+                before, marked = with_marker(passage.text, cite(passage.chunk.number, run))
+                yield before
+                yield marked
                 run = []
+            else:
+                yield passage.text
 
 
-def _citation_gap(passage: Passage) -> str:
-    """What goes between a passage and its citation marker: a space after prose or a
-    list (the marker ends its last item), a blank line after a table or code block."""
-    last = passage.text.rstrip().split("\n")[-1]
-    return "\n\n" if last.startswith(("|", "```")) else " "
+def with_marker(text: str, marker: str) -> tuple[str, str]:
+    """``text`` with its citation ``marker`` where it reads as part of it, never alone
+    on a line, as (the text before the marker, the marker and the rest): after prose or
+    a list's last item (``"... item [1]"``); inside the last cell of a table (``"| a |
+    b [1] |"``); in the lead-in of a code block (``"use pip [1]:"``), or after the block
+    when it has none. Two parts, so that the text streams before the marker is known."""
+    text = text.rstrip()
+    head, _, last = text.rpartition("\n")
+    if last.startswith("|") and last.endswith("|"):  # a table row: the marker goes into its last cell
+        row = last[:-1].rstrip()
+        return (f"{head}\n{row}" if head else row), f" {marker} |"
+    if text.endswith("```"):
+        lead, gap, block = text.partition("\n\n")
+        if gap and lead.endswith(":") and not lead.startswith(("```", "|")):
+            return lead[:-1], f" {marker}:{gap}{block}"
+        return text, f"\n\n{marker}"
+    return text, f" {marker}"

@@ -190,7 +190,30 @@ const KleaRender = (() => {
     }
     box.classList.add("answer");
     box.replaceChildren(KleaMarkdown.render(text, (number, marker) => citeButton(item, number, marker)));
+    for (const scroller of box.querySelectorAll(".table-scroll")) {
+      scroller.addEventListener("scroll", () => markScroll(scroller), { passive: true });
+      markScroll(scroller);
+    }
   }
+
+  /* A table wider than the bubble scrolls sideways; "more-right" / "more-left" say that
+     there is more of it that way (chat.css fades that edge: the cue that it scrolls),
+     and a table that scrolls can be scrolled with the keyboard. */
+  function markScroll(scroller) {
+    const hidden = scroller.scrollWidth - scroller.clientWidth;
+    scroller.classList.toggle("more-right", hidden > 1 && scroller.scrollLeft < hidden - 1);
+    scroller.classList.toggle("more-left", hidden > 1 && scroller.scrollLeft > 1);
+    if (hidden > 1) {
+      scroller.setAttribute("tabindex", "0");
+      scroller.setAttribute("role", "region");
+      scroller.setAttribute("aria-label", "Table, scrolls sideways");
+    } else {
+      for (const name of ["tabindex", "role", "aria-label"]) scroller.removeAttribute(name);
+    }
+  }
+  window.addEventListener("resize", () => {
+    for (const scroller of document.querySelectorAll(".answer .table-scroll")) markScroll(scroller);
+  });
 
   /* Streamed text: appended at once, rendered at most every RENDER_MS (a long answer is
      parsed again on each render, so not on every token). */
