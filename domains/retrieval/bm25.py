@@ -64,9 +64,10 @@ class Bm25Params:
 # slower). Per term w = idf * (k1 + 1); per posting tf / (tf + c1 + c2 dl) with
 # c1 = k1 (1 - b), c2 = k1 b / avgdl. Reads only the postings of the query's terms,
 # from the postings index (index-only scan). The terms are read one after the other in
-# id order (a materialised CTE, scanned serially), so every chunk's sum adds its terms
-# in that order: equal chunks get bit-equal scores and tie by id, and the pruned query,
-# which sums in the same order with the same expression, gives the same floats.
+# id order (a materialised CTE, scanned serially), so a hash aggregate adds each chunk's
+# terms in that order, as the pruned query does: equal chunks get bit-equal scores and
+# tie by id. A plan that sorts before aggregating may add them in another order and
+# change the last bit (tests/test_bm25_topk.py compares scores to 1e-12).
 _SEARCH = """
 WITH s AS (
     SELECT chunk_count::float8 AS n,
