@@ -189,7 +189,8 @@ class VectorCache:
             with self._lock:
                 for (key, indexes), vector in zip(missing.items(), vectors):
                     out[indexes] = vector
-                    self._rows[key] = vector
+                    # A copy: a row view would keep the whole batch array alive.
+                    self._rows[key] = vector.copy()
                     self._rows.move_to_end(key)
                 while len(self._rows) > self.maxsize:
                     self._rows.popitem(last=False)

@@ -15,6 +15,24 @@ _SPACES = re.compile(r"\s+")
 _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 
+# What client text may not hold (refused, never stripped: docs/api.md): NUL, which
+# PostgreSQL cannot store, and lone surrogates, which UTF-8 cannot encode.
+_REFUSED = re.compile("[\x00\ud800-\udfff]")
+
+
+def refused(text: str) -> bool:
+    """True when ``text`` holds a NUL character or a lone surrogate."""
+    return _REFUSED.search(text) is not None
+
+
+def check_refused(name: str, text: str) -> str:
+    """:returns: ``text``. :raises ValueError: ``"<name> contains a NUL character or a
+    lone surrogate"`` (the Python API's form of the HTTP API's ``bad_request``)."""
+    if refused(text):
+        raise ValueError(f"{name} contains a NUL character or a lone surrogate")
+    return text
+
+
 def strip_unsafe(text: str) -> str:
     """``text`` with NUL and other control characters and lone surrogates made spaces."""
     return _UNSAFE.sub(" ", text)

@@ -247,6 +247,9 @@ def test_terms_are_ored_and_stop_words_give_no_keywords(corpus):
         ("\ufb01nding \ufb02uorescence", ["find", "fluoresc"]),
         ("\uff15 mg", ["5", "mg"]),
         ("p53 H1N1", ["p", "53", "p53", "h1n1"]),
+        # soft hyphen and zero-width characters split no word
+        ("infor\u00admation re\u200btrieval", ["inform", "retriev"]),
+        ("\ufeffneu\u200cro\u200dnal net\u2060work", ["neuron", "network"]),
     ],
 )
 def test_query_lexemes_of_scientific_tokens(db, query, lexemes):
@@ -283,6 +286,8 @@ def test_scientific_tokens_match_in_every_written_form(db):
         assert sorted(found(query)) == [1, 2], query
     assert found("fibrosis") == [3] and found("\ufb01brosis") == [3]
     assert found("-5 degrees") == [4] and found("20 days") == [4]
+    Chunk.objects.filter(id=ids[5]).update(text="Unrelated infor\u00admation about neu\u200bron\ufeffs.")
+    assert found("information") == [5] and found("neurons") == [5] and found("infor\u00admation") == [5]
     assert indexed_statistics(store.id) == recomputed_statistics(store.id)
 
 
@@ -379,3 +384,28 @@ def test_concurrent_writers_on_two_stores_keep_statistics_exact(django_db_setup,
                 [stores, stores],
             ).fetchone()[0]
     assert leftovers == 0
+
+
+def test_migration_0009_retokenises_only_the_chunks_with_invisible_characters(corpus):
+    import importlib
+
+    migration = importlib.import_module("domains.migrations.0009_search_text_drops_invisible_characters")
+    domain, store, _ = corpus
+    doc = Document.objects.get(store=store)
+    with connection.cursor() as cursor:
+        cursor.execute(migration.PREVIOUS_FUNCTION)  # a store indexed before 0009
+        soft = Chunk.objects.create(store=store, document=doc, ordinal=50, text="Soft infor\u00admation.")
+        assert str(Chunk.objects.get(id=soft.id).search_vector) == "'infor\u00adm':2 'soft':1"
+
+        def versions():
+            cursor.execute("SELECT id, ctid::text FROM domains_chunk WHERE store_id = %s", [store.id])
+            return dict(cursor.fetchall())
+
+        before = versions()
+        cursor.execute(migration.SEARCH_TEXT_FUNCTION)
+        cursor.execute(migration.RETOKENISE)
+        after = versions()
+    assert [cid for cid in before if before[cid] != after[cid]] == [soft.id]
+    assert str(Chunk.objects.get(id=soft.id).search_vector) == "'inform':2 'soft':1"
+    assert bm25_search(store.id, query_lexemes("information"), 5)[0][0] == soft.id
+    assert indexed_statistics(store.id) == recomputed_statistics(store.id)

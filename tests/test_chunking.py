@@ -91,3 +91,20 @@ def test_a_word_character_run_longer_than_the_tokenizer_word_is_cut_within_budge
     assert [len(c.text) for c in chunks] == [844] + [807] * 24
     assert max(count_tokens(indexed_text(c.headings, c.text)) for c in chunks) == 408
     assert "".join(c.text for c in chunks).replace(" ", "").count("x" * 100) == 200
+
+
+def test_a_heading_chain_over_a_third_of_the_budget_is_cut_for_its_chunks():
+    # A 2,000-word heading repeated on every chunk made 60 KB of Markdown 18.6 MB of chunks.
+    heading = " ".join(f"word{i}" for i in range(2000))
+    body = " ".join(f"body{i}" for i in range(5000))
+    assert count_tokens(body) == 16_530
+    blocks = [Block(("Outer", heading, "Inner"), body), Block(("Outer", heading), body)]
+    chunks = chunk_blocks(blocks, count_tokens, max_tokens=450)
+    assert len(chunks) == 94
+    assert max(c.token_count for c in chunks) == 450
+    assert max(count_tokens(indexed_text(c.headings, c.text)) for c in chunks) == 449
+    # outer headings dropped while the chain is too long, then the innermost cut to 150 tokens
+    assert sorted({(c.headings[0][:12], c.headings[-1][-12:], len(c.headings)) for c in chunks}) == [
+        ("Inner", "Inner", 1), ("word0 word1 ", " word70 word", 1)]
+    assert max(count_tokens(c.headings[0]) for c in chunks) == 149
+    assert sum(c.text.count("body") for c in chunks) == 10_000  # no body word lost

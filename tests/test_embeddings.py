@@ -99,6 +99,8 @@ def test_the_vector_cache_embeds_each_text_once_and_keeps_at_most_maxsize(monkey
     again = cache.embed([TEXTS[1], TEXTS[0], TEXTS[1]], embeddings.embed_texts)
     assert runs == [] and np.array_equal(again, first[[1, 0, 1]])
     assert (cache.hits, cache.misses, len(cache)) == (3, 2, 2)
+    # each kept row owns its 384 floats, so it does not keep the model's batch array alive
+    assert [(row.base is None, row.nbytes) for row in cache._rows.values()] == [(True, 1536)] * 2
     # a third text evicts the least recently used one (TEXTS[1] was used last)
     cache.embed([TEXTS[2], TEXTS[2]], embeddings.embed_texts)
     assert (len(runs), len(cache)) == (1, 2)

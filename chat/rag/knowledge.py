@@ -27,6 +27,7 @@ from django.db import DatabaseError, connection, transaction
 
 from domains.models import Document, Domain, Store
 from domains.retrieval import RetrievedChunk, retrieve
+from domains.text import check_refused
 
 from .config import RetrievalStrategy, check_positive
 from .results import SearchResultItem, SearchResults
@@ -134,9 +135,11 @@ class Knowledge:
             and ``error`` when the store, its domain or the database could not be
             searched (never raised), else a genuine (possibly empty) match.
         :raises ValueError: ``top_k`` < 1, a malformed filter, an unknown strategy, a
-            dense strategy on a BM25-only store.
+            dense strategy on a BM25-only store, a NUL character or a lone surrogate in
+            ``query`` (refused as the HTTP API refuses them, never stripped).
         """
         check_positive("top_k", top_k)
+        check_refused("query", query)
         steps = plan(strategy, query, top_k)
         # A savepoint inside a caller's transaction: a failed statement must not abort it.
         guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()

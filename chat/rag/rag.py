@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
 
+from domains.text import check_refused
+
 from .citations import DefaultCitationFormatter
 from .config import Effective, RAGConfig
 from .context import DefaultContextBuilder, item_score
@@ -85,6 +87,7 @@ class RAG:
     def _prepare(self, question: str, top_k: int | None, rerank: bool | None, filters: dict | None,
                  extra: dict) -> _Prepared:
         started = time.perf_counter()
+        check_refused("question", question)  # before any knowledge, ours or the caller's
         config = self.config
         effective = Effective.of(config, top_k, rerank)
         raw = self.knowledge.search(question, top_k=effective.top_k, filters=filters,
@@ -124,7 +127,8 @@ class RAG:
         :param kwargs: passed on to ``knowledge.search``.
         :returns: ContextPack; ``metadata["top_k"]`` is the effective value, and
             ``retrieval_failed``/``error`` tell a failed search from an empty match.
-        :raises ValueError: ``top_k`` < 1, a malformed filter.
+        :raises ValueError: ``top_k`` < 1, a malformed filter, a NUL character or a lone
+            surrogate in ``query`` (``question contains a NUL character or a lone surrogate``).
         """
         return self._prepare(query, top_k, rerank, filters, kwargs).pack
 

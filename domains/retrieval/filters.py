@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from domains.person_names import variants_key
+from domains.text import refused
 
 logger = logging.getLogger("klea.retrieval")
 
@@ -46,7 +47,6 @@ MAX_AND_DEPTH = 8
 # Values one "$in" / "$contains" (or plain list) takes at most: each becomes a SQL/JSON
 # path test evaluated per chunk, so the list bounds the work of one clause.
 MAX_FILTER_VALUES = 100
-_UNSAFE = re.compile("[\x00\ud800-\udfff]")
 
 
 # An integer value given as text: an optional sign, then ASCII digits ("+5", "-12").
@@ -217,7 +217,7 @@ def typed_value(spec: FieldSpec, value):
         return str(value)
     if not isinstance(value, str):
         raise ValueError(f"filter on {spec.name!r}: expected a string, got {value!r}")
-    if _UNSAFE.search(value):
+    if refused(value):
         raise ValueError(f"filter on {spec.name!r}: a NUL character or a lone surrogate in {value!r}")
     return value
 

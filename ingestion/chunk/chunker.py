@@ -14,6 +14,9 @@ list, table or code block, and the chat UI renders it as such. A table header to
 repeat (over a third of the budget) is not repeated: it stays the first row, and the parts
 are plain pipe rows, so the number of chunks stays about source tokens / budget.
 
+A heading chain over a third of the budget is cut for the chunks under it (outer headings
+dropped, then the innermost cut: :func:`_fit_chain`), for the same reason.
+
 A run of more than :data:`MAX_RUN_CHARS` word characters is one ``[UNK]`` token to the
 model, so token counts do not bound its size: it is cut into runs of that length first.
 """
@@ -226,6 +229,23 @@ def _fit(block: Block, budget: int, count: Callable[[str], int]) -> list[tuple[s
     return parts
 
 
+def _fit_chain(headings: tuple[str, ...], limit: int, count: Callable[[str], int]) -> tuple[str, ...]:
+    """``headings`` as stored with their chunks: the whole chain when its line is within
+    ``limit`` tokens, else the innermost headings that fit, else the innermost one cut
+    (by characters, at most :data:`MAX_RUN_CHARS` per word run) to fit."""
+    chain = tuple(_cut_runs(h) if _LONG_RUN.search(h) else h for h in headings)
+    while chain and count(heading_chain(chain)) + 1 > limit:
+        if len(chain) > 1:
+            chain = chain[1:]
+            continue
+        low, high = 0, len(chain[0])  # low fits (a chain of nothing does), high does not
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if count(chain[0][:middle]) + 1 <= limit else (low, middle)
+        return (chain[0][:low].rstrip(),) if low else ()
+    return chain
+
+
 def chunk_blocks(
     blocks: Iterable[Block], count_tokens: Callable[[str], int], max_tokens: int = DEFAULT_MAX_TOKENS
 ) -> list[ChunkDraft]:
@@ -239,7 +259,8 @@ def chunk_blocks(
     if max_tokens < 32:
         raise ValueError(f"max_tokens must be at least 32, got {max_tokens}")
     chunks: list[ChunkDraft] = []
-    for headings, group in groupby(blocks, key=lambda b: b.headings):
+    for source_headings, group in groupby(blocks, key=lambda b: b.headings):
+        headings = _fit_chain(source_headings, max_tokens // 3, count_tokens)
         chain_tokens = count_tokens(heading_chain(headings)) + 1 if headings else 0
         budget = max(16, max_tokens - chain_tokens)
         texts: list[str] = []
@@ -250,10 +271,10 @@ def chunk_blocks(
                 block = replace(block, text=_cut_runs(block.text))
             parts = _fit(block, budget, count_tokens)
             for (text, tokens), origin in zip(parts, _origins(block, parts)):
-                cost = tokens + (2 if texts else 0)  # the blank line between packed blocks
-                if texts and used + cost > budget:
+                if texts and used + tokens + 2 > budget:  # 2: the blank line between packed blocks
                     chunks.append(ChunkDraft(headings, "\n\n".join(texts), used + chain_tokens, provenance(origins)))
                     texts, origins, used = [], [], 0
+                cost = tokens + (2 if texts else 0)
                 texts.append(text)
                 origins.append(origin)
                 used += cost
