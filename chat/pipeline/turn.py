@@ -28,6 +28,7 @@ from asgiref.sync import sync_to_async
 from chat.backends import get_backend
 from chat.backends.base import BackendError, LLMBackend, ModelNotFound, NotSupported, Timeout, Unreachable
 from domains.models import Domain
+from domains.retrieval import shared_results
 
 from .events import Answer, Done, Error, Event, References, Token
 from .flow import build_graph
@@ -107,7 +108,8 @@ class Turn:
             if self._cancelled:
                 raise asyncio.CancelledError
             state.allowed = await sync_to_async(load_domains)(self.request.domains)
-            await self.graph.run(state)
+            with shared_results():  # the router's probe and retrieve share one BM25 search
+                await self.graph.run(state)
         except asyncio.CancelledError:
             state.status, state.error = "interrupted", "cancelled"
             await self._finish_failed(Error(code="interrupted", message="the turn was cancelled", node=state.node))

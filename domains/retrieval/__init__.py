@@ -1,6 +1,6 @@
 """Hybrid retrieval: BM25 + dense lists per store, fused by RRF, recency-blended."""
 
-from .bm25 import Bm25Params, bm25_search, query_lexemes
+from .bm25 import Bm25Params, bm25_search, query_lexemes, shared_results
 from .engine import retrieve
 from .filters import CompiledFilter, FieldSpec, compile_filter
 from .fusion import RRF_K, convex_fusion, fuse, reciprocal_rank_fusion
@@ -31,5 +31,6 @@ __all__ = [
     "reciprocal_rank_fusion",
     "retrieve",
     "serialize_reference_material",
+    "shared_results",
     "vector_search",
 ]

@@ -11,6 +11,9 @@ whose chunks vary in length (docs/benchmarks.md).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -66,9 +69,10 @@ class Bm25Params:
 # slower). Per term w = idf * (k1 + 1); per posting tf / (tf + c1 + c2 dl) with
 # c1 = k1 (1 - b), c2 = k1 b / avgdl. Reads only the postings of the query's terms,
 # from the postings index (index-only scan). The terms are read one after the other in
-# id order (a materialised CTE, scanned serially), so every chunk's sum adds its terms
-# in that order: equal chunks get bit-equal scores and tie by id, and the pruned query,
-# which sums in the same order with the same expression, gives the same floats.
+# id order (a materialised CTE, scanned serially), so a hash aggregate adds each chunk's
+# terms in that order, as the pruned query does: equal chunks get bit-equal scores and
+# tie by id. A plan that sorts before aggregating may add them in another order and
+# change the last bit (tests/test_bm25_topk.py compares scores to 1e-12).
 _SEARCH = """
 WITH s AS (
     SELECT chunk_count::float8 AS n,
@@ -94,6 +98,28 @@ LIMIT %(k)s
 
 # First depth of the pruned query's rounds (postings per term; x4 per round).
 PRUNED_DEPTH = 256
+
+
+# A question turn searches BM25 twice with the same terms: the router's lexical probe
+# (depth 3) and retrieve's list (depth 50). The exhaustive query costs the same at any
+# depth (it sums every posting), so inside `shared_results()` an unfiltered exhaustive
+# search asks for at least SHARED_DEPTH and a later request for no more is served from
+# it: one BM25 aggregation per store per turn.
+SHARED_DEPTH = 50
+_shared: ContextVar[dict | None] = ContextVar("klea_bm25_shared", default=None)
+
+
+@contextmanager
+def shared_results() -> Iterator[None]:
+    """Within this scope (one question turn; contextvars, so threads started through
+    asgiref's ``sync_to_async`` share it) unfiltered exhaustive :func:`bm25_search`
+    results are computed once per (store, terms, k1, b). Stores must not change inside
+    the scope (a turn only reads)."""
+    token = _shared.set({})
+    try:
+        yield
+    finally:
+        _shared.reset(token)
 
 
 def bm25_search(
@@ -135,9 +161,24 @@ def bm25_search(
                 [store_id, terms, k, PRUNED_DEPTH, params.k1, params.b],
             )
             return [(cid, float(score)) for cid, score in cursor.fetchall()]
+    shared = None if filtered else _shared.get()
+    if shared is not None:
+        key = (store_id, tuple(terms), params.k1, params.b)
+        depth, hits = shared.get(key, (0, []))
+        if depth < k:
+            depth = max(k, SHARED_DEPTH)
+            hits = _exhaustive(store_id, terms, depth, params, None)
+            shared[key] = (depth, hits)
+        return hits[:k]
+    return _exhaustive(store_id, terms, k, params, where if filtered else None)
+
+
+def _exhaustive(
+    store_id: int, terms: list[str], k: int, params: Bm25Params, where: CompiledFilter | None
+) -> list[tuple[int, float]]:
     values = {"store": store_id, "terms": terms, "k1": params.k1, "b": params.b, "k": k}
     join = ""
-    if filtered:
+    if where is not None:
         join = f"JOIN domains_chunk c ON c.id = p.chunk_id WHERE {where.sql}"
         values.update(where.params)
     with connection.cursor() as cursor:
