@@ -219,6 +219,19 @@ def test_code_that_merely_quotes_the_question_does_not_answer_it():
     assert result == f"{ANSWERING} [2]"
 
 
+MENTIONING = ('One answer changed: "How do I point Klea at my own PostgreSQL?" no longer quotes '
+              'the code line; it is still wrong, because retrieval misses the configuration page.')
+
+
+def test_prose_that_quotes_the_question_does_not_answer_it():
+    # A write-up quoting the question (“…?” or "…?") mentions it; the answer states it.
+    for mentioning in (MENTIONING, MENTIONING.replace('"How', "“How").replace('?"', "?”")):
+        result = answer("How do I point Klea at my own PostgreSQL?",
+                        source(1, mentioning, ["Benchmarks"], score=0.7, file_name="benchmarks.md"),
+                        source(2, ANSWERING, ["Using an existing PostgreSQL"], score=0.5, file_name="configuration.md"))
+        assert result == f"{ANSWERING} [2]"
+
+
 def test_a_list_after_a_sentence_is_never_glued_into_prose():
     # No blank line between the sentence and the list: the items are still a list.
     text = ("Send it as an Authorization: Bearer header with every request.\n"

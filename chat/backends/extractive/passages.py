@@ -38,7 +38,17 @@ import numpy as np
 from domains import embeddings
 
 from .shapes import bonus, shapes
-from .text import Block, list_items, looks_like_code, matches, segment, split_sentences, terms, without_literals
+from .text import (
+    Block,
+    list_items,
+    looks_like_code,
+    matches,
+    segment,
+    split_sentences,
+    terms,
+    without_literals,
+    without_quoted_questions,
+)
 
 # Cosine similarity (question vs. heading chain + passage) below which a passage does
 # not answer. Measured on the documentation corpora: answered questions' best passage
@@ -242,8 +252,10 @@ def _extend(passage: Passage, wanted: set[str], idf: dict[str, float]) -> Passag
 
 def _evidence(passage: Passage) -> str:
     """The passage's text as evidence: a code block's string literals are what it is
-    given (an example question, a file name), not what it states."""
-    return without_literals(passage.text) if passage.kind == "code" else passage.text
+    given (an example question, a file name), not what it states; a quoted question is
+    mentioned, not answered."""
+    text = without_literals(passage.text) if passage.kind == "code" else passage.text
+    return without_quoted_questions(text)
 
 
 def _overlap(a: Passage, b: Passage) -> bool:

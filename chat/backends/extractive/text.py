@@ -175,6 +175,17 @@ def without_literals(text: str) -> str:
     return _FENCED.sub(lambda block: _STRING_LITERAL.sub('""', block.group(0)), text)
 
 
+# A question in quotation marks ("How do I ...?", “Why ...?”): prose that quotes a question
+# mentions it (a benchmark write-up, a changelog, an FAQ index); it does not answer it.
+_QUOTED_QUESTION = re.compile(r'"[^"\n]{0,300}\?"|“[^”\n]{0,300}\?”')
+
+
+def without_quoted_questions(text: str) -> str:
+    """``text`` with every quoted question emptied (``""``): its words are not evidence
+    that the text answers that question."""
+    return _QUOTED_QUESTION.sub('""', text)
+
+
 def code_body(block: Block) -> str:
     """The lines of a fenced code block without its fences."""
     lines = block.text.split("\n")
