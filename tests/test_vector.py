@@ -185,10 +185,19 @@ def test_ef_search_reaches_the_hnsw_statement(two_stores, ef_search_seen, monkey
     (store_a, _), _ = two_stores
     where = compile_filter({"tag": "common"}, [FieldSpec("tag", "string")])
     query = np.random.default_rng(5).normal(size=384).astype(np.float32)
+    # The rule reads the whole table's row count: alone, 600 rows; after other modules'
+    # committed tests, more. Its values for this table are what must reach the session.
+    store_rows, total_rows = vector_module._row_counts(store_a.id)
+    assert store_rows == 300 and total_rows >= 600
+    k = 30 if hnsw_ef_search(30, store_rows, total_rows, True) else 3  # 30: above the floor when alone
+    expected = [hnsw_ef_search(3, store_rows, total_rows, False), hnsw_ef_search(k, store_rows, total_rows, True)]
     assert vector_search(store_a.id, query, 3, -1.0, exact_max_rows=0).strategy == "hnsw"
-    assert vector_search(store_a.id, query, 30, -1.0, where=where, exact_max_rows=0).strategy == "hnsw"
-    # a 600-row table under a floor of 300 (as a table of 10k-100k rows has 800)
+    assert vector_search(store_a.id, query, k, -1.0, where=where, exact_max_rows=0).strategy == "hnsw"
+    # a floor of 300 up to 1,000 rows, 1,000 above (as a table of 10k-100k rows has 800)
     monkeypatch.setattr(vector_module, "HNSW_EF_FLOOR", ((100, 40), (1000, 300)))
+    expected.append(hnsw_ef_search(3, store_rows, total_rows, False))
     assert vector_search(store_a.id, query, 3, -1.0, exact_max_rows=0).strategy == "hnsw"
-    assert ef_search_seen == [200, 240, 300]
+    assert ef_search_seen == expected
+    if total_rows == 600:  # the module alone: the figures of the rule's docstring
+        assert expected == [200, 240, 300]
     assert show_ef_search() == 40  # transaction-local: the session's value is back
