@@ -14,7 +14,7 @@ import json
 from django.conf import settings
 
 from domains.retrieval.filters import MAX_FILTER_VALUES
-from domains.text import refused as unsafe  # the rule's one home; chat.scoring imports it from here
+from domains.text import refused
 
 # Filter DSL objects nest this deep at most (the compiler allows 8 levels of $and).
 MAX_FILTER_DEPTH = 20
@@ -39,7 +39,7 @@ def decode_json(raw: str | bytes):
 
 def check_text(name: str, text: str) -> str:
     """:raises BadRequest: ``bad_request`` naming the field ``name``."""
-    if unsafe(text):
+    if refused(text):
         raise BadRequest("bad_request", f'"{name}" contains a NUL character or a lone surrogate')
     return text
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from ..parsing import unsafe
+from domains.text import refused
+
 from .metrics import words
 
 KEYS = ("question", "domain", "file", "evidence")
@@ -61,7 +62,7 @@ def _problems(item, where: str) -> list[str]:
     question, domain, file, evidence = (item[k] for k in KEYS)
     if not isinstance(question, str) or not question.strip():
         problems.append(f"{where}: 'question' must be a non-empty string")
-    elif unsafe(question):  # the chat's own rules (chat/parsing.py): the pipeline gets no other
+    elif refused(question):  # the chat's own rules (chat/parsing.py): the pipeline gets no other
         problems.append(f"{where}: 'question' contains a NUL character or a lone surrogate")
     elif len(question.strip()) > settings.KLEA_MAX_QUESTION_CHARS:
         problems.append(f"{where}: 'question' has {len(question.strip())} characters; the limit is "

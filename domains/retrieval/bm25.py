@@ -137,7 +137,8 @@ def bm25_search(
     and the impacts' k1 and b (the defaults), the pruned query ``klea_bm25_topk``
     (domains/bm25_topk_sql.py) reads each term's postings best first and stops once no
     unread chunk can enter the top k; otherwise every posting of the terms is summed.
-    Both give the same ids in the same order and the same scores (to ~1e-15).
+    Both give the same ids and scores (to ~1e-12; chunks whose scores agree to the
+    last bits may come in either order).
 
     :param lexemes: from :func:`query_lexemes` (duplicates are counted once).
     :param where: filter over the chunk alias ``c``, applied before ranking.

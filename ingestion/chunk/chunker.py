@@ -120,7 +120,7 @@ def _pieces(block: Block, header: bool = True) -> list[str]:
     if block.kind == "text":
         return [s for s in _SENTENCE_END.split(block.text) if s.strip()]
     if block.kind == "table":
-        rows = block.text.split("\n")[0 if not header else 1 :]
+        rows = block.text.split("\n")[1 if header else 0 :]
         return [_table_row(line) for line in rows if line.strip()]
     return [line for line in block.text.split("\n")]
 
@@ -233,7 +233,7 @@ def _fit_chain(headings: tuple[str, ...], limit: int, count: Callable[[str], int
     """``headings`` as stored with their chunks: the whole chain when its line is within
     ``limit`` tokens, else the innermost headings that fit, else the innermost one cut
     (by characters, at most :data:`MAX_RUN_CHARS` per word run) to fit."""
-    chain = tuple(_cut_runs(h) if _LONG_RUN.search(h) else h for h in headings)
+    chain = tuple(_cut_runs(h) for h in headings)
     while chain and count(heading_chain(chain)) + 1 > limit:
         if len(chain) > 1:
             chain = chain[1:]

@@ -27,7 +27,6 @@ from .map import DEFAULT, MapError
 CORE_FIELDS = ("title", "authors", "year", "doi")
 # Fields of a cited work: expected of papers, and of any file whose metadata has one.
 BIBLIOGRAPHIC = ("authors", "year", "doi", "journal")
-PAPER_EXTENSIONS = PDF_EXTENSIONS
 SUSPICIOUS_TITLES = {"untitled", "unknown", "no title", "title", "none", ""}
 MAX_URL_KEYS = 5
 MAX_ITEMS = 20
@@ -107,11 +106,11 @@ def _empty(value) -> bool:
 def missing_fields(file_name: str, metadata: dict, fields, domain_fields=frozenset()) -> list[str]:
     """The ``fields`` (in their order) absent from ``metadata`` that the file is expected
     to have: ``title`` and any non-bibliographic field always; a bibliographic one
-    (:data:`BIBLIOGRAPHIC`) only for a paper (:data:`PAPER_EXTENSIONS`), a file whose
+    (:data:`BIBLIOGRAPHIC`) only for a paper (a PDF), a file whose
     metadata has another one (a library record, a DOI: a cited work), or a field in
     ``domain_fields`` (the names the domain filters on). A plain note lacks no year."""
     absent = [f for f in fields if _empty(metadata.get(f))]
-    work = Path(file_name).suffix.lower() in PAPER_EXTENSIONS or any(not _empty(metadata.get(f)) for f in BIBLIOGRAPHIC)
+    work = Path(file_name).suffix.lower() in PDF_EXTENSIONS or any(not _empty(metadata.get(f)) for f in BIBLIOGRAPHIC)
     return [f for f in absent if work or f not in BIBLIOGRAPHIC or f in domain_fields]
 
 
