@@ -136,6 +136,8 @@ def main() -> None:
     from django.conf import settings
     from django.test import override_settings
 
+    from domains.retrieval import RRF_K, RRF_WEIGHTS
+
     ids, texts, all_queries = load_scifact()
     vectors = cached_embeddings("scifact-corpus", texts, scifact_dir() / "corpus.jsonl")
     qids = sorted(all_queries)
@@ -160,9 +162,10 @@ def main() -> None:
     record("dense, exact cosine", run_engine(domain, test, modes=["vector"]))
     with override_settings(KLEA_VECTOR_EXACT_MAX_ROWS=0):
         record("dense, HNSW (ef_search 200)", run_engine(domain, test, modes=["vector"]))
-    record(f"hybrid RRF k 60 (BM25 {default_bm25} + dense), the default", run_engine(domain, test))
+    rrf = f"RRF k {RRF_K}, BM25 weight {RRF_WEIGHTS['bm25']}"
+    record(f"hybrid {rrf} (BM25 {default_bm25} + dense), the default", run_engine(domain, test))
     with override_settings(KLEA_BM25_K1=0.9, KLEA_BM25_B=0.4):
-        record("hybrid RRF k 60 (BM25 k1 0.9 b 0.4 + dense)", run_engine(domain, test))
+        record(f"hybrid {rrf} (BM25 k1 0.9 b 0.4 + dense)", run_engine(domain, test))
     alpha, train_ndcg = tune_alpha(store, train, query_vectors, train_qrels)
     print(f"  convex alpha tuned on train qrels ({len(train)} queries): {alpha:.2f} (train nDCG@10 {train_ndcg:.3f})")
     domain.fusion_alpha = alpha

@@ -2,17 +2,47 @@
 
 import pytest
 
-from domains.retrieval import RRF_K, convex_fusion, fuse, reciprocal_rank_fusion
+from domains.retrieval import RRF_K, RRF_WEIGHTS, convex_fusion, fuse, reciprocal_rank_fusion
 from domains.retrieval.engine import apply_budget
 from domains.retrieval.recency import blend_recency
 from domains.retrieval.types import RetrievedChunk
 
 
 def test_rrf_values():
-    assert RRF_K == 60
+    assert RRF_K == 5
+    assert RRF_WEIGHTS == {"vector": 1.0, "bm25": 1.5}
     fused = reciprocal_rank_fusion({"s:vector": [(1, 0.9), (2, 0.8)], "s:bm25": [(1, 7.0), (3, 5.0)]})
-    assert fused[0] == (1, pytest.approx(2 / 61), {"s:vector": 0.9, "s:bm25": 7.0})
-    assert fused[1:] == [(2, pytest.approx(1 / 62), {"s:vector": 0.8}), (3, pytest.approx(1 / 62), {"s:bm25": 5.0})]
+    assert fused[0] == (1, pytest.approx(1 / 6 + 1.5 / 6), {"s:vector": 0.9, "s:bm25": 7.0})
+    # the BM25 list weighs 1.5: its second chunk before the dense list's second
+    assert fused[1:] == [(3, pytest.approx(1.5 / 7), {"s:bm25": 5.0}), (2, pytest.approx(1 / 7), {"s:vector": 0.8})]
+
+
+def test_rrf_constant_and_weights_are_parameters():
+    lists = {"s:vector": [(1, 0.9), (2, 0.8)], "s:bm25": [(2, 7.0)], "other": [(3, 1.0)]}
+    # the paper's form: k = 60, every list weighs 1
+    fused = reciprocal_rank_fusion(lists, k=60, weights={})
+    assert [(cid, round(score, 9)) for cid, score, _ in fused] == [
+        (2, round(1 / 62 + 1 / 61, 9)), (1, round(1 / 61, 9)), (3, round(1 / 61, 9))
+    ]
+    # a label without a known mode weighs 1.0
+    fused = reciprocal_rank_fusion(lists, k=0, weights={"vector": 2.0})
+    assert {cid: score for cid, score, _ in fused} == pytest.approx({1: 2.0, 2: 1.0 + 1.0, 3: 1.0})
+
+
+def test_rrf_keyword_first_outranks_fifth_in_both():
+    # A fact past the embedding window: BM25 ranks its chunk 1st, the vectors 80th.
+    # Chunk 2 is 5th in both lists. With k = 60 and equal weights chunk 2 won
+    # (2 / 65 > 1 / 61 + 1 / 140); now chunk 1 does (1.5 / 6 + 1 / 85 > 2.5 / 10).
+    filler = [(100 + i, 0.5) for i in range(80)]
+    vector = filler[:4] + [(2, 0.6)] + filler[4:78] + [(1, 0.3)]
+    bm25 = [(1, 9.0)] + [(200 + i, 5.0) for i in range(3)] + [(2, 4.0)]
+    assert [i for i, (cid, _) in enumerate(vector, 1) if cid in (1, 2)] == [5, 80]
+    fused = reciprocal_rank_fusion({"s:vector": vector, "s:bm25": bm25})
+    assert [cid for cid, _, _ in fused[:2]] == [1, 2]
+    assert fused[0][1] == pytest.approx(1.5 / 6 + 1 / 85)
+    assert fused[1][1] == pytest.approx(1 / 10 + 1.5 / 10)
+    old = reciprocal_rank_fusion({"s:vector": vector, "s:bm25": bm25}, k=60, weights={})
+    assert [cid for cid, _, _ in old[:2]] == [2, 1]
 
 
 def test_rrf_lists_of_several_queries_share_a_label():
@@ -20,12 +50,17 @@ def test_rrf_lists_of_several_queries_share_a_label():
         [("s:vector", [(1, 0.5), (2, 0.4)]), ("s:vector", [(2, 0.9)]), ("t:bm25", [(3, 2.0), (1, 1.0)])]
     )
     assert [(cid, round(score, 9)) for cid, score, _ in fused] == [
-        (1, round(1 / 61 + 1 / 62, 9)),
-        (2, round(1 / 62 + 1 / 61, 9)),
-        (3, round(1 / 61, 9)),
+        (1, round(1 / 6 + 1.5 / 7, 9)),
+        (2, round(1 / 7 + 1 / 6, 9)),
+        (3, round(1.5 / 6, 9)),
     ]
-    # 1 and 2 tie: the lower chunk id first; a label keeps the chunk's best score
+    # a label keeps the chunk's best score
     assert fused[1][2] == {"s:vector": 0.9}
+
+
+def test_rrf_ties_go_to_the_lower_chunk_id():
+    fused = reciprocal_rank_fusion([("s:vector", [(1, 0.5), (2, 0.4)]), ("s:vector", [(2, 0.9), (1, 0.1)])])
+    assert [(cid, round(score, 9)) for cid, score, _ in fused] == [(1, round(1 / 6 + 1 / 7, 9)), (2, round(1 / 7 + 1 / 6, 9))]
 
 
 def test_rrf_keys_by_chunk_id_and_handles_empty_lists():

@@ -28,7 +28,7 @@ class RetrievalStrategy(str, Enum):
       keyword-only form and its sub-clauses; :mod:`chat.rag.strategies`), fused by RRF;
     - ``HYBRID``: a dense list and a BM25 list for the question, fused by RRF.
 
-    RRF: Cormack, Clarke & Buettcher 2009, k = 60 (:mod:`domains.retrieval.fusion`).
+    RRF: Cormack, Clarke & Buettcher 2009, weighted, k = 5 (:mod:`domains.retrieval.fusion`).
     """
 
     BASIC = "basic"

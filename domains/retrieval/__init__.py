@@ -3,7 +3,7 @@
 from .bm25 import Bm25Params, bm25_search, query_lexemes, shared_results
 from .engine import retrieve
 from .filters import CompiledFilter, FieldSpec, compile_filter
-from .fusion import RRF_K, convex_fusion, fuse, reciprocal_rank_fusion
+from .fusion import RRF_K, RRF_WEIGHTS, convex_fusion, fuse, reciprocal_rank_fusion
 from .probe import lexical_coverage, nearest_chunk_similarity
 from .references import ReferenceMaterial, Source, page_label, page_span, serialize_reference_material
 from .types import RetrievalResult, RetrievedChunk
@@ -11,6 +11,7 @@ from .vector import VectorHits, vector_search
 
 __all__ = [
     "RRF_K",
+    "RRF_WEIGHTS",
     "Bm25Params",
     "CompiledFilter",
     "FieldSpec",
