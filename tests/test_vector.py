@@ -140,8 +140,8 @@ def test_empty_store_gives_nothing(db):
 @pytest.mark.parametrize(
     "k, store_rows, total_rows, filtered, ef",
     [
-        (5, 10_000, 10_000, False, 200),  # the floor of tables up to 10k rows
-        (10, 300, 600, True, 200),  # 10 x 2 / (0.5 x 0.5 for the filter) = 80 < the floor
+        (5, 10_000, 10_000, False, 100),  # the floor of tables up to 10k rows
+        (10, 300, 600, True, 100),  # 10 x 2 / (0.5 x 0.5 for the filter) = 80 < the floor
         (30, 300, 600, True, 240),  # 30 x 2 / 0.25
         (50, 2_000, 10_000, False, 500),  # k x OVERFETCH / 0.2
         (50, 10_001, 10_001, False, 200),  # the floor of tables of 10k-100k rows
@@ -201,7 +201,7 @@ def test_ef_search_reaches_the_hnsw_statement(two_stores, ef_search_seen, monkey
     assert vector_search(store_a.id, query, 3, -1.0, exact_max_rows=0).strategy == "hnsw"
     assert ef_search_seen == expected
     if total_rows == 600:  # the module alone: the figures of the rule's docstring
-        assert expected == [200, 240, 300]
+        assert expected == [100, 240, 300]
     assert show_ef_search() == 40  # transaction-local: the session's value is back
 
 
