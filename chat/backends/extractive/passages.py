@@ -276,14 +276,16 @@ class Composer:
     :param sources: numbered sources (``number``; ``chunks`` best first, each with
         ``text``, ``score`` in [0, 1] and optionally ``headings``), best source first;
         a source may also carry ``file_name``.
-    :param question: the user's question.
+    :param question: the user's question (its shape: a year, a list, how-to ...).
+    :param search_text: a follow-up together with the question(s) before it, whose
+        terms the passage should hold too; "" = the question alone.
     """
 
-    def __init__(self, query_vector: np.ndarray, sources: Sequence, question: str):
+    def __init__(self, query_vector: np.ndarray, sources: Sequence, question: str, search_text: str = ""):
         self.query_vector = query_vector
         self.question = question
         self.shapes = shapes(question)
-        self.wanted = terms(question)
+        self.wanted = terms(search_text or question)
         self.chunks: list[Chunk] = []
         for source in sources:
             for chunk in source.chunks:
