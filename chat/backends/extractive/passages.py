@@ -37,11 +37,14 @@ import numpy as np
 
 from domains import embeddings
 
-from .shapes import bonus, shapes
+from .shapes import bonus, defines, shapes
 from .text import (
     Block,
+    is_definition_list,
+    labelled_line,
     list_items,
     looks_like_code,
+    looks_like_front_matter,
     matches,
     segment,
     split_sentences,
@@ -123,9 +126,10 @@ class Passage:
     chunk: Chunk
     start: int  # first unit
     end: int  # last unit (inclusive)
-    kind: str  # "prose" | "list" | "item" (one item of a list) | "table" | "code"
+    kind: str  # "prose" | "list" | "item" (one item of a list) | "table" | "rows" (header + some rows) | "code"
     text: str
     part: int = -1  # an "item": its index among the list's items
+    opening: bool = False  # starts at the chunk's first quotable unit
     found: set[str] = field(default_factory=set)
     lexical: float = 0.0
     cheap: float = 0.0
@@ -134,13 +138,20 @@ class Passage:
 
 
 def _units(text: str) -> list[Unit]:
+    """The units of chunk text; a glossary line ("Term: what it is") is a paragraph of
+    its own, so a passage never runs on into the next entry."""
     units: list[Unit] = []
-    for index, block in enumerate(segment(text)):
-        if block.kind == "text":
-            for sentence in split_sentences(block.text, min_chars=1):
-                units.append(Unit("sentence", sentence, index))
-        else:
-            units.append(Unit(block.kind, block.text, index))
+    paragraph = -1
+    for block in segment(text):
+        paragraph += 1
+        if block.kind != "text":
+            units.append(Unit(block.kind, block.text, paragraph))
+            continue
+        for number, line in enumerate(block.text.split("\n")):
+            if number and labelled_line(line):
+                paragraph += 1
+            for sentence in split_sentences(line, min_chars=1):
+                units.append(Unit("sentence", sentence, paragraph))
     return units
 
 
@@ -168,20 +179,25 @@ def _render(units: Sequence[Unit]) -> str:
     return "".join(parts)
 
 
-def _quotable(unit: Unit, wanted: set[str]) -> str:
-    """The unit's text as it may be quoted ("" = not at all)."""
+def _quotable(unit: Unit, wanted: set[str], front_matter: bool) -> str:
+    """The unit's text as it may be quoted ("" = not at all); a paper's front matter (a
+    journal header, an affiliation) only when ``front_matter`` (the question asks "who")."""
     if unit.kind == "table" and len(unit.text) > TABLE_CHARS:
         return _table_rows(unit.text, wanted)
     if unit.kind == "code" and len(unit.text) > CODE_CHARS:
         return ""
     if unit.kind == "sentence" and (len(unit.text) < MIN_UNIT_CHARS or looks_like_code(unit.text)):
         return ""
+    if unit.kind == "sentence" and not front_matter and looks_like_front_matter(unit.text):
+        return ""
     return unit.text
 
 
-def _candidates(chunk: Chunk, wanted: set[str]) -> list[Passage]:
+def _candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> list[Passage]:
+    """The chunk's candidate passages (see the module docstring); ``opening`` marks those
+    that start at its first quotable unit."""
     units = chunk.units
-    texts = [_quotable(unit, wanted) for unit in units]
+    texts = [_quotable(unit, wanted, front_matter) for unit in units]
     found: dict[tuple[int, int, int], Passage] = {}
 
     def add(start: int, end: int, kind: str) -> None:
@@ -199,16 +215,26 @@ def _candidates(chunk: Chunk, wanted: set[str]) -> list[Passage]:
                 continue
             add(i, i, "prose")
         else:
-            if unit.kind == "list" and len(unit.text) > ITEM_LIST_CHARS:
-                # One step of a long method, one entry of a long list of facts: quotable alone.
+            if unit.kind == "list" and (len(unit.text) > ITEM_LIST_CHARS or is_definition_list(unit.text.split("\n"))):
+                # One step of a long method, one entry of a long list of facts or of a
+                # glossary: quotable alone.
                 items = list_items(unit.text)
                 for n, item in enumerate(items if len(items) > 1 else ()):
                     if len(item.strip()) >= MIN_UNIT_CHARS:
                         found[(i, i, n)] = Passage(chunk, i, i, "item", item, part=n)
+            if unit.kind == "table" and unit.text.count("\n") > TABLE_ROWS:
+                # The rows that hold the question's words, under the header: a fact of a
+                # settings table ("which setting", "the default") is a row, not the table.
+                rows = _table_rows(unit.text, wanted)
+                if rows and rows != texts[i]:
+                    found[(i, i, -2)] = Passage(chunk, i, i, "rows", rows)
             previous = units[i - 1] if i > 0 else None
             if previous is not None and previous.kind == "sentence" and previous.text.rstrip().endswith(":"):
                 continue  # quoted with its lead-in above
-            add(i, i, unit.kind)
+            add(i, i, "rows" if unit.kind == "table" and texts[i] != unit.text else unit.kind)
+    first = next((i for i, text in enumerate(texts) if text), -1)
+    for passage in found.values():
+        passage.opening = passage.start == first
     return list(found.values())
 
 
@@ -221,6 +247,8 @@ def _lean_back(passage: Passage) -> Passage:
         return passage
     unit = units[before]
     if unit.kind != "sentence" or unit.paragraph != units[passage.start].paragraph or looks_like_code(unit.text):
+        return passage
+    if looks_like_front_matter(unit.text):
         return passage
     if len(unit.text) + len(passage.text) + 1 > EXTEND_CHARS:
         return passage
@@ -239,7 +267,7 @@ def _extend(passage: Passage, wanted: set[str], idf: dict[str, float]) -> Passag
     unit = units[nxt]
     if unit.kind != "sentence" or unit.paragraph != units[passage.end].paragraph or unit.text.rstrip().endswith(":"):
         return passage
-    if looks_like_code(unit.text) or len(passage.text) + len(unit.text) + 1 > EXTEND_CHARS:
+    if looks_like_code(unit.text) or looks_like_front_matter(unit.text) or len(passage.text) + len(unit.text) + 1 > EXTEND_CHARS:
         return passage
     new_terms = matches(wanted, unit.text) - passage.found
     if len(passage.text) >= SHORT_SENTENCE and sum(idf[t] for t in new_terms) <= 0:
@@ -301,13 +329,13 @@ class Composer:
         candidates: list[Passage] = []
         for chunk in self.chunks:
             heading_terms = matches(self.wanted, chunk.headings)
-            for passage in _candidates(chunk, self.wanted):
+            for passage in _candidates(chunk, self.wanted, "name" in self.shapes):
                 passage.found = matches(self.wanted, _evidence(passage))
                 in_heading = heading_terms - passage.found
                 passage.lexical = (sum(idf[t] for t in passage.found) + HEADING_WEIGHT * sum(idf[t] for t in in_heading)) / total
                 passage.cheap = (
                     LEXICAL_WEIGHT * passage.lexical + RETRIEVAL_WEIGHT * chunk.score
-                    + bonus(self.shapes, passage.kind, passage.text, passage.start == 0)
+                    + bonus(self.shapes, passage.kind, passage.text, passage.opening)
                 )
                 candidates.append(passage)
         if not candidates:
@@ -327,8 +355,8 @@ class Composer:
         best = _lean_back(_extend(kept[0], self.wanted, idf))
         chosen = [best]
         for other in kept[1:]:
-            if other.cosine < MIN_SIMILARITY or "generic" in self.shapes:
-                continue
+            if other.cosine < MIN_SIMILARITY or "generic" in self.shapes or defines(self.shapes, best.text):
+                continue  # a passage that defines what "what is X" asks about says it all
             # What it adds buys it room: the second part of "X and Y?" scores lower.
             new_share = sum(idf[t] for t in other.found - best.found) / total
             if _overlap(best, other) or other.text in best.text or best.text in other.text:
