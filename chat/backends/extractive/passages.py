@@ -5,7 +5,8 @@ units: the sentences of its paragraphs and its whole lists, tables and code bloc
 Candidate passages are
 
 - a sentence (and the next one of its paragraph when that one carries on);
-- a sentence ending in ":" with the block it introduces (a colon is never left hanging);
+- a sentence ending in ":" (or in a dangling word: "..., which provides") with the block
+  it introduces (a colon or a fragment is never left hanging);
 - a whole list, table or code block (after a sentence ending in ":" only with it). A table
   too long to quote is cut to its header and the rows that hold question words (whole
   rows, never a row alone); a code block too long to quote is left out;
@@ -42,6 +43,7 @@ from .text import (
     Block,
     is_definition_list,
     labelled_line,
+    leads_on,
     list_items,
     looks_like_code,
     looks_like_front_matter,
@@ -208,9 +210,12 @@ def _candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> l
     for i, unit in enumerate(units):
         following = units[i + 1] if i + 1 < len(units) else None
         if unit.kind == "sentence":
-            if unit.text.rstrip().endswith(":"):
-                # Only with what it introduces: the next block, or the rest of its sentence run.
-                if following is not None and (following.kind != "sentence" or following.paragraph == unit.paragraph):
+            if leads_on(unit.text):
+                # Only with what it introduces: the next block, or the rest of its sentence run
+                # (after a dangling word, whatever comes next: "..., which provides" + the names).
+                colon = unit.text.rstrip().endswith(":")
+                if following is not None and (following.kind != "sentence" or following.paragraph == unit.paragraph
+                                              or not colon):
                     add(i, i + 1, "prose" if following.kind == "sentence" else following.kind)
                 continue
             add(i, i, "prose")
@@ -229,7 +234,7 @@ def _candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> l
                 if rows and rows != texts[i]:
                     found[(i, i, -2)] = Passage(chunk, i, i, "rows", rows)
             previous = units[i - 1] if i > 0 else None
-            if previous is not None and previous.kind == "sentence" and previous.text.rstrip().endswith(":"):
+            if previous is not None and previous.kind == "sentence" and leads_on(previous.text):
                 continue  # quoted with its lead-in above
             add(i, i, "rows" if unit.kind == "table" and texts[i] != unit.text else unit.kind)
     first = next((i for i, text in enumerate(texts) if text), -1)
@@ -265,7 +270,7 @@ def _extend(passage: Passage, wanted: set[str], idf: dict[str, float]) -> Passag
     if passage.kind != "prose" or nxt >= len(units):
         return passage
     unit = units[nxt]
-    if unit.kind != "sentence" or unit.paragraph != units[passage.end].paragraph or unit.text.rstrip().endswith(":"):
+    if unit.kind != "sentence" or unit.paragraph != units[passage.end].paragraph or leads_on(unit.text):
         return passage
     if looks_like_code(unit.text) or looks_like_front_matter(unit.text) or len(passage.text) + len(unit.text) + 1 > EXTEND_CHARS:
         return passage
