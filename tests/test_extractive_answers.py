@@ -11,7 +11,8 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat.backends import get_backend
-from chat.backends.extractive.passages import CODE_CHARS, Composer, Passage, with_marker
+from chat.backends.extractive.candidates import CODE_CHARS, Passage
+from chat.backends.extractive.passages import Composer, with_marker
 from chat.backends.extractive.shapes import NUMBER_FOR_HOW_MANY, bonus, is_generic, shapes
 from chat.backends.extractive.text import Block as TextBlock
 from chat.backends.extractive.text import leads_on, list_items, segment
