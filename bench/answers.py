@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import ROOT, command_line, setup_django  # noqa: E402
 
 QUESTIONS = ROOT / "bench" / "questions"
-SETS = ("neuroml", "xarray", "cooking", "klea-docs", "off-topic")
+# A set is named after its domain, or domain-N for a later set written apart (reported beside it).
+SETS = ("neuroml", "neuroml-2", "xarray", "xarray-2", "cooking", "cooking-2", "klea-docs", "klea-docs-2", "off-topic")
 CORPORA = {"neuroml": "neuroml", "xarray": "xarray", "cooking": "based_cooking"}  # domain -> docs/ folder
 
 
@@ -49,6 +50,22 @@ def ingest_all(force: bool) -> None:
     call_command("demo")  # klea-docs: this repository's docs/
 
 
+def per_set(report, sizes: dict[str, int]):
+    """The report regrouped by question set (``sizes``: set name -> question count, in the
+    order asked): a :class:`chat.scoring.run.Report` whose groups are the in-domain sets."""
+    from chat.scoring.metrics import summarise
+    from chat.scoring.run import Report
+
+    regrouped = Report(report.scored, off_topic=report.off_topic, overall=report.overall)
+    start = 0
+    for name, size in sizes.items():
+        scored = report.scored[start:start + size]
+        start += size
+        if scored and not scored[0].off_topic:
+            regrouped.domains[name] = summarise(scored)
+    return regrouped
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ingest", action="store_true", help="Create or refresh the four domains, then stop.")
@@ -65,7 +82,8 @@ def main() -> None:
     from chat.scoring import evaluate, load_questions
     from domains.models import Domain
 
-    questions = [q for name in args.sets for q in load_questions(QUESTIONS / f"{name}.json")]
+    loaded = {name: load_questions(QUESTIONS / f"{name}.json") for name in args.sets}
+    questions = [q for name in args.sets for q in loaded[name]]
     domains = list(Domain.objects.filter(active=True))
 
     def progress(position, scored):
@@ -77,9 +95,14 @@ def main() -> None:
     started = time.monotonic()
     report = evaluate(questions, domains, backend=args.backend, on_scored=progress)
     print("\n".join(report.lines()))
+    by_set = per_set(report, {name: len(loaded[name]) for name in args.sets})
+    if len(by_set.domains) > len(report.domains):
+        print("per set:\n" + "\n".join(by_set.lines()[:len(by_set.domains) + 1]))
     print(f"{len(questions)} questions in {time.monotonic() - started:.0f} s")
     if args.json:
-        Path(args.json).write_text(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+        data = report.as_dict()
+        data["sets"] = {name: summary.as_dict() for name, summary in by_set.domains.items()}
+        Path(args.json).write_text(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 if __name__ == "__main__":

@@ -74,6 +74,25 @@ def test_markdown_myst_markup_never_reaches_blocks():
     ]
 
 
+def test_myst_eval_rst_body_is_read_as_rst():
+    # xarray's MyST pages wrap autosummary lists in {eval-rst}: read as Markdown, the
+    # directives reached 23 of its chunks as raw ".. currentmodule:: xarray" lines.
+    text = (
+        "# Testing\n\n## Strategies\n\nThe module provides\n\n```{eval-rst}\n.. currentmodule:: xarray\n\n"
+        ".. autosummary::\n\n   testing.strategies.names\n   testing.strategies.attrs\n\n"
+        "See :py:meth:`~Dataset.rename` and ``keep_attrs``.\n```\n\nAfter.\n"
+    )
+    doc = convert_markdown(text)
+    assert [(b.headings, b.kind, b.text) for b in doc.blocks] == [
+        (("Testing", "Strategies"), "text", "The module provides"),
+        (("Testing", "Strategies"), "text", "testing.strategies.names, testing.strategies.attrs"),
+        (("Testing", "Strategies"), "text", "See Dataset.rename and keep_attrs."),
+        (("Testing", "Strategies"), "text", "After."),
+    ]
+    assert [b.lines for b in doc.blocks] == [(5, 5), (7, 16), (7, 16), (18, 18)]
+    assert {b.anchor for b in doc.blocks} == {"strategies"}
+
+
 def test_hugo_front_matter_title_becomes_the_top_heading():
     doc = convert_markdown("---\ntitle: Okonomiyaki\ndate: 2021-04-06\n---\n\nA pancake.\n\n## Ingredients\n\n- flour\n")
     assert doc.title == "Okonomiyaki"

@@ -12,9 +12,9 @@ from asgiref.sync import async_to_sync
 
 from chat.backends import get_backend
 from chat.backends.extractive.passages import CODE_CHARS, Composer, Passage, with_marker
-from chat.backends.extractive.shapes import is_generic, shapes
+from chat.backends.extractive.shapes import NUMBER_FOR_HOW_MANY, bonus, is_generic, shapes
 from chat.backends.extractive.text import Block as TextBlock
-from chat.backends.extractive.text import list_items, segment
+from chat.backends.extractive.text import leads_on, list_items, segment
 from chat.rag import Knowledge
 from domains import embeddings
 from domains.models import Domain
@@ -72,6 +72,37 @@ def test_a_colon_is_never_left_hanging():
     result = answer("What is xarray's policy for the minimum supported versions of dependencies?",
                     source(1, text, ["Minimum dependency versions"]))
     assert result == "Xarray follows NEP 29 for its Python and numpy versions. [1]"
+
+
+def test_a_fragment_is_quoted_with_what_it_introduces_or_not_at_all():
+    # "..., which provides" ends its paragraph; the names it introduces are the next one.
+    text = ("Each source of examples is called a strategy.\n\n"
+            "These strategies are accessible in the xarray.testing.strategies module, which provides\n\n"
+            "testing.strategies.names, testing.strategies.attrs, testing.strategies.variables")
+    result = answer("Which strategies does the xarray.testing.strategies module provide?",
+                    source(1, text, ["Testing", "Strategies"]))
+    assert result == (
+        "These strategies are accessible in the xarray.testing.strategies module, which provides\n\n"
+        "testing.strategies.names, testing.strategies.attrs, testing.strategies.variables [1]"
+    )
+    # Closing the chunk, with nothing after it, the fragment is never quoted.
+    cut = text.rsplit("\n\n", 1)[0]
+    assert answer("Which strategies does the xarray.testing.strategies module provide?",
+                  source(1, cut, ["Testing", "Strategies"])) == "Each source of examples is called a strategy. [1]"
+
+
+@pytest.mark.parametrize("sentence, expected", [
+    ("Xarray adopts a rolling policy regarding its dependencies:", True),
+    ("These strategies are accessible in the strategies module, which provides", True),
+    ("The main formats are described in the table below", True),
+    ("Common examples include", True),
+    ("A spice mixture for most Indian dishes", False),
+    ("Authors: Xarray developers", False),
+    ("The release was tested on Windows.", False),
+    ("Use `is`", False),
+])
+def test_leads_on(sentence, expected):
+    assert leads_on(sentence) is expected
 
 
 def test_a_table_row_is_never_quoted_without_its_header():
@@ -347,9 +378,31 @@ def test_the_citation_names_the_chunk_it_quotes_not_the_sources_first():
     ("What aged cheeses are suggested for a carbonara?", {"listing"}),
     ("Which setting selects the LLM backend?", set()),  # a singular noun and a verb
     ("Which range of years can datetime64 represent?", set()),
+    ("What goes in a LEMS Simulation file?", {"listing"}),
+    ("What is in a zaatar spice mix?", {"listing"}),
+    ("What goes into the sauce at the end of cooking?", set()),  # a step, not the contents
+    ("What do I need installed before installing NeuroML?", {"listing"}),
+    ("What does a release of the tools require?", {"listing"}),
+    ("What is a LEMS file?", {"definition:lems file"}),
+    ("How strong is homemade kvass?", {"number"}),
+    ("What ratio of water to vinegar for pickled onions?", {"number"}),
+    ("How old is the NeuroML project?", {"number"}),
+    ("How do I strengthen the sauce?", {"howto"}),
 ])
 def test_question_shapes(question, expected):
     assert set(shapes(question)) == expected
+
+
+@pytest.mark.parametrize("text, fits", [
+    ("There are three Levels of compliance.", True),
+    ("The sugar should yield 1.0%-2.5% alcohol.", True),
+    ("Bake it for half an hour.", True),
+    ("No one knows the levels of compliance.", False),  # "one" is a pronoun here
+    ("The levels of compliance are described below.", False),
+])
+def test_a_number_in_digits_or_words_answers_how_many(text, fits):
+    value = bonus(shapes("How many levels of compliance are there?"), "prose", text, False)
+    assert value == (NUMBER_FOR_HOW_MANY if fits else 0.0)
 
 
 def test_prose_runs_on_only_after_a_full_stop():

@@ -53,6 +53,7 @@ class Composition:
     :param labels: what the extractive backend writes when it cites source n (default
         the number), e.g. ``chat.rag``'s citation ids.
     :param model: a chat model other than the backend's own.
+    :param search_text: see :class:`chat.backends.base.AnswerTask`.
     :param vector: returns the question's embedding (the extractive backend's; default
         :func:`domains.embeddings.embed_query` in a thread).
     :param fallback: the text, given the cite function, when the extractive backend
@@ -70,6 +71,7 @@ class Composition:
         renumber: bool = True,
         labels: dict[int, str] | None = None,
         model: str | None = None,
+        search_text: str = "",
         vector: Callable[[], Awaitable[object]] | None = None,
         fallback: Callable[[Cite], str] | None = None,
     ):
@@ -78,6 +80,7 @@ class Composition:
         self.material = material
         self.messages = list(messages)
         self.model = model
+        self.search_text = search_text
         self.vector = vector
         self.fallback = fallback
         self.cleaner = AnswerCleaner(material.numbers(), renumber=renumber, labels=labels)
@@ -109,7 +112,7 @@ class Composition:
         :raises BackendError: the model server failed (possibly after some pieces).
         """
         task = AnswerTask(self.question, self.material.sources, self.messages, vector=self._vector,
-                          citer=self.cleaner, model=self.model, stream=stream)
+                          citer=self.cleaner, model=self.model, stream=stream, search_text=self.search_text)
         spoke = False
         async with aclosing(self.backend.answer(task)) as answer:  # a model's HTTP stream closes with it
             async for piece in answer:
@@ -123,4 +126,4 @@ class Composition:
     async def _vector(self):
         if self.vector is not None:
             return await self.vector()
-        return await asyncio.to_thread(embeddings.embed_query, self.question)
+        return await asyncio.to_thread(embeddings.embed_query, self.search_text or self.question)

@@ -122,7 +122,9 @@ class AnswerTask:
     ``messages``: the prompt for a model (the same sources as reference material);
     ``citer``: makes the final text's citation markers; ``vector``: as in ClassifyTask;
     ``model``: overrides the chat model; ``stream``: False asks a model for the whole
-    reply at once (one piece).
+    reply at once (one piece); ``search_text``: for a follow-up, the question together
+    with the one(s) before it (chat/pipeline/follow_up.py), "" otherwise: a backend
+    without the conversation in its prompt takes the question's terms from it.
     """
 
     question: str
@@ -132,6 +134,7 @@ class AnswerTask:
     citer: Citer = field(default_factory=Citer)
     model: str | None = None
     stream: bool = True
+    search_text: str = ""
 
 
 class LLMBackend(ABC):

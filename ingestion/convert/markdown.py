@@ -3,7 +3,8 @@
 Parsed with markdown-it-py and the MyST plugins of mdit-py-plugins, so MyST markup never
 reaches a chunk as noise: ``(label)=`` targets and ``%`` comments are dropped, roles
 (``{ref}`text <target>```) keep only their text, directive fences keep their content
-(admonitions, figures' captions, code cells) or vanish (toctree, images, includes), and
+(admonitions, figures' captions, code cells; an ``{eval-rst}`` body is read as reST) or
+vanish (toctree, images, includes), and
 YAML front matter is read for the title and date instead of being indexed.
 """
 
@@ -219,6 +220,9 @@ class _Walker(BlockCollector):
         if name in CODE_DIRECTIVES:
             self.add(body.rstrip(), "code")
             return
+        if name == "eval-rst":
+            self._rst(body)
+            return
         if args and name not in ARGUMENT_NOT_TITLE:
             self.add(args)
         inner = _Walker()
@@ -227,6 +231,16 @@ class _Walker(BlockCollector):
         # The directive's body was parsed on its own: its blocks point at the whole directive.
         where = {"lines": self.source_lines, "offset": self._offset()}
         self.blocks.extend(replace(block, **where) if self.line_offsets is not None else block for block in inner.blocks)
+
+    def _rst(self, body: str) -> None:
+        """An ``{eval-rst}`` body is reStructuredText (``.. autosummary::``, ``:py:meth:``
+        roles): converted as such, its blocks under the current headings (read as Markdown,
+        its directives would reach the chunks as raw ``.. currentmodule::`` lines)."""
+        from .rst import convert_rst  # rst imports this module's role and code rules
+
+        where = {"lines": self.source_lines, "offset": self._offset()} if self.line_offsets is not None else {}
+        for block in convert_rst(body).blocks:
+            self.blocks.append(replace(block, headings=self.headings + block.headings, anchor=self.anchor, **where))
 
     def _offset(self) -> int | None:
         if self.source_lines is None or self.line_offsets is None:

@@ -59,7 +59,7 @@ class ExtractiveBackend(LLMBackend):
 
     async def answer(self, task: AnswerTask) -> AsyncIterator[str]:
         vector = await task.vector()
-        async for piece in Composer(vector, task.sources, task.question).pieces(task.citer.cite):
+        async for piece in Composer(vector, task.sources, task.question, task.search_text).pieces(task.citer.cite):
             yield piece
 
     async def summarise(self, summary: str, messages: Sequence[dict], prompt: Sequence[Message]) -> str:

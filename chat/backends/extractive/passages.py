@@ -5,7 +5,8 @@ units: the sentences of its paragraphs and its whole lists, tables and code bloc
 Candidate passages are
 
 - a sentence (and the next one of its paragraph when that one carries on);
-- a sentence ending in ":" with the block it introduces (a colon is never left hanging);
+- a sentence ending in ":" (or in a dangling word: "..., which provides") with the block
+  it introduces (a colon or a fragment is never left hanging);
 - a whole list, table or code block (after a sentence ending in ":" only with it). A table
   too long to quote is cut to its header and the rows that hold question words (whole
   rows, never a row alone); a code block too long to quote is left out;
@@ -40,6 +41,7 @@ from domains import embeddings
 from .shapes import bonus, shapes
 from .text import (
     Block,
+    leads_on,
     list_items,
     looks_like_code,
     matches,
@@ -192,9 +194,12 @@ def _candidates(chunk: Chunk, wanted: set[str]) -> list[Passage]:
     for i, unit in enumerate(units):
         following = units[i + 1] if i + 1 < len(units) else None
         if unit.kind == "sentence":
-            if unit.text.rstrip().endswith(":"):
-                # Only with what it introduces: the next block, or the rest of its sentence run.
-                if following is not None and (following.kind != "sentence" or following.paragraph == unit.paragraph):
+            if leads_on(unit.text):
+                # Only with what it introduces: the next block, or the rest of its sentence run
+                # (after a dangling word, whatever comes next: "..., which provides" + the names).
+                colon = unit.text.rstrip().endswith(":")
+                if following is not None and (following.kind != "sentence" or following.paragraph == unit.paragraph
+                                              or not colon):
                     add(i, i + 1, "prose" if following.kind == "sentence" else following.kind)
                 continue
             add(i, i, "prose")
@@ -206,7 +211,7 @@ def _candidates(chunk: Chunk, wanted: set[str]) -> list[Passage]:
                     if len(item.strip()) >= MIN_UNIT_CHARS:
                         found[(i, i, n)] = Passage(chunk, i, i, "item", item, part=n)
             previous = units[i - 1] if i > 0 else None
-            if previous is not None and previous.kind == "sentence" and previous.text.rstrip().endswith(":"):
+            if previous is not None and previous.kind == "sentence" and leads_on(previous.text):
                 continue  # quoted with its lead-in above
             add(i, i, unit.kind)
     return list(found.values())
@@ -237,7 +242,7 @@ def _extend(passage: Passage, wanted: set[str], idf: dict[str, float]) -> Passag
     if passage.kind != "prose" or nxt >= len(units):
         return passage
     unit = units[nxt]
-    if unit.kind != "sentence" or unit.paragraph != units[passage.end].paragraph or unit.text.rstrip().endswith(":"):
+    if unit.kind != "sentence" or unit.paragraph != units[passage.end].paragraph or leads_on(unit.text):
         return passage
     if looks_like_code(unit.text) or len(passage.text) + len(unit.text) + 1 > EXTEND_CHARS:
         return passage
@@ -271,14 +276,16 @@ class Composer:
     :param sources: numbered sources (``number``; ``chunks`` best first, each with
         ``text``, ``score`` in [0, 1] and optionally ``headings``), best source first;
         a source may also carry ``file_name``.
-    :param question: the user's question.
+    :param question: the user's question (its shape: a year, a list, how-to ...).
+    :param search_text: a follow-up together with the question(s) before it, whose
+        terms the passage should hold too; "" = the question alone.
     """
 
-    def __init__(self, query_vector: np.ndarray, sources: Sequence, question: str):
+    def __init__(self, query_vector: np.ndarray, sources: Sequence, question: str, search_text: str = ""):
         self.query_vector = query_vector
         self.question = question
         self.shapes = shapes(question)
-        self.wanted = terms(question)
+        self.wanted = terms(search_text or question)
         self.chunks: list[Chunk] = []
         for source in sources:
             for chunk in source.chunks:

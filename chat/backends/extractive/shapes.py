@@ -4,8 +4,9 @@ how well a passage's form fits it.
 A generic question about "this" ("What does this project do?") names nothing a source
 could match: it is answered by an opening passage, the way a page introduces itself.
 A how-to question is answered by a command or code block (or numbered steps) rather than
-by prose about it; "which ... are" by a whole list or table; "when" by a passage holding a
-year; "how many" by one holding a number; "who" by one holding a name; "what is X" by the
+by prose about it; "which ... are" (or "what goes in ...") by a whole list or table;
+"when" by a passage holding a year; "how many" ("how strong", "what ratio") by one
+holding a number, in digits or words; "who" by one holding a name; "what is X" by the
 sentence that says "X is ..."; "why" by one that gives a cause. The bonus is added
 to a passage's score (:mod:`.passages`), so it only breaks near-ties of evidence.
 """
@@ -24,7 +25,12 @@ HOWTO = re.compile(
 )
 LISTING = re.compile(
     r"^\s*(which|what)\b(?!\s+(is|was|does|did)\b).*\b(are|exist|support(s|ed)?|available|include[sd]?|needed)\b"
-    r"|^\s*what\s+(are|kinds?|types?|options|formats|steps|ingredients)\b|^\s*list\b|\bname\s+the\b",
+    r"|^\s*what\s+(are|kinds?|types?|options|formats|steps|ingredients)\b|^\s*list\b|\bname\s+the\b"
+    # What a thing holds or needs: "What goes in a LEMS file?", "What is in a spice mix?",
+    # "What does a release need?", "What do I need installed?"; not a step of a method
+    # ("What goes into the chili at the end?").
+    r"|^\s*what\s+(goes|go|is|are)\s+in(to)?\b(?!.*\b(end|start|beginning|first|last|after|before|then|finally)\b)"
+    r"|^\s*what\s+(do|does|did)\b.*\b(contain|include|consist|require|need)s?\b",
     re.I,
 )
 # "When was/did ..." asks for a time; "when does ..." and a mid-question "when" for a condition.
@@ -37,8 +43,10 @@ PLURAL_ASKED = re.compile(
     re.I,
 )
 NUMBER = re.compile(
-    r"\bhow\s+(many|much|long|big|large|often|fast)\b|\bwhat\s+(is\s+the\s+)?(default|number|size|limit|port|"
-    r"version|temperature|amount)\b|\bwhich\s+(version|port)\b",
+    r"\bhow\s+(many|much|long|big|large|often|fast|strong|old|hot|warm|cold|far|high|tall|wide|deep|heavy|small|"
+    r"short|thick|soon|early|late)\b"
+    r"|\bwhat\s+(is\s+the\s+)?(default|number|size|limit|port|version|temperature|amount|percentage|percent|ratio|"
+    r"proportion|share|fraction|speed|weight|length|duration)\b|\bwhich\s+(version|port)\b",
     re.I,
 )
 DEFINITION = re.compile(
@@ -70,7 +78,12 @@ _BECAUSE = re.compile(
     r"\b(because|since|so that|due to|as a result|in order to|otherwise|this (alters|avoids|prevents|keeps|makes))\b",
     re.I,
 )
-_DIGIT = re.compile(r"\d")
+# A number in digits or in words ("three Levels", "a dozen eggs"; not "one", mostly a pronoun).
+_NUMBER_IN = re.compile(
+    r"\d|\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundreds?|"
+    r"thousands?|millions?|billions?|dozens?|twice|thrice|half)\b",
+    re.I,
+)
 _YEAR_IN = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 _PROPER_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?\s+[A-Z][a-z]+\b")
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
@@ -137,7 +150,7 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
         value += LIST_FOR_LISTING
     if "year" in question_shapes:
         value += YEAR_FOR_WHEN if _YEAR_IN.search(text) else NO_YEAR_FOR_WHEN
-    if "number" in question_shapes and _DIGIT.search(text):
+    if "number" in question_shapes and _NUMBER_IN.search(text):
         value += NUMBER_FOR_HOW_MANY
     if "name" in question_shapes and _PROPER_NAME.search(text):
         value += NAME_FOR_WHO

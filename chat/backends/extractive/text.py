@@ -31,6 +31,19 @@ def split_sentences(text: str, min_chars: int = MIN_SENTENCE_CHARS) -> list[str]
 
 
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
+# A sentence cut off before what it introduces: it ends in a colon, or (with no closing
+# punctuation) in a word no sentence ends with ("... module, which provides", "such as").
+_LEADS_ON = re.compile(
+    r":\s*$|\b(a|an|the|and|or|but|nor|of|to|in|on|at|by|for|from|with|into|onto|as|than|like|"
+    r"via|which|that|whose|are|is|be|provides?|includes?|including|contains?|following|follows|below)\s*$",
+    re.I,
+)
+
+
+def leads_on(sentence: str) -> bool:
+    """The sentence introduces what follows it (a colon, or a dangling last word): it is
+    never quoted without it."""
+    return bool(_LEADS_ON.search(sentence))
 
 
 def looks_like_code(sentence: str) -> bool:
