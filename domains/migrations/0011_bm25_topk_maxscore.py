@@ -13,7 +13,7 @@ first = importlib.import_module("domains.migrations.0008_bm25_topk_function")
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('domains', '0009_search_text_drops_invisible_characters'),
+        ('domains', '0010_hnsw_denser_graph'),
     ]
 
     operations = [
