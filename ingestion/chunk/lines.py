@@ -4,7 +4,8 @@ A converter records the lines of a whole block: every entry of a reST glossary o
 Markdown definition list, every part of a split table, gets the lines of the whole list
 or table ([20, 298] for each term of a glossary), and the source view highlighted all of
 it. Here each chunk's lines become those of its own text: from the line holding its first
-words to the line holding its last ones, searched in order inside the block's lines. A
+words to the line holding its last ones, searched inside the block's lines after the
+part before it (an entry that names the next term is not that term's start). A
 table part starts at its first body row (its repeated header is not where it is).
 """
 
@@ -50,6 +51,7 @@ def narrow_lines(drafts: list[ChunkDraft], source: str) -> list[ChunkDraft]:
     for line in lines:
         starts.append(starts[-1] + len(line))
     out = []
+    after: dict[tuple, int] = {}  # block span -> the word after the last chunk's text in it
     for draft in drafts:
         span = (draft.provenance or {}).get("lines")
         if not span or span[1] <= span[0]:
@@ -65,7 +67,7 @@ def narrow_lines(drafts: list[ChunkDraft], source: str) -> list[ChunkDraft]:
         first = last = -1
         for size in _RUNS:
             if len(words) >= size and first < 0:
-                first = _find(hay, words[:size], 0, len(hay))
+                first = _find(hay, words[:size], after.get(tuple(span), 0), len(hay))
         if first >= 0:
             for size in _RUNS:
                 if len(words) >= size:
@@ -76,6 +78,7 @@ def narrow_lines(drafts: list[ChunkDraft], source: str) -> list[ChunkDraft]:
         if first < 0 or last < 0:
             out.append(draft)
             continue
+        after[tuple(span)] = last + 1  # the next part of the block starts after this one
         narrowed = [line_of[first], line_of[last]]
         provenance = {**draft.provenance, "lines": narrowed}
         if "offset" in provenance:
