@@ -13,6 +13,7 @@ from domains.models import Store
 from .convert import SUPPORTED_EXTENSIONS
 from .metadata.library import LIBRARY_SUFFIXES, LibraryError, parse_library
 from .options import MIN_MAX_TOKENS, default_max_tokens
+from .runs.uploads import MAX_NAME_BYTES, stored_name
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -73,6 +74,7 @@ class UploadForm(forms.Form):
             raise forms.ValidationError(
                 f"unsupported file type: {', '.join(bad)} (supported: {', '.join(sorted(allowed))})"
             )
+        self._check_stored_names(files, allowed)
         for upload in files:
             if Path(upload.name).suffix.lower() in LIBRARY_SUFFIXES:
                 try:
@@ -81,7 +83,26 @@ class UploadForm(forms.Form):
                     raise forms.ValidationError(str(exc)) from None
                 finally:
                     upload.seek(0)
-        names = [Path(f.name).name for f in files]
-        if len(set(names)) != len(names):
-            raise forms.ValidationError("two files have the same name")
         return files
+
+    @staticmethod
+    def _check_stored_names(files, allowed: set[str]) -> None:
+        """Refuse, before anything is saved, files whose stored name (runs/uploads.py
+        ``stored_name``) loses its type, is too long for the file system, or is another
+        file's: one would silently replace the other, and the job would wait for it forever."""
+        first: dict[str, str] = {}
+        for upload in files:
+            name = stored_name(upload.name)
+            if Path(name).suffix.lower() not in allowed:
+                raise forms.ValidationError(
+                    f"file name {upload.name!r} keeps no name before its extension once unsafe characters are "
+                    f"removed ({name!r}); rename the file"
+                )
+            if len(name.encode()) > MAX_NAME_BYTES:
+                raise forms.ValidationError(
+                    f"file name {name[:40]}... is {len(name.encode())} bytes long; the limit is {MAX_NAME_BYTES} bytes"
+                )
+            if name in first:
+                same = "have the same name" if first[name] == upload.name else f"would both be saved as {name!r}"
+                raise forms.ValidationError(f"two files {same}: {first[name]!r} and {upload.name!r}")
+            first[name] = upload.name

@@ -20,12 +20,15 @@ def checked_path(raw, what: str = "path") -> str | Path:
     """``raw`` when it can name a file or folder.
 
     :raises TypeError: not a str or Path.
-    :raises IngestError: an empty or blank string (``Path("")`` would be the current directory).
+    :raises IngestError: an empty or blank string (``Path("")`` would be the current directory),
+        or one with a NUL character.
     """
     if not isinstance(raw, (str, Path)):
         raise TypeError(f"a {what} must be a str or pathlib.Path, got {type(raw).__name__} ({raw!r})")
     if isinstance(raw, str) and not raw.strip():
         raise IngestError(f"empty {what} ({raw!r}); name it explicitly ('.' for the current directory)")
+    if "\0" in str(raw):  # the OS cannot name such a file; os.stat would raise ValueError
+        raise IngestError(f"{what} contains a NUL character ({str(raw)!r})")
     return raw
 
 

@@ -37,8 +37,8 @@ def token_ids(text: str) -> list[int]:
 
 
 def run(question: str, domains, **kwargs) -> TurnResult:
-    """One turn; ``kwargs``: session_id, pick, filters (TurnRequest) and backend, config."""
-    request_keys = {"session_id", "pick", "filters"}
+    """One turn; ``kwargs``: session_id, pick, filters, history (TurnRequest) and backend, config."""
+    request_keys = {"session_id", "pick", "filters", "history"}
     request = TurnRequest(question, domains=list(domains), **{k: v for k, v in kwargs.items() if k in request_keys})
     return async_to_sync(ask)(request, **{k: v for k, v in kwargs.items() if k not in request_keys})
 

@@ -163,3 +163,24 @@ def test_the_job_list_filter_labels_the_states_alike(client, users):
     html = client.get("/admin/ingestion/ingestionjob/").content.decode()
     labels = re.findall(r'<a href="\?status__exact=\w+">([^<]+)</a>', html)
     assert labels == ["Pending", "Running", "Succeeded", "Succeeded with errors", "Failed"]
+
+
+@pytest.mark.parametrize("names, message", [
+    (["a b.md", "a_b.md"], "two files would both be saved as &#x27;a_b.md&#x27;: &#x27;a b.md&#x27; and &#x27;a_b.md&#x27;"),
+    (["dup.md", "dup.md"], "two files have the same name: &#x27;dup.md&#x27; and &#x27;dup.md&#x27;"),
+    (["!.md"], "file name &#x27;!.md&#x27; keeps no name before its extension once unsafe characters are removed "
+               "(&#x27;.md&#x27;); rename the file"),
+    (["n" * 250 + ".md"], "file name nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn... is 253 bytes long; the limit is 200 bytes"),
+])
+def test_upload_names_that_cannot_be_saved_as_sent_are_refused(client, users, store, tmp_path, names, message):
+    """Names are checked as they are saved: two files saved under one name made a job
+    that never closed, a name over 255 bytes a server error."""
+    client.force_login(users[1])
+    files = [SimpleUploadedFile(name, b"# Notes\n\nAxons.\n") for name in names]
+    with override_settings(KLEA_UPLOAD_DIR=tmp_path / "uploads"):
+        response = client.post("/admin/ingestion/ingestionjob/upload/", {
+            "store": store.pk, "files": files, "max_tokens": 450, "ocr": "auto",
+        })
+    assert response.status_code == 200
+    assert re.findall(r'<ul class="errorlist"[^>]*><li>(.*?)</li>', response.content.decode()) == [message]
+    assert (IngestionJob.objects.filter(store=store).count(), (tmp_path / "uploads").exists()) == (0, False)

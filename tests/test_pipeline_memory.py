@@ -30,7 +30,8 @@ def test_history_is_given_verbatim_and_queries_stay_out(fake, domains, settings)
     second = run("How many variables does it have?", [domains["neuro"]], session_id=session.pk)
     answer1 = first.answer.text
     chars = len(IZH) + len(answer1)
-    assert trace(second)[0] == f"memory: 2 messages ({chars} chars), summary 0 chars"
+    assert trace(second)[0] == (f"memory: 2 messages ({chars} chars), summary 0 chars; "
+                                f"follow-up, searched as: {IZH} How many variables does it have?")
     classify, general = fake.bodies()[4:]
     assert classify["messages"][1]["content"] == (
         f"Recent messages:\nuser: {IZH}\nassistant: {answer1}\n\nQuestion: How many variables does it have?"

@@ -207,7 +207,7 @@ def test_every_node_declares_the_state_it_writes():
         "answer_text": said, "attempt": said, "cited": said, "dropped_citations": said,
         "assistant_message_id": ["remember"], "declined": ["answer"], "dropped_filters": ["retrieve"],
         "evaluation": ["evaluate"], "filters": ["generate_queries", "retrieve"], "guard_failed": ["guard"],
-        "history": ["memory"], "k": ["evaluate"], "material": ["retrieve", "join_tools"],
+        "history": ["memory"], "k": ["evaluate"], "search_text": ["memory"], "material": ["retrieve", "join_tools"],
         "previous_queries": ["generate_queries"], "queries": ["generate_queries"], "query_domains": ["classify"],
         "query_vector": ["classify", "answer"], "question_task": ["memory", "remember"],
         "retrieval": ["retrieve"], "rewrites": ["evaluate"], "routed": ["route"], "summary": ["memory"],

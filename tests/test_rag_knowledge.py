@@ -189,6 +189,29 @@ def test_add_refuses_empty_and_mistyped_paths(tmp_path, monkeypatch, paths, erro
     assert (Store.objects.filter(name="kb-empty").exists(), Document.objects.count()) == (False, documents)
 
 
+def test_two_files_of_one_name_are_refused_before_any_job(tmp_path):
+    """Two files keyed alike would be one document counted twice: the job never closed."""
+    from ingestion.models import IngestionJob
+
+    first, second = write_docs(tmp_path / "first", ["paris.md"]), write_docs(tmp_path / "second", ["paris.md"])
+    jobs = IngestionJob.objects.count()
+    with pytest.raises(IngestError) as info:
+        Knowledge(store="kb-twice", create=True).add([first, second])
+    assert str(info.value) == (
+        f"two files would both be stored as 'paris.md': {first / 'paris.md'} and {second / 'paris.md'}; "
+        "add them in separate calls, or from a folder that holds both"
+    )
+    with pytest.raises(IngestError) as info:
+        Knowledge(store="kb-twice", create=True).add([first / "paris.md", tmp_path / "nul\0.md"])
+    assert str(info.value) == f"path contains a NUL character ({str(tmp_path)!r}"[:-1] + "/nul\\x00.md')"
+    assert (IngestionJob.objects.count(), Store.objects.filter(name="kb-twice").exists()) == (jobs, False)
+    # the same file named twice is one file
+    report = Knowledge(store="kb-twice", create=True).add([first / "paris.md", first / "paris.md", first])
+    job = IngestionJob.objects.get(pk=report.job_id)
+    assert [(o.file_name, o.status) for o in report.outcomes] == [("paris.md", "stored")]
+    assert (job.status, job.done, job.total) == ("succeeded", 1, 1)
+
+
 def test_a_bad_store_name_creates_nothing(tmp_path):
     folder = write_docs(tmp_path, ["paris.md"])
     before = (Domain.objects.count(), Store.objects.count())

@@ -53,6 +53,7 @@ class Composition:
     :param labels: what the extractive backend writes when it cites source n (default
         the number), e.g. ``chat.rag``'s citation ids.
     :param model: a chat model other than the backend's own.
+    :param search_text: see :class:`chat.backends.base.AnswerTask`.
     :param vector: returns the question's embedding (the extractive backend's; default
         :func:`domains.embeddings.embed_query` in a thread).
     :param fallback: the text, given the cite function, when the extractive backend
@@ -70,6 +71,7 @@ class Composition:
         renumber: bool = True,
         labels: dict[int, str] | None = None,
         model: str | None = None,
+        search_text: str = "",
         vector: Callable[[], Awaitable[object]] | None = None,
         fallback: Callable[[Cite], str] | None = None,
     ):
@@ -78,6 +80,7 @@ class Composition:
         self.material = material
         self.messages = list(messages)
         self.model = model
+        self.search_text = search_text
         self.vector = vector
         self.fallback = fallback
         self.cleaner = AnswerCleaner(material.numbers(), renumber=renumber, labels=labels)
@@ -87,13 +90,15 @@ class Composition:
     def cited(self) -> list:
         """The material's sources the answer cites, in order of first citation; a
         document source whose quoted chunks are known (the extractive backend's) is a
-        copy with ``quoted`` set to their ids, in answer order."""
+        copy with ``quoted`` set to their ids, in answer order, and ``markers`` to what
+        each of its markers quotes (:attr:`AnswerCleaner.markers`)."""
         by_number = {source.number: source for source in self.material.sources}
         cited = []
         for number in self.cleaner.cited:
             source, quoted = by_number[number], self.cleaner.quoted.get(number)
             if quoted and hasattr(source, "quoted"):
-                source = dataclasses.replace(source, quoted=list(quoted))
+                markers = [dict(marker) for marker in self.cleaner.markers.get(number, [])]
+                source = dataclasses.replace(source, quoted=list(quoted), markers=markers)
             cited.append(source)
         return cited
 
@@ -109,7 +114,7 @@ class Composition:
         :raises BackendError: the model server failed (possibly after some pieces).
         """
         task = AnswerTask(self.question, self.material.sources, self.messages, vector=self._vector,
-                          citer=self.cleaner, model=self.model, stream=stream)
+                          citer=self.cleaner, model=self.model, stream=stream, search_text=self.search_text)
         spoke = False
         async with aclosing(self.backend.answer(task)) as answer:  # a model's HTTP stream closes with it
             async for piece in answer:
@@ -123,4 +128,4 @@ class Composition:
     async def _vector(self):
         if self.vector is not None:
             return await self.vector()
-        return await asyncio.to_thread(embeddings.embed_query, self.question)
+        return await asyncio.to_thread(embeddings.embed_query, self.search_text or self.question)

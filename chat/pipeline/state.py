@@ -156,6 +156,9 @@ class TurnState:
     # memory
     summary: str = ""
     history: list[dict] = field(default_factory=list)
+    # The question as routed and searched without a model: a follow-up ("How long does
+    # it last?") joined with the question(s) before it (chat/pipeline/follow_up.py).
+    search_text: str = ""
     user_message_id: int | None = None
     question_task: asyncio.Future | None = None  # storing the question (shielded from cancel)
     assistant_message_id: int | None = None
@@ -220,6 +223,11 @@ class TurnState:
     @property
     def question(self) -> str:
         return self.request.question
+
+    @property
+    def search_question(self) -> str:
+        """``search_text``, or the question itself before memory has run."""
+        return self.search_text or self.question
 
     @property
     def domain_names(self) -> list[str]:

@@ -169,5 +169,25 @@ def _work(items: list[str | Path]) -> list[tuple[Path, str]]:
             work.append((path.parent, path.name))
         else:
             raise IngestError(f"{raw}: no such file or directory")
-    return work
+    return _distinct(work)
+
+
+def _distinct(work: list[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    """``work`` with a file named twice kept once. Two different files with one name
+    would be one document (the later replacing the earlier) counted twice by the job,
+    which then never closes: refused before anything is written.
+
+    :raises IngestError: naming the first such name and both files.
+    """
+    seen: dict[str, Path] = {}
+    distinct = []
+    for folder, name in work:
+        path = folder / name
+        if name not in seen:
+            seen[name] = path
+            distinct.append((folder, name))
+        elif seen[name] != path:
+            raise IngestError(f"two files would both be stored as {name!r}: {seen[name]} and {path}; "
+                              "add them in separate calls, or from a folder that holds both")
+    return distinct
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.conf import settings
+from django.core.exceptions import SuspiciousFileOperation
 from django.utils.text import get_valid_filename
 
 from ingestion.blobs import publish
@@ -23,8 +24,24 @@ from . import jobs
 from .ingest import ingest
 
 
+# The longest name (UTF-8 bytes) a file is saved under: it is written as ".<name>.part"
+# first, and file systems allow 255 bytes per name.
+MAX_NAME_BYTES = 200
+
+
 def upload_dir(store_name: str) -> Path:
     return Path(settings.KLEA_UPLOAD_DIR) / get_valid_filename(store_name)
+
+
+def stored_name(name: str) -> str:
+    """The name an uploaded file ``name`` is saved (and so keyed) under: its last path
+    part without the characters a file name should not have (``"a b.md"`` -> ``"a_b.md"``,
+    ``"!.md"`` -> ``".md"``); ``""`` when nothing is left. The upload form checks these
+    names (type, length, two files saved as one), not the names the browser sent."""
+    try:
+        return get_valid_filename(Path(name).name)
+    except SuspiciousFileOperation:  # "", "." or ".."
+        return ""
 
 
 def save_uploads(form, user) -> IngestionJob:
@@ -39,7 +56,7 @@ def save_uploads(form, user) -> IngestionJob:
     folder.mkdir(parents=True, exist_ok=True)
     names = []
     for upload in form.cleaned_data["files"]:
-        name = get_valid_filename(Path(upload.name).name)
+        name = stored_name(upload.name)
         partial = folder / f".{name}.part"
         with partial.open("wb") as fh:
             for block in upload.chunks():

@@ -50,7 +50,7 @@ def _validate(value: object) -> list:
     return items
 
 
-@declare(reads={"allowed", "summary", "history"}, writes={"query_domains", "query_vector"})
+@declare(reads={"allowed", "summary", "history", "search_text"}, writes={"query_domains", "query_vector"})
 async def classify(state: TurnState) -> Step:
     names = [d.name for d in state.allowed]
     if state.request.pick is not None:
@@ -60,7 +60,7 @@ async def classify(state: TurnState) -> Step:
         state.query_domains = [UNDEFINED]
         return Step("next", "undefined (no domain available)")
     task = ClassifyTask(
-        question=state.question,
+        question=state.search_question,
         domains=state.allowed,
         messages=prompts.classify(state.question, state.allowed, state.summary, state.history),
         schema=classification_schema(names),

@@ -17,6 +17,7 @@ from chat.models import ChatMessage
 
 from .. import prompts
 from ..events import Error
+from ..follow_up import search_question
 from ..graph import Step, declare
 from ..references import reference_list
 from ..state import TurnState
@@ -33,7 +34,7 @@ async def save_assistant(state: TurnState) -> None:
     )
 
 
-@declare(writes={"summary", "history", "question_task"}, close=save_assistant)
+@declare(writes={"summary", "history", "question_task", "search_text"}, close=save_assistant)
 async def load_memory(state: TurnState) -> Step:
     session_id = state.request.session_id
     if session_id is None:
@@ -41,13 +42,21 @@ async def load_memory(state: TurnState) -> Step:
             return Step("next", "no session")
         state.history = store.recent(state.request.history, state.config.history_chars)
         chars = sum(len(m["content"]) for m in state.history)
-        return Step("next", f"{len(state.history)} messages from the caller ({chars} chars), no session")
+        detail = f"{len(state.history)} messages from the caller ({chars} chars), no session"
+        return Step("next", detail + _follow_up(state))
     state.summary, state.history = await sync_to_async(store.load_history)(session_id, state.config.history_chars)
     # Stored while the question is embedded and classified; remember (or this node's
     # close hook, however the turn ends) waits for it before storing the answer.
     start_storing_question(state)
     chars = sum(len(m["content"]) for m in state.history)
-    return Step("next", f"{len(state.history)} messages ({chars} chars), summary {len(state.summary)} chars")
+    detail = f"{len(state.history)} messages ({chars} chars), summary {len(state.summary)} chars"
+    return Step("next", detail + _follow_up(state))
+
+
+def _follow_up(state: TurnState) -> str:
+    """Sets ``search_text``; a note for the stage event when the question is a follow-up."""
+    state.search_text = search_question(state.question, state.history)
+    return f"; follow-up, searched as: {state.search_text}" if state.search_text != state.question else ""
 
 
 def assistant_fields(state: TurnState) -> dict:

@@ -4,7 +4,8 @@ The schema is built per turn from the routed domains' declared fields
 (:mod:`chat.pipeline.filters`). An empty or invalid result falls back to the user's own
 question (never a skipped search). On a retry the previous queries and the evaluator's
 summary are shown. A backend that writes no queries (``can_modify_query`` False, the
-extractive one) searches with the question itself. Filters the user chose win over
+extractive one) searches with the question itself, a follow-up together with the
+question before it (chat/pipeline/follow_up.py). Filters the user chose win over
 generated ones.
 """
 
@@ -34,7 +35,7 @@ def _validator(fields, max_queries):
     return validate
 
 
-@declare(reads={"routed", "summary", "history", "evaluation"}, writes={"queries", "previous_queries", "filters"})
+@declare(reads={"routed", "summary", "history", "evaluation", "search_text"}, writes={"queries", "previous_queries", "filters"})
 async def generate_queries(state: TurnState) -> Step:
     if state.queries:
         state.previous_queries = list(state.queries)
@@ -60,8 +61,8 @@ async def generate_queries(state: TurnState) -> Step:
             queries, generated = result
             note = " (retried once)" if invalid else ""
     if not queries:
-        queries = [state.question]
-        note = " (the question)" + note
+        queries = [state.search_question]
+        note = (" (the question)" if queries == [state.question] else " (the follow-up with the question before it)") + note
     state.queries = queries
     state.filters = merge_filters(generated, state.request.filters)
     detail = "; ".join(queries) + note

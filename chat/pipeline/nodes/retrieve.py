@@ -22,11 +22,11 @@ from ..state import TurnState
 FAILED_WARNING = "Some sources could not be searched; the answer may be incomplete."
 
 
-@declare(reads={"query_vector", "queries", "routed", "k"},
+@declare(reads={"query_vector", "queries", "routed", "k", "search_text"},
          writes={"filters", "dropped_filters", "retrieval", "material", "warnings"})
 async def retrieve(state: TurnState) -> Step:
     # The question's embedding from classification is reused when it is the only query.
-    single = state.query_vector is not None and list(state.queries) == [state.question]
+    single = state.query_vector is not None and list(state.queries) == [state.search_question]
 
     async def search(filters):
         vectors = [state.query_vector] if single else None

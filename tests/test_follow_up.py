@@ -1,0 +1,92 @@
+"""Follow-up questions on the model-free path: "Can you give an example of it?" is routed
+and searched together with the question before it (chat/pipeline/follow_up.py), in a
+session and in a caller's own history; a question that names its subject is searched
+as asked."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat.models import ChatSession
+from chat.pipeline.follow_up import is_follow_up, search_question
+from chat.rag import Knowledge
+from domains.models import Domain
+
+from .pipeline_helpers import run, trace
+
+NETCDF = "How do I open a netCDF file with Orbitals?"
+EXAMPLE = "Can you give an example of it?"
+
+
+@pytest.mark.parametrize(("question", "follow_up"), [
+    ("Can you give an example of it?", True),
+    ("How long does it last?", True),
+    ("Which Python version does it require?", True),
+    ("And what about Paxos?", True),
+    ("What are its dependencies?", True),
+    ("Is it true that Orbitals reads netCDF files from remote servers?", False),
+    ("How do I open a netCDF file with Orbitals?", False),
+    ("What is a term in Raft?", False),
+])
+def test_a_follow_up_refers_back_and_names_little_of_its_own(question, follow_up):
+    assert is_follow_up(question) is follow_up
+
+
+def test_a_follow_up_is_searched_with_the_questions_before_it():
+    history = [
+        {"role": "user", "content": "What is a term in Raft?"},
+        {"role": "assistant", "content": "Raft divides time into terms of arbitrary length."},
+        {"role": "user", "content": "How long does it last?"},
+        {"role": "assistant", "content": "Terms are numbered with consecutive integers."},
+    ]
+    assert search_question("And what about Paxos?", history) == (
+        "What is a term in Raft? How long does it last? And what about Paxos?")
+    assert search_question("How long does it last?", history[:2]) == "What is a term in Raft? How long does it last?"
+    assert search_question("What is a log entry in Raft?", history) == "What is a log entry in Raft?"
+    assert search_question("How long does it last?", []) == "How long does it last?"
+    # A caller's history may end with the question itself (the OpenAI messages list).
+    assert search_question("How long does it last?", history[:2] + [
+        {"role": "user", "content": "How long does it last?"}]) == "What is a term in Raft? How long does it last?"
+
+
+@pytest.fixture
+def two_domains(db, tmp_path, settings):
+    settings.KLEA_LLM_BACKEND = "extractive"
+    for name, file_name, text in [
+        ("orbitals", "io.md",
+         "# Reading files\n\nOrbitals opens netCDF files with `open_dataset`, which reads the variables lazily.\n\n"
+         "## Example\n\nAn example of opening a netCDF file:\n\n```\nds = orbitals.open_dataset(\"air.nc\")\n```\n"),
+        ("kitchen", "bread.md",
+         "# Bread\n\nKnead the dough for ten minutes, then let it rise in a warm place for an hour.\n\n"
+         "## Example\n\nAn example of a quick loaf: flour, water, salt and yeast, baked for forty minutes.\n"),
+    ]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / file_name).write_text(text, encoding="utf-8")
+        Knowledge(store=name, create=True).add(tmp_path / name)
+        Domain.objects.filter(name=name).update(description=f"{name.title()} documentation")
+    return [Domain.objects.get(name="orbitals"), Domain.objects.get(name="kitchen")]
+
+
+def test_a_follow_up_in_a_session_keeps_the_conversations_domain_and_topic(two_domains):
+    session = ChatSession.objects.create()
+    first = run(NETCDF, two_domains, session_id=session.pk)
+    assert (first.answer.route, first.answer.domains) == ("domains", ["orbitals"])
+
+    second = run(EXAMPLE, two_domains, session_id=session.pk)
+
+    assert trace(second)[0].endswith(f"; follow-up, searched as: {NETCDF} {EXAMPLE}")
+    assert (second.answer.route, second.answer.domains) == ("domains", ["orbitals"])
+    assert second.answer.text == "An example of opening a netCDF file [1]:\n\n```\nds = orbitals.open_dataset(\"air.nc\")\n```"
+    assert [r["file_name"] for r in second.references] == ["io.md"]
+    # Only the question itself enters the history.
+    assert list(session.messages.filter(role="user").values_list("content", flat=True)) == [NETCDF, EXAMPLE]
+
+
+def test_a_follow_up_in_a_callers_own_history_is_searched_the_same_way(two_domains):
+    history = [{"role": "user", "content": NETCDF}, {"role": "assistant", "content": "Use open_dataset [1]."}]
+    result = run(EXAMPLE, two_domains, history=history)
+    assert (result.answer.route, result.answer.domains) == ("domains", ["orbitals"])
+    assert [r["file_name"] for r in result.references] == ["io.md"]
+    alone = run(EXAMPLE, two_domains)
+    assert trace(alone)[0] == "memory: no session"
+    assert alone.answer.route == "refused"
