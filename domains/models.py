@@ -25,10 +25,12 @@ from .names import RESERVED_RULE, STORE_NAME, domain_name_problem
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 HEADING_SEPARATOR = " > "
 
-# HNSW build parameters (pgvector defaults; Malkov & Yashunin 2018): m = links per
-# node, ef_construction = candidate list size while building.
-HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 64
+# HNSW build parameters (Malkov & Yashunin 2018): m = links per node, ef_construction =
+# candidate list size while building. Denser than pgvector's defaults (16, 64), which
+# stay below recall@10 0.95 at 1M chunks at any ef_search (issue 18; migration 0010;
+# docs/benchmarks.md, "HNSW recall against ef_search").
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 200
 
 
 def _validate_domain_name(value: str) -> None:

@@ -16,7 +16,7 @@ def test_database_has_pgvector_hnsw_index_and_search_vector_trigger():
         (indexdef,) = cursor.fetchone()
     assert tuple(int(p) for p in version.split(".")[:2]) >= (0, 6)
     assert "USING hnsw (embedding vector_cosine_ops)" in indexdef
-    assert "m='16'" in indexdef and "ef_construction='64'" in indexdef
+    assert "m='32'" in indexdef and "ef_construction='200'" in indexdef  # migration 0010
 
     domain = Domain.objects.create(name="d-trigger", description="d")
     store = Store.objects.create(name="s-trigger", domain=domain)

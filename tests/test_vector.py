@@ -140,18 +140,20 @@ def test_empty_store_gives_nothing(db):
 @pytest.mark.parametrize(
     "k, store_rows, total_rows, filtered, ef",
     [
-        (5, 10_000, 10_000, False, 200),  # the floor of tables up to 10k rows
-        (10, 300, 600, True, 200),  # 10 x 2 / (0.5 x 0.5 for the filter) = 80 < the floor
+        (5, 10_000, 10_000, False, 100),  # the floor of tables up to 10k rows
+        (10, 300, 600, True, 100),  # 10 x 2 / (0.5 x 0.5 for the filter) = 80 < the floor
         (30, 300, 600, True, 240),  # 30 x 2 / 0.25
         (50, 2_000, 10_000, False, 500),  # k x OVERFETCH / 0.2
-        (50, 10_001, 10_001, False, 800),  # the floor of tables of 10k-100k rows
-        (50, 100_000, 100_000, False, 800),
+        (50, 10_001, 10_001, False, 200),  # the floor of tables of 10k-100k rows
+        (50, 100_000, 100_000, False, 200),
+        (150, 100_000, 100_000, False, 300),  # 150 x 2 / 1: above the floor
         (50, 100_001, 100_001, False, 1000),  # beyond the measured sizes: the cap
         (50, 1_000_000, 1_000_000, False, 1000),
         (10, 50_000, 1_000_000, True, 1000),  # 10 x 2 / 0.025 = 800 < the floor
         (50, 100_000, 1_000_000, True, None),  # 2,000 candidates: too selective, exact
         (50, 50_000, 1_000_000, False, None),
-        (5, 2_000, 100_000, False, 800),  # 500 wanted, the floor is more
+        (5, 2_000, 100_000, False, 500),  # 5 x 2 / 0.02 = 500 above the floor
+        (5, 20_000, 100_000, False, 200),  # 50 wanted, the floor is more
     ],
 )
 def test_ef_search_rule(k, store_rows, total_rows, filtered, ef):
@@ -193,11 +195,61 @@ def test_ef_search_reaches_the_hnsw_statement(two_stores, ef_search_seen, monkey
     expected = [hnsw_ef_search(3, store_rows, total_rows, False), hnsw_ef_search(k, store_rows, total_rows, True)]
     assert vector_search(store_a.id, query, 3, -1.0, exact_max_rows=0).strategy == "hnsw"
     assert vector_search(store_a.id, query, k, -1.0, where=where, exact_max_rows=0).strategy == "hnsw"
-    # a floor of 300 up to 1,000 rows, 1,000 above (as a table of 10k-100k rows has 800)
+    # a floor of 300 up to 1,000 rows, 1,000 above (as a table of over 100k rows has)
     monkeypatch.setattr(vector_module, "HNSW_EF_FLOOR", ((100, 40), (1000, 300)))
     expected.append(hnsw_ef_search(3, store_rows, total_rows, False))
     assert vector_search(store_a.id, query, 3, -1.0, exact_max_rows=0).strategy == "hnsw"
     assert ef_search_seen == expected
     if total_rows == 600:  # the module alone: the figures of the rule's docstring
-        assert expected == [200, 240, 300]
+        assert expected == [100, 240, 300]
     assert show_ef_search() == 40  # transaction-local: the session's value is back
+
+
+def _hnsw_options():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'chunk_embedding_hnsw'")
+        return cursor.fetchone()[0]
+
+
+def test_hnsw_index_is_built_with_the_models_parameters():
+    from domains.models import HNSW_EF_CONSTRUCTION, HNSW_M
+
+    assert (HNSW_M, HNSW_EF_CONSTRUCTION) == (32, 200)
+    assert _hnsw_options() == ["m=32", "ef_construction=200"]
+
+
+def test_migration_0010_rebuilds_the_index_both_ways(tiny_store):
+    import importlib
+
+    migration = importlib.import_module("domains.migrations.0010_hnsw_denser_graph")
+    store, ids = tiny_store
+    with connection.cursor() as cursor:  # DDL is transactional: the test's rollback undoes it
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # the fixture's deferred FK checks, done first
+        migration.rebuild(cursor, migration.PREVIOUS_M, migration.PREVIOUS_EF_CONSTRUCTION)
+        assert _hnsw_options() == ["m=16", "ef_construction=64"]
+        migration.rebuild(cursor, migration.M, migration.EF_CONSTRUCTION)
+        assert _hnsw_options() == ["m=32", "ef_construction=200"]
+        # the rebuilt index serves nearest-neighbour queries
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN SELECT id FROM domains_chunk ORDER BY embedding <=> %s::vector LIMIT 5",
+                       [vector_module.vector_literal(unit(1, 0))])
+        assert "chunk_embedding_hnsw" in " ".join(row[0] for row in cursor.fetchall())
+    assert vector_search(store.id, unit(1, 0), 1, -1.0, exact_max_rows=0).hits[0][0] == ids[0]
+
+
+@pytest.mark.parametrize(
+    "rows, m, current_kb, kb",
+    [
+        (0, 32, 1_048_576, 1_048_576),  # an empty table: the server's setting
+        (100_000, 32, 1_048_576, 1_048_576),  # 351,562 kB fit in 1 GB
+        (1_000_000, 32, 1_048_576, 3_515_625),  # 1M x 3,600 B
+        (1_000_000, 16, 65_536, 2_539_062),  # 1M x 2,600 B
+        (10_000_000, 32, 65_536, 8_388_608),  # capped at 8 GB
+        (10_000_000, 32, 16_777_216, 16_777_216),  # never lowered
+    ],
+)
+def test_migration_0010_build_memory(rows, m, current_kb, kb):
+    import importlib
+
+    migration = importlib.import_module("domains.migrations.0010_hnsw_denser_graph")
+    assert migration.build_memory_kb(rows, m, current_kb) == kb

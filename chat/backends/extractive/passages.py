@@ -353,20 +353,23 @@ class Composer:
 
     async def pieces(self, cite: Callable[..., str]) -> AsyncIterator[str]:
         """The chosen passages as text pieces, verbatim, each followed by
-        ``cite(source number, quoted chunk ids)`` (a run of passages of one source cited
-        once, with the ids of the chunks the run quotes). Yields nothing when no passage
-        answers. Scoring embeds passages only (no database), so any worker thread will do."""
+        ``cite(source number, quoted chunk ids, passages)`` (a run of passages of one
+        chunk cited once, with that chunk's id and the run's texts; passages of two chunks
+        of one source each get their own marker, so that each marker opens the chunk its
+        passage came from). Yields nothing when no passage answers. Scoring embeds
+        passages only (no database), so any worker thread will do."""
         chosen = await asyncio.to_thread(self.choose)
-        run: list[int | None] = []
+        run: list[str] = []
         for index, passage in enumerate(chosen):
             if index:  # prose runs on after a full stop; a list, table or code block stands apart
                 previous = chosen[index - 1]
                 runs_on = passage.kind == previous.kind == "prose" and previous.text.rstrip()[-1:] in ".!?)"
                 yield " " if runs_on else "\n\n"
-            run.append(passage.chunk.chunk_id)
+            run.append(passage.text)
             following = chosen[index + 1] if index + 1 < len(chosen) else None
-            if following is None or following.chunk.number != passage.chunk.number:
-                before, marked = with_marker(passage.text, cite(passage.chunk.number, run))
+            if following is None or following.chunk is not passage.chunk:
+                marker = cite(passage.chunk.number, [passage.chunk.chunk_id], run)
+                before, marked = with_marker(passage.text, marker)
                 yield before
                 yield marked
                 run = []
