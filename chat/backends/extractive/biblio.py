@@ -23,25 +23,33 @@ from functools import lru_cache
 
 from .text import matches, terms
 
-# The field a question asks for; each pattern names the field, not the document.
+# The field a question asks for; each pattern names the field, not the document. Narrow
+# on purpose: "How does the author prove it?", "When is the steam released?", "How do I
+# set the title of a plot?" ask about the text, and are answered from it.
+_PUBLISHED = r"(published|publish|written|write|appeared|appear|released|release|issued|presented|come\s+out)"
+_DOCUMENT = r"(paper|article|document|book|report|thesis|study|publication|preprint|work)"
 FIELDS = {
     "authors": re.compile(
-        r"\bwho\s+(wrote|writes|authored|published|is\s+the\s+author|are\s+the\s+authors)\b|\bauthor(s|ship)?\b"
-        r"|\bwritten\s+by\b|\bby\s+whom\b|\bwhose\s+(paper|article|work)\b",
+        r"\bwho\s+(wrote|writes|authored|published|is\s+the\s+author|are\s+the\s+authors)\b"
+        r"|\bauthors?(hip)?\s+(of|for)\b|\bwhich\s+authors\b|\bby\s+whom\b",
         re.I,
     ),
     "year": re.compile(
-        r"\b(when|what\s+year|which\s+year|what\s+date)\b.*\b(published|written|wrote|appeared|released|issued|"
-        r"came\s+out|come\s+out|presented)\b|\bpublication\s+(year|date)\b|\byear\s+of\s+publication\b",
+        rf"\b(when|(in\s+)?(what|which)\s+year)\s+(was|were|did|had|has)\b.*\b{_PUBLISHED}\b"
+        r"|\bpublication\s+(year|date)\b|\byear\s+of\s+publication\b",
         re.I,
     ),
     "journal": re.compile(
-        r"\b(which|what)\s+(journal|venue|conference|proceedings|magazine)\b"
-        r"|\bwhere\s+(was|were|is|did)\b.*\b(published|publish|appear|appeared|presented)\b",
+        r"\b(which|what|in\s+which|in\s+what)\s+(journal|venue|conference|proceedings|magazine)\b"
+        rf"|\bwhere\s+(was|were|did)\b.*\b{_PUBLISHED}\b",
         re.I,
     ),
-    "title": re.compile(r"\b(what|which)\s+is\s+the\s+(full\s+)?title\b|\btitle\s+of\b|\btitled\b", re.I),
-    "doi": re.compile(r"\bdoi\b", re.I),
+    "title": re.compile(
+        rf"\btitle\s+of\s+(the|this|that|its|his|her|their)\s+([\w'-]+\s+){{0,3}}?{_DOCUMENT}\b"
+        rf"|\b{_DOCUMENT}'s\s+(full\s+)?title\b|^\s*what\s+is\s+the\s+(full\s+)?title\s*\??\s*$",
+        re.I,
+    ),
+    "doi": re.compile(r"\b(what|which)\s+is\s+(the|its)\s+([\w'-]+\s+)?doi\b|\bdoi\s+(of|for)\b", re.I),
 }
 # Words that ask for a field or name the kind of document: they do not tell which document.
 FIELD_WORDS = (
