@@ -4,63 +4,95 @@ The exhaustive query (domains/retrieval/bm25.py) sums every posting of every que
 a 19-term claim at 1M chunks reads 2 M postings into 839 k per-chunk sums, although the
 top 50 need only the few chunks that match the rare terms or many terms at once.
 
-Design: Fagin's threshold algorithm by iterative deepening over impact-ordered lists.
+Design: MaxScore (Turtle & Flood 1995) with a threshold seeded from exact scores.
 Each posting stores ``impact`` = floor(32767 f_ref) with f_ref = tf / (tf + k1 (1 - b) +
 k1 b dl / avgdl_ref), the BM25 tf factor against the store's reference avgdl
 (``domains_bm25stats.impact_avgdl``, domains/bm25_sql.py); the index (term_id, impact
-DESC, ...) yields a term's postings best first. At query time (same k1, b; avgdl now):
-f_now = tf / (tf + c1 + c2_ref dl / r) with r = avgdl_now / avgdl_ref, so
-f_now <= f_ref * max(1, r) < (impact + 1) / 32767 * max(1, r). A round with depths M_t:
+DESC, ...) gives a term's best posting in one probe. At query time (same k1, b; avgdl
+now): f_now = tf / (tf + c1 + c2_ref dl / r) with r = avgdl_now / avgdl_ref, so
+f_now <= f_ref * max(1, r) < (impact + 1) / 32767 * max(1, r), and no chunk gets more
+than ub_t = w_t * (max impact of t + 1) / 32767 * max(1, r) from term t.
 
-1. read the top M_t postings of each query term t (index-only);
-2. each chunk seen gets a partial score lo = sum of its seen terms' exact contributions
-   (a lower bound of its score: contributions are > 0); theta = k-th best lo (0 if fewer);
-3. ub_t = w_t * (impact of the M-th posting + 1) / 32767 * max(1, r) bounds the
-   contribution of t to any chunk not in its top M (0 when the list had fewer than M:
-   exhausted). A chunk seen nowhere scores at most sum_t ub_t;
-4. stop when sum_t ub_t < theta (strictly) and at most max(4 k, 200) chunks survive
-   (below), or when every list is exhausted; else deepen (M_t *= 4) the lists whose
-   ub_t is at least the average reduction still needed, (sum ub - theta) / lists left
-   (the rare terms' short lists first; any choice of depths is exact), or every list
-   when only the survivors are too many. Depths are per term (M_t).
+1. Read the shortest lists whole (ascending df, together at most ``p_seed`` postings, at
+   least one list), summing for each chunk seen lo = its contributions from the read
+   terms, in one aggregation.
+2. theta = max(theta, the k-th best exact score of the ``max(2 k, 20)`` chunks of best
+   lo), scored from their tsvectors: k real chunks score >= theta, so the k-th best
+   score of the store is >= theta.
+3. A chunk scores at most lo + rest, rest = sum of ub over the unread terms (a chunk in
+   no read list: rest). If rest < theta, the survivors (lo + rest >= theta) hold the
+   top k, ties included: every other chunk scores < theta <= the k-th best score.
+   Up to ``max(10 k, 500)`` survivors are scored from their tsvectors; up to 100,000
+   in one pass over every list that keeps only the survivors' postings (a hash
+   semi-join: far cheaper than the exhaustive sum per chunk); more: every list is read.
+4. Else (rest >= theta: only after step 1) read every list but MaxScore's
+   non-essential terms (the smallest ub, as many as sum below theta, so rest < theta
+   afterwards) and go back to 2 (one aggregation over all the read lists). With every
+   list read, lo is the score: the exhaustive query itself.
 
-On stopping, a chunk that can still reach theta (lo + sum of ub over its unseen terms >=
-theta) survives; every other chunk, seen or not, scores < theta <= the k-th best score
-among survivors (their exact scores are >= their lo, and the k best lo survive), so the
-top k, ties included, are among the survivors. Survivors are scored exactly from their
-own tsvector (tf of each query lexeme, dl = sum of tf: what the triggers stored), summing
-in the query terms' order so that equal chunks get bit-equal scores and tie by id as
-in the exhaustive query. A relative slack of 1e-9 on the bounds covers float rounding
-of the impacts and bounds (conservative: it can only keep more survivors or deepen once
-more). The result is the exhaustive top k: same ids, scores equal to ~1e-15.
+Rare terms have the high bounds and short lists, common terms the long lists and low
+bounds: once theta is near the k-th score, the common terms are never read, only
+looked up in the survivors' tsvectors. Exact scores (steps 2, 3) sum a chunk's terms in
+term-id order, as the exhaustive query's hash aggregate does (lists read in id order),
+so equal chunks get bit-equal scores and tie by id as there. A relative slack of 1e-9
+on the bounds covers float rounding (it can only keep more survivors or read more).
 
-Cost: each round re-reads its top M (sum over rounds <= 4/3 of the last); the pruning
-pays when the k-th score is high against the common terms' bounds (long queries with a
-few rare terms); a store whose lists are all shorter than M is done in one round that
-reads everything (tiny stores need no other path). Filters and k1/b other than the
-impacts' (bm25_sql.IMPACT_K1/IMPACT_B) run the exhaustive query (domains/retrieval/bm25.py).
+Filters and k1/b other than the impacts' (bm25_sql.IMPACT_K1/IMPACT_B) run the
+exhaustive query (domains/retrieval/bm25.py).
 """
 
 from .bm25_sql import IMPACT_SCALE, TF
 
-# Relative slack on the stopping and survivor tests (float rounding; see above).
+# Relative slack on the bounds (float rounding; see above).
 SLACK = 1e-9
-# The bound met, survivors are scored from their tsvectors (~100 lexemes each): with more
-# than max(4 k, 200) of them, one more round (which shrinks their bounds) is cheaper.
-SURVIVORS_PER_K = 4
-SURVIVORS_MIN = 200
+# Chunks scored exactly for theta: the max(THETA_PER_K k, THETA_MIN) of best partial sum.
+THETA_PER_K = 2
+THETA_MIN = 20
+# At most max(SURVIVORS_PER_K k, SURVIVORS_MIN) survivors are scored from their tsvectors
+# (~0.1 ms each on 2 busy cores, the cost of summing ~30 postings).
+SURVIVORS_PER_K = 10
+SURVIVORS_MIN = 500
+# More survivors than that are summed from every list in one pass that keeps only their
+# postings (a hash semi-join); more than JOIN_SURVIVORS_MAX: the exhaustive query.
+JOIN_SURVIVORS_MAX = 100_000
+
+# Exact BM25 scores of chunks ``p_ids`` of lengths ``p_dl`` (dl as the postings store it):
+# tf of each query lexeme from the chunk's tsvector, terms summed in ``p_lex`` order (term-id
+# order). setweight + ts_filter keep the query's lexemes only (C, binary search) instead of
+# unnesting all ~100: chunk tsvectors come from to_tsvector, so every lexeme has positions
+# (ts_filter drops position-less ones).
+SCORES_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION klea_bm25_scores(
+    p_ids bigint[], p_dl integer[], p_lex text[], p_w float8[], p_c1 float8, p_c2 float8
+) RETURNS TABLE (chunk_id bigint, score float8)
+LANGUAGE sql STABLE AS $fn$
+    SELECT c.id, sum(q.w * x.tf / (x.tf + p_c1 + p_c2 * d.dl) ORDER BY q.ord)
+    FROM unnest(p_ids, p_dl) AS d(id, dl)
+    JOIN domains_chunk c ON c.id = d.id
+    CROSS JOIN LATERAL (
+        SELECT u.lexeme, {TF} AS tf
+        FROM unnest(ts_filter(setweight(setweight(c.search_vector, 'D'), 'A', p_lex), '{{a}}')) u
+    ) x
+    JOIN unnest(p_lex, p_w) WITH ORDINALITY AS q(lexeme, w, ord) ON q.lexeme = x.lexeme
+    GROUP BY c.id
+$fn$;
+"""
 
 TOPK_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION klea_bm25_topk(
-    p_store bigint, p_terms text[], p_k integer, p_depth integer, p_k1 float8, p_b float8
+    p_store bigint, p_terms text[], p_k integer, p_seed integer, p_k1 float8, p_b float8
 ) RETURNS TABLE (chunk_id bigint, score float8)
 LANGUAGE plpgsql STABLE AS $fn$
 #variable_conflict use_column
 DECLARE
     v_n float8; v_c1 float8; v_c2 float8; v_factor float8;
-    v_ids bigint[]; v_w float8[]; v_lex text[];
-    v_depth integer[]; v_ub float8[];
-    v_total float8; v_theta float8; v_survivors bigint[]; v_active integer;
+    v_ids bigint[]; v_w float8[]; v_lex text[]; v_df bigint[]; v_ub float8[];
+    v_read boolean[];
+    v_theta float8 := 0; v_rest float8; v_sum float8; v_survivors bigint[]; v_dl integer[];
+    v_top integer := greatest({THETA_PER_K} * p_k, {THETA_MIN});
+    v_cap integer := greatest({SURVIVORS_PER_K} * p_k, {SURVIVORS_MIN});
+    v_join_cap integer := {JOIN_SURVIVORS_MAX};
+    v_i bigint;
 BEGIN
     SELECT s.chunk_count::float8, p_k1 * (1 - p_b), p_k1 * p_b * s.chunk_count / s.total_length::float8,
            greatest(1::float8, s.total_length::float8 / s.chunk_count / s.impact_avgdl)
@@ -69,65 +101,109 @@ BEGIN
     IF NOT FOUND OR p_k <= 0 THEN
         RETURN;
     END IF;
-    -- the exhaustive query's w, term order = id order
-    SELECT array_agg(t.id ORDER BY t.id),
-           array_agg(ln(1 + (v_n - t.df + 0.5::float8) / (t.df + 0.5::float8)) * (p_k1 + 1) ORDER BY t.id),
-           array_agg(t.lexeme ORDER BY t.id)
-    INTO v_ids, v_w, v_lex
-    FROM domains_bm25term t WHERE t.store_id = p_store AND t.lexeme = ANY(p_terms);
+    -- the exhaustive query's w, term order = id order; ub from the best posting
+    SELECT array_agg(t.id ORDER BY t.id), array_agg(x.w ORDER BY t.id), array_agg(t.lexeme ORDER BY t.id),
+           array_agg(t.df ORDER BY t.id),
+           array_agg(x.w * (m.impact + 1) / {IMPACT_SCALE}::float8 * v_factor * (1 + {SLACK}) ORDER BY t.id)
+    INTO v_ids, v_w, v_lex, v_df, v_ub
+    FROM domains_bm25term t
+    CROSS JOIN LATERAL (
+        SELECT ln(1 + (v_n - t.df + 0.5::float8) / (t.df + 0.5::float8)) * (p_k1 + 1) AS w
+    ) x
+    CROSS JOIN LATERAL (
+        SELECT p.impact FROM domains_bm25posting p WHERE p.term_id = t.id ORDER BY p.impact DESC LIMIT 1
+    ) m
+    WHERE t.store_id = p_store AND t.lexeme = ANY(p_terms);
     IF v_ids IS NULL THEN
         RETURN;
     END IF;
-    v_depth := array_fill(greatest(p_depth, p_k, 1), ARRAY[cardinality(v_ids)]);
-    LOOP
-        WITH q AS (
-            SELECT u.id, u.w, u.m, u.ord FROM unnest(v_ids, v_w, v_depth) WITH ORDINALITY AS u(id, w, m, ord)
-        ), top AS MATERIALIZED (
-            SELECT q.id AS term, q.w, p.chunk_id, p.tf, p.dl, p.impact
-            FROM q CROSS JOIN LATERAL (
-                SELECT p.chunk_id, p.tf, p.dl, p.impact FROM domains_bm25posting p
-                WHERE p.term_id = q.id ORDER BY p.impact DESC LIMIT q.m
-            ) p
-        ), lists AS MATERIALIZED (
-            SELECT q.id, q.ord, CASE WHEN count(top.term) < q.m THEN 0::float8
-                              ELSE q.w * (min(top.impact) + 1) / {IMPACT_SCALE}::float8 * v_factor * (1 + {SLACK})
-                         END AS ub
-            FROM q LEFT JOIN top ON top.term = q.id GROUP BY q.id, q.ord, q.w, q.m
-        ), cand AS (
-            SELECT top.chunk_id, sum(top.w * top.tf / (top.tf + v_c1 + v_c2 * top.dl)) AS lo, sum(l.ub) AS seen_ub
-            FROM top JOIN lists l ON l.id = top.term GROUP BY top.chunk_id
-        ), bounds AS (
-            SELECT (SELECT sum(ub) FROM lists) AS total,
-                   coalesce((SELECT lo FROM cand ORDER BY lo DESC OFFSET p_k - 1 LIMIT 1), 0) AS theta
-        )
-        SELECT b.total, b.theta,
-               ARRAY(SELECT c.chunk_id FROM cand c WHERE c.lo + (b.total - c.seen_ub) >= b.theta * (1 - {SLACK})),
-               ARRAY(SELECT l.ub FROM lists l ORDER BY l.ord)
-        INTO v_total, v_theta, v_survivors, v_ub
-        FROM bounds b;
-        EXIT WHEN v_total = 0
-            OR (v_total < v_theta * (1 - {SLACK}) AND cardinality(v_survivors) <= greatest({SURVIVORS_PER_K} * p_k, {SURVIVORS_MIN}));
-        -- Deepen (x4) the lists whose bound is at least the average reduction still needed
-        -- (always the largest); when the bound is met but too many chunks survive, all.
-        SELECT count(*) INTO v_active FROM unnest(v_ub) AS u(ub) WHERE u.ub > 0;
-        SELECT array_agg(CASE WHEN u.ub > 0 AND (v_total < v_theta * (1 - {SLACK})
-                                 OR u.ub * v_active >= v_total - v_theta * (1 - {SLACK}))
-                              THEN u.m * 4 ELSE u.m END ORDER BY u.ord)
-        INTO v_depth
-        FROM unnest(v_ub, v_depth) WITH ORDINALITY AS u(ub, m, ord);
+    -- 1. the shortest lists, at most p_seed postings together (at least one list)
+    v_read := array_fill(false, ARRAY[cardinality(v_ids)]);
+    v_sum := 0;
+    FOR v_i IN SELECT u.ord FROM unnest(v_df) WITH ORDINALITY AS u(df, ord) ORDER BY u.df, u.ord LOOP
+        EXIT WHEN v_sum > 0 AND v_sum + v_df[v_i] > p_seed;
+        v_read[v_i] := true;
+        v_sum := v_sum + v_df[v_i];
     END LOOP;
-    RETURN QUERY
-    SELECT c.id, sum(q.w * x.tf / (x.tf + v_c1 + v_c2 * x.dl) ORDER BY q.ord) AS score
-    FROM domains_chunk c
-    CROSS JOIN LATERAL (
-        SELECT u.lexeme, {TF} AS tf, sum({TF}) OVER () AS dl FROM unnest(c.search_vector) u
-    ) x
-    JOIN unnest(v_lex, v_w) WITH ORDINALITY AS q(lexeme, w, ord) ON q.lexeme = x.lexeme
-    WHERE c.id = ANY(v_survivors)
-    GROUP BY c.id
-    ORDER BY 2 DESC, 1
-    LIMIT p_k;
+    LOOP
+        SELECT coalesce(sum(u.ub), 0) INTO v_rest FROM unnest(v_ub, v_read) AS u(ub, r) WHERE NOT u.r;
+        IF v_rest = 0 THEN
+            -- every list read: the exhaustive query
+            RETURN QUERY
+            WITH q AS MATERIALIZED (SELECT u.id, u.w FROM unnest(v_ids, v_w) AS u(id, w))
+            SELECT p.chunk_id, sum(q.w * p.tf / (p.tf + v_c1 + v_c2 * p.dl)) AS score
+            FROM q CROSS JOIN LATERAL (
+                SELECT p.chunk_id, p.tf, p.dl FROM domains_bm25posting p WHERE p.term_id = q.id
+            ) p
+            GROUP BY p.chunk_id
+            ORDER BY 2 DESC, 1
+            LIMIT p_k;
+            RETURN;
+        END IF;
+        -- 2., 3. one aggregation of the read lists; theta from the best partial sums
+        WITH q AS MATERIALIZED (
+            SELECT u.id, u.w FROM unnest(v_ids, v_w, v_read) AS u(id, w, r) WHERE u.r
+        ), cand AS MATERIALIZED (
+            SELECT p.chunk_id, sum(q.w * p.tf / (p.tf + v_c1 + v_c2 * p.dl)) AS lo, min(p.dl) AS dl
+            FROM q CROSS JOIN LATERAL (
+                SELECT p.chunk_id, p.tf, p.dl FROM domains_bm25posting p WHERE p.term_id = q.id
+            ) p
+            GROUP BY p.chunk_id
+        ), best AS MATERIALIZED (
+            SELECT c.chunk_id, c.dl FROM cand c ORDER BY c.lo DESC LIMIT v_top
+        ), th AS (
+            SELECT greatest(v_theta, coalesce((
+                SELECT e.score FROM klea_bm25_scores(
+                    ARRAY(SELECT b.chunk_id FROM best b), ARRAY(SELECT b.dl FROM best b),
+                    v_lex, v_w, v_c1, v_c2) e
+                ORDER BY e.score DESC OFFSET p_k - 1 LIMIT 1), 0)) AS theta
+        ), surv AS MATERIALIZED (
+            SELECT c.chunk_id, c.dl FROM cand c, th
+            WHERE c.lo + v_rest >= th.theta * (1 - {SLACK}) LIMIT v_join_cap + 1
+        )
+        SELECT th.theta, ARRAY(SELECT s.chunk_id FROM surv s), ARRAY(SELECT s.dl FROM surv s)
+        INTO v_theta, v_survivors, v_dl
+        FROM th;
+        IF v_rest < v_theta * (1 - {SLACK}) THEN
+            IF cardinality(v_survivors) <= v_cap THEN
+                -- few survivors: scored from their tsvectors
+                RETURN QUERY
+                SELECT e.chunk_id, e.score FROM klea_bm25_scores(v_survivors, v_dl, v_lex, v_w, v_c1, v_c2) e
+                ORDER BY 2 DESC, 1
+                LIMIT p_k;
+                RETURN;
+            ELSIF cardinality(v_survivors) <= v_join_cap THEN
+                -- many: every list read once more, only the survivors' postings summed (a
+                -- hash semi-join costs far less than a sum per chunk of every list)
+                RETURN QUERY
+                WITH q AS MATERIALIZED (SELECT u.id, u.w FROM unnest(v_ids, v_w) AS u(id, w)),
+                s AS MATERIALIZED (SELECT DISTINCT u.id FROM unnest(v_survivors) AS u(id))
+                SELECT p.chunk_id, sum(q.w * p.tf / (p.tf + v_c1 + v_c2 * p.dl) ORDER BY q.id) AS score
+                FROM q CROSS JOIN LATERAL (
+                    SELECT p.chunk_id, p.tf, p.dl FROM domains_bm25posting p WHERE p.term_id = q.id
+                ) p
+                WHERE p.chunk_id IN (SELECT s.id FROM s)
+                GROUP BY p.chunk_id
+                ORDER BY 2 DESC, 1
+                LIMIT p_k;
+                RETURN;
+            END IF;
+            v_read := array_fill(true, ARRAY[cardinality(v_ids)]);  -- most chunks survive
+            CONTINUE;
+        END IF;
+        -- 4. read every list but MaxScore's non-essential ones (smallest ub, summing below
+        -- theta): then the unread bound is below theta
+        v_sum := 0;
+        FOR v_i IN SELECT u.ord FROM unnest(v_ub) WITH ORDINALITY AS u(ub, ord) ORDER BY u.ub, u.ord LOOP
+            IF v_sum + v_ub[v_i] < v_theta * (1 - {SLACK}) THEN
+                v_sum := v_sum + v_ub[v_i];
+            ELSE
+                v_read[v_i] := true;
+            END IF;
+        END LOOP;
+    END LOOP;
 END
 $fn$;
 """
 DROP_TOPK_FUNCTION = "DROP FUNCTION klea_bm25_topk(bigint, text[], integer, integer, float8, float8);"
+DROP_SCORES_FUNCTION = "DROP FUNCTION klea_bm25_scores(bigint[], integer[], text[], float8[], float8, float8);"

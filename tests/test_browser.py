@@ -119,12 +119,19 @@ def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
         # ... and the source view on the cited chunk: its section, the passage highlighted
         view = page.locator("#source-view")
         expect(view).to_be_visible()
-        cited = references[0]["chunks"][0]
-        first_line, last_line = cited["lines"]
+        # ... the chunk the marker's own passage came from, only the quoted lines highlighted
+        (marker, *_) = references[0]["markers"]
+        cited = next(c for c in references[0]["chunks"] if c["chunk_id"] == marker["chunk_id"])
+        source = Path(settings.BASE_DIR, "docs", references[0]["file_name"]).read_text()
+        words = r"\W+".join(re.escape(w) for w in re.findall(r"\w+", marker["passages"][0]))
+        quoted = re.search(words, source)
+        first_line, last_line = source[:quoted.start()].count("\n") + 1, source[:quoted.end()].count("\n") + 1
+        assert cited["lines"][0] <= first_line <= last_line <= cited["lines"][1]
         expect(view.locator("mark.source-line")).to_have_count(last_line - first_line + 1)
         expect(view.locator("mark.source-line").first).to_have_attribute("data-line", str(first_line))
         expect(view.locator(".source-where")).to_have_text(
-            f"line {first_line}" if first_line == last_line else f"lines {first_line}–{last_line}")
+            (f"line {first_line}" if first_line == last_line else f"lines {first_line}–{last_line}")
+            + " · quoted passage highlighted")
         screenshot(page, "source-view-text")
         page.keyboard.press("Escape")  # closing it gives the focus back to the reference
         expect(view).to_be_hidden()

@@ -125,7 +125,7 @@ def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(wor
             expect(page.locator(".reference").first).to_be_focused()
 
             # [1] opens the quoted chunk even when the reference lists another chunk first
-            # (page 1's Abstract); without "quoted" (a model's answer) it opens the first.
+            # (page 1's Abstract); without "quoted" and "markers" (a model's answer) it opens the first.
             (abstract,) = in_thread(lambda: list(Chunk.objects.filter(
                 document_id=reference["document_id"], headings=["Abstract"]).values("id", "provenance")))
             for quoted, where in [([chunk["chunk_id"]], "Page 2 of 2"), ([], "Page 1 of 2")]:
@@ -134,6 +134,7 @@ def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(wor
                   const refs = JSON.parse(JSON.stringify(item.kleaReferences));
                   refs[0].chunks.unshift(first);
                   refs[0].quoted = quoted;
+                  if (!quoted.length) refs[0].markers = [];
                   KleaRender.setReferences(item, refs);
                 }""", [{"chunk_id": abstract["id"], "pages": abstract["provenance"]["pages"], "lines": None,
                         "headings": ["Abstract"], "heading_chain": "Abstract", "text": "", "anchor": ""}, quoted])
@@ -162,10 +163,26 @@ def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(wor
             (shown,) = page.evaluate(MEASURE)
             assert shown["rel"] == pytest.approx(box[1:], abs=0.006) and shown["dark"] > 20
             screenshot(page, "source-view-phone")
+            # zoom in on a phone: the page is drawn 2x as wide and scrolls; the highlight stays on its line
+            view.locator(".source-zoom-in").click()
+            view.locator(".source-zoom-in").click()
+            expect(view.locator(".page-frame.zoomed.loaded")).to_have_count(1)
+            zoomed = page.evaluate("document.querySelector('#source-view .page-image').getBoundingClientRect().width")
+            assert zoomed == pytest.approx(2 * image, abs=2)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390  # the view scrolls, not the page
+            (shown,) = page.evaluate(MEASURE)
+            assert shown["rel"] == pytest.approx(box[1:], abs=0.004) and shown["dark"] > 100
+            expect(view.locator(".source-full")).to_have_attribute(
+                "href", f"/api/documents/{reference['document_id']}/pages/2?width=1600")
+            screenshot(page, "source-view-phone-zoomed")
+            view.locator(".source-zoom-out").click()
+            view.locator(".source-zoom-out").click()
+            expect(view.locator(".source-zoom-out")).to_be_disabled()
+            expect(view.locator(".page-frame.zoomed")).to_have_count(0)
             view.locator(".source-close").click()
             expect(view).to_be_hidden()
         # one folder per file version; pages at the widths the screens asked for (device pixel ratio 1)
-        assert sorted(p.name for p in next(cache.iterdir()).iterdir()) == ["1-1200.jpg", "2-1200.jpg", "2-480.jpg"]
+        assert sorted(p.name for p in next(cache.iterdir()).iterdir()) == ["1-1200.jpg", "2-1200.jpg", "2-480.jpg", "2-800.jpg"]
 
         # bob may not query wspapers: its chunk, page and file are the same 404 as a missing one
         with browser_page() as page:

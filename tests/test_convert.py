@@ -242,3 +242,18 @@ def test_title_falls_back_to_first_real_heading(tmp_path: Path):
     path = tmp_path / "notes.md"
     path.write_text("## ✨\n\n## Real heading\n\nText here.\n", encoding="utf-8")
     assert convert_file(path).title == "Real heading"
+
+
+def test_markdown_nested_past_the_parser_limit_fails_instead_of_losing_the_rest():
+    """markdown-it stopped reading at 20 levels without a word: a 30-level list lost the
+    rest of its file, which was still stored. Now 100 levels of markup are read, deeper
+    fails the file naming the line."""
+    nested = "".join("  " * i + f"- item {i}\n" for i in range(30)) + "\n# After\n\nafter text\n"
+    blocks = convert_markdown(nested).blocks
+    assert [(b.text, b.headings) for b in blocks[-1:]] == [("after text", ("After",))]
+    assert blocks[0].text.count("item") == 30
+    assert [b.text for b in convert_markdown("> " * 99 + "deep\n\n# After\n\nafter\n").blocks] == ["deep", "after"]
+    with pytest.raises(ConversionError) as info:
+        convert_markdown("# Deep\n\n" + "> " * 120 + "quoted\n\n# After\n\nlost\n")
+    assert (info.value.reason, str(info.value)) == (
+        "broken", "lists or quotes nested too deeply at line 3 (over 100 levels of markup)")

@@ -11,7 +11,8 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat.backends import get_backend
-from chat.backends.extractive.passages import CODE_CHARS, Composer, Passage, with_marker
+from chat.backends.extractive.candidates import CODE_CHARS, Passage
+from chat.backends.extractive.passages import Composer, with_marker
 from chat.backends.extractive.shapes import NUMBER_FOR_HOW_MANY, bonus, is_generic, shapes
 from chat.backends.extractive.text import Block as TextBlock
 from chat.backends.extractive.text import leads_on, list_items, segment
@@ -54,7 +55,7 @@ def answer(question: str, *sources) -> str:
     composer = Composer(embeddings.embed_query(question), list(sources), question)
 
     async def collect():
-        return "".join([piece async for piece in composer.pieces(lambda n, quoted=(): f"[{n}]")])
+        return "".join([piece async for piece in composer.pieces(lambda n, quoted=(), passages=(): f"[{n}]")])
 
     return async_to_sync(collect)()
 
@@ -413,7 +414,7 @@ def test_prose_runs_on_only_after_a_full_stop():
                                Passage(chunk, 2, 2, "prose", "The roadmap was written in 2021.")]
 
     async def collect():
-        return "".join([piece async for piece in composer.pieces(lambda n, quoted=(): f"[{n}]")])
+        return "".join([piece async for piece in composer.pieces(lambda n, quoted=(), passages=(): f"[{n}]")])
 
     assert async_to_sync(collect)() == (
         "Authors: Xarray developers\n\nDate: September 7, 2021\n\nThe roadmap was written in 2021. [1]"

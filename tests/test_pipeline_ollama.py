@@ -150,6 +150,7 @@ def test_one_domain_answer_with_exact_events(fake, domains):
         ],
         "pages": None,  # a Markdown source: no pages
         "quoted": [],  # a model's answer: which chunk it quotes is not known
+        "markers": [],  # ... nor which chunk each of its markers quotes
     }
     assert [(c["headings"], c["heading_chain"]) for c in reference["chunks"]] == [(["Model"], "Model")]
     assert reference["chunks"][0]["text"].startswith("The Hodgkin-Huxley model describes")

@@ -229,3 +229,51 @@ def test_provenance_is_stored_retrieved_and_carried_to_references_and_citations(
     assert md_cite.offset == MARKDOWN.index("Sodium")
     assert Path(md_item.source).read_text()[md_cite.offset:].startswith("Sodium channels open")
     assert str(pdf_cite) == "[1] paper.pdf, p. 2: Firing rates doubled after stimulation."
+
+
+GLOSSARY = """Terminology
+===========
+
+.. glossary::
+
+    DataArray
+        A multi-dimensional array with labeled or named
+        dimensions, the basic building block of xarray.
+
+    Dataset
+        A dict-like collection of DataArray objects with aligned
+        dimensions, like a pandas DataFrame in several dimensions.
+
+    Dimension
+        In mathematics, the dimension of data is loosely the number
+        of degrees of freedom for it; each axis has a name.
+"""
+TABLE = """# Configuration
+
+| variable | default | meaning |
+| --- | --- | --- |
+| `KLEA_CHUNK_MAX_TOKENS` | `450` | chunk size budget, heading chain included |
+| `KLEA_BM25_K1` | `1.2` | BM25 term saturation parameter for ranking |
+| `KLEA_LLM_TIMEOUT` | `120` | seconds without a byte from the model server |
+| `KLEA_MCP_MAX_CALLS` | `4` | MCP tool calls per question at most |
+| `KLEA_MAX_QUESTION_CHARS` | `4000` | characters per question after trimming |
+"""
+
+
+@pytest.mark.parametrize("source, convert, expected", [
+    # each glossary entry its own lines, not the whole glossary's (docutils says [6, 19])
+    (GLOSSARY, convert_rst, [("DataArray: A multi", [6, 12]), ("Dimension: In math", [14, 16])]),
+    # each part of a split table its own rows (the first part with the header), not [3, 9]
+    (TABLE, convert_markdown, [("| variable | defau", [3, 6]), ("| `KLEA_LLM_TIMEOU", [7, 8]),
+                               ("| `KLEA_MAX_QUESTI", [9, 9])]),
+])
+def test_a_chunk_of_a_glossary_or_split_table_records_only_its_own_lines(source, convert, expected):
+    from ingestion.chunk.lines import narrow_lines
+
+    drafts = chunk_blocks(convert(source).blocks, lambda t: len(t.split()), max_tokens=40)
+    assert {tuple(d.provenance["lines"]) for d in drafts} == {(6, 19) if convert is convert_rst else (3, 9)}
+    narrowed = narrow_lines(drafts, source)
+    assert [(d.text[:18], d.provenance["lines"]) for d in narrowed] == expected
+    lines = source.splitlines(keepends=True)
+    assert [d.provenance["offset"] for d in narrowed] == [
+        sum(len(line) for line in lines[: first - 1]) for _, (first, _) in expected]

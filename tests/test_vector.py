@@ -141,19 +141,20 @@ def test_empty_store_gives_nothing(db):
     "k, store_rows, total_rows, filtered, ef",
     [
         (5, 10_000, 10_000, False, 100),  # the floor of tables up to 10k rows
-        (10, 300, 600, True, 100),  # 10 x 2 / (0.5 x 0.5 for the filter) = 80 < the floor
-        (30, 300, 600, True, 240),  # 30 x 2 / 0.25
-        (50, 2_000, 10_000, False, 500),  # k x OVERFETCH / 0.2
+        (5, 300, 600, True, 100),  # 5 x 4 / (0.5 x 0.5 for the filter) = 80 < the floor
+        (10, 300, 600, True, 160),  # 10 x 4 / 0.25
+        (30, 300, 600, True, 480),
+        (50, 2_000, 10_000, False, 1000),  # k x OVERFETCH / 0.2
         (50, 10_001, 10_001, False, 200),  # the floor of tables of 10k-100k rows
         (50, 100_000, 100_000, False, 200),
-        (150, 100_000, 100_000, False, 300),  # 150 x 2 / 1: above the floor
+        (150, 100_000, 100_000, False, 600),  # 150 x 4 / 1: above the floor
         (50, 100_001, 100_001, False, 1000),  # beyond the measured sizes: the cap
         (50, 1_000_000, 1_000_000, False, 1000),
-        (10, 50_000, 1_000_000, True, 1000),  # 10 x 2 / 0.025 = 800 < the floor
-        (50, 100_000, 1_000_000, True, None),  # 2,000 candidates: too selective, exact
-        (50, 50_000, 1_000_000, False, None),
-        (5, 2_000, 100_000, False, 500),  # 5 x 2 / 0.02 = 500 above the floor
-        (5, 20_000, 100_000, False, 200),  # 50 wanted, the floor is more
+        (10, 100_000, 1_000_000, True, 1000),  # 10 x 4 / 0.05 = 800 < the floor
+        (10, 50_000, 1_000_000, True, None),  # 1,600 candidates: too selective, exact
+        (50, 100_000, 1_000_000, False, None),
+        (5, 2_000, 100_000, False, 1000),  # 5 x 4 / 0.02
+        (5, 20_000, 100_000, False, 200),  # 100 wanted, the floor is more
     ],
 )
 def test_ef_search_rule(k, store_rows, total_rows, filtered, ef):
@@ -201,7 +202,7 @@ def test_ef_search_reaches_the_hnsw_statement(two_stores, ef_search_seen, monkey
     assert vector_search(store_a.id, query, 3, -1.0, exact_max_rows=0).strategy == "hnsw"
     assert ef_search_seen == expected
     if total_rows == 600:  # the module alone: the figures of the rule's docstring
-        assert expected == [100, 240, 300]
+        assert expected == [100, 480, 300]
     assert show_ef_search() == 40  # transaction-local: the session's value is back
 
 

@@ -100,8 +100,9 @@ class Citer:
     """How answer text gets its citation markers. A model's own markers pass through
     :meth:`feed` / :meth:`close`; a backend quoting sources itself calls :meth:`cite`.
     This default keeps text as it is and marks source n as ``[n]``; ``quoted`` (the ids
-    of the source's chunks that the text before the marker quotes) is for citers that
-    record it."""
+    of the source's chunks that the text before the marker quotes) and ``passages``
+    (that text, verbatim from the chunk, one string per passage) are for citers that
+    record them."""
 
     def feed(self, piece: str) -> str:
         return piece
@@ -109,7 +110,7 @@ class Citer:
     def close(self) -> str:
         return ""
 
-    def cite(self, number: int, quoted: Sequence[int] = ()) -> str:
+    def cite(self, number: int, quoted: Sequence[int] = (), passages: Sequence[str] = ()) -> str:
         return f"[{number}]"
 
 

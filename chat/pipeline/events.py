@@ -95,8 +95,10 @@ class References(Event):
     the cited chunks of a PDF, else None), "chunks" ([{"chunk_id", "headings",
     "heading_chain", "text", "pages" ([first, last] | None), "lines" ([first, last] |
     None, text sources), "anchor" (str)}]), "quoted" (the chunk_ids of the chunks the
-    answer quotes, in answer order: its marker [n] opens the first; [] when not known,
-    as for a model's answer)}``, all built from stored metadata
+    answer quotes, in answer order; [] when not known, as for a model's answer),
+    "markers" (one ``{"chunk_id", "passages" (the quoted text, verbatim)}`` per marker
+    [n] in the answer text, in order: the k-th [n] opens its chunk at its passage; []
+    when not known: [n] opens the first quoted chunk)}``, all built from stored metadata
     (docs/pipeline.md, "Provenance").
     Tool results (``"kind": "tool"``): ``{"number", "kind", "domain", "server", "tool",
     "title", "arguments", "status" ("ok" | "error" | "timeout"), "text", "truncated"}``.

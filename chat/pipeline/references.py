@@ -179,6 +179,7 @@ def reference_item(number: int, source: Source | ToolSource) -> dict:
         "pages": page_span(source.chunks),
         "chunks": [chunk_item(chunk) for chunk in source.chunks],
         "quoted": list(getattr(source, "quoted", None) or []),
+        "markers": [dict(marker) for marker in getattr(source, "markers", None) or []],
     }
 
 

@@ -96,8 +96,8 @@ LIMIT %(k)s
 """
 
 
-# First depth of the pruned query's rounds (postings per term; x4 per round).
-PRUNED_DEPTH = 256
+# Postings the pruned query reads first (the shortest lists, whole) to seed its threshold.
+PRUNED_SEED = 20_000
 
 
 # A question turn searches BM25 twice with the same terms: the router's lexical probe
@@ -135,8 +135,9 @@ def bm25_search(
 
     With ``exhaustive=False`` (default: ``not settings.KLEA_BM25_PRUNED``), no filter
     and the impacts' k1 and b (the defaults), the pruned query ``klea_bm25_topk``
-    (domains/bm25_topk_sql.py) reads each term's postings best first and stops once no
-    unread chunk can enter the top k; otherwise every posting of the terms is summed.
+    (domains/bm25_topk_sql.py) reads the short lists of the rare terms and looks the
+    common terms up only for the chunks that can still enter the top k (MaxScore);
+    otherwise every posting of the terms is summed.
     Both give the same ids and scores (to ~1e-12; chunks whose scores agree to the
     last bits may come in either order).
 
@@ -159,7 +160,7 @@ def bm25_search(
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT chunk_id, score FROM klea_bm25_topk(%s, %s::text[], %s, %s, %s::float8, %s::float8)",
-                [store_id, terms, k, PRUNED_DEPTH, params.k1, params.b],
+                [store_id, terms, k, PRUNED_SEED, params.k1, params.b],
             )
             return [(cid, float(score)) for cid, score in cursor.fetchall()]
     shared = None if filtered else _shared.get()

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 from django.db import connection
 
+from domains.models import SEARCH_CONFIG
+
 from .bm25 import bm25_search
 from .vector import vector_search
 
@@ -40,6 +42,19 @@ FROM domains_chunk c WHERE c.id = ANY(%(ids)s)
 """
 
 
+def _idf_weights(cursor, store_id: int, terms: Sequence[str]) -> dict[str, float]:
+    """BM25 idf of each term in the store's chunks (a term the store never uses weighs most)."""
+    cursor.execute("SELECT chunk_count FROM domains_bm25stats WHERE store_id = %s", [store_id])
+    row = cursor.fetchone()
+    total = float(row[0]) if row else 0.0
+    cursor.execute(
+        "SELECT lexeme, df FROM domains_bm25term WHERE store_id = %s AND lexeme = ANY(%s::text[])",
+        [store_id, list(terms)],
+    )
+    df = dict(cursor.fetchall())
+    return {t: math.log(1 + (total - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+
+
 def lexical_coverage(lexemes: Sequence[str], domains: Sequence, depth: int = 3) -> dict[int, float]:
     """Per domain id, how much of the question one chunk of the domain holds: over the
     ``depth`` best BM25 chunks of each of its stores, the largest idf-weighted share of
@@ -57,15 +72,7 @@ def lexical_coverage(lexemes: Sequence[str], domains: Sequence, depth: int = 3) 
     with connection.cursor() as cursor:
         for domain in domains:
             for store in domain.stores.all():
-                cursor.execute("SELECT chunk_count FROM domains_bm25stats WHERE store_id = %s", [store.id])
-                row = cursor.fetchone()
-                total = float(row[0]) if row else 0.0
-                cursor.execute(
-                    "SELECT lexeme, df FROM domains_bm25term WHERE store_id = %s AND lexeme = ANY(%s::text[])",
-                    [store.id, terms],
-                )
-                df = dict(cursor.fetchall())
-                weight = {t: math.log(1 + (total - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+                weight = _idf_weights(cursor, store.id, terms)
                 whole = sum(weight.values()) or 1.0
                 best = shares.get(domain.id, 0.0)
                 ids = [cid for cid, _ in bm25_search(store.id, terms, depth)]
@@ -75,3 +82,49 @@ def lexical_coverage(lexemes: Sequence[str], domains: Sequence, depth: int = 3) 
                         best = max(best, sum(weight[t] for t in held) / whole)
                 shares[domain.id] = best
     return shares
+
+
+# A document's bibliographic line as searchable text: title, authors (a list or one
+# string), journal, year and the file name (its words: "ongaro2013_raft_draft.pdf").
+_BIBLIOGRAPHIC_TEXT = """concat_ws(' ', d.metadata->>'title',
+    CASE WHEN jsonb_typeof(d.metadata->'authors') = 'array'
+         THEN (SELECT string_agg(a, ' ') FROM jsonb_array_elements_text(d.metadata->'authors') a)
+         ELSE d.metadata->>'authors' END,
+    d.metadata->>'journal', d.metadata->>'year', translate(d.file_name, '_./-', '    '))"""
+_DOCUMENT_TERMS = f"""
+SELECT id, held FROM (
+    SELECT d.id, ARRAY(SELECT u.lexeme FROM unnest(to_tsvector(%(config)s::regconfig, klea_search_text(
+        {_BIBLIOGRAPHIC_TEXT}))) u WHERE u.lexeme = ANY(%(terms)s::text[])) AS held
+    FROM domains_document d WHERE d.store_id = %(store)s
+) m WHERE cardinality(held) > 0
+"""
+
+
+def document_coverage(lexemes: Sequence[str], domains: Sequence) -> dict[int, tuple[float, int]]:
+    """Per domain id, the document whose bibliographic metadata (title, authors, journal,
+    year, file name) holds the largest idf-weighted share of ``lexemes`` (idf of its
+    store's chunks, as :func:`lexical_coverage`): a question naming a paper by its title
+    or authors finds it even when its chunks do not print them.
+
+    Reads every document row of the domains' stores (a sequential scan: documents are
+    few next to chunks).
+
+    :param lexemes: the question's lexemes that name the document (not the field asked for).
+    :returns: {domain id: (share in [0, 1], document id)}; domains with no matching
+        document are absent; {} when ``lexemes`` is empty.
+    """
+    terms = sorted(set(lexemes))
+    if not terms:
+        return {}
+    found: dict[int, tuple[float, int]] = {}
+    with connection.cursor() as cursor:
+        for domain in domains:
+            for store in domain.stores.all():
+                weight = _idf_weights(cursor, store.id, terms)
+                whole = sum(weight.values()) or 1.0
+                cursor.execute(_DOCUMENT_TERMS, {"config": SEARCH_CONFIG, "terms": terms, "store": store.id})
+                for document_id, held in cursor.fetchall():
+                    share = sum(weight[t] for t in held) / whole
+                    if share > found.get(domain.id, (0.0, 0))[0]:
+                        found[domain.id] = (share, document_id)
+    return found

@@ -46,6 +46,9 @@ class Source:
     # The ids of the chunks an answer quotes, in answer order (set on the cited copy by
     # the answer core, chat.answers.compose.Composition.cited); [] = not known.
     quoted: list[int] = field(default_factory=list)
+    # One {"chunk_id", "passages" (the quoted text, verbatim)} per marker [n] of the
+    # answer, in answer order (set with ``quoted``); [] = not known.
+    markers: list[dict] = field(default_factory=list)
 
 
 @dataclass

@@ -29,6 +29,7 @@ from ingestion.outcomes import FileOutcome, StepReport
 from ingestion.sources import list_unsupported, relative_name, require_files, resolve_directory, sha256, unreadable
 
 from .chunker import chunk_document
+from .lines import narrow_lines
 
 logger = logging.getLogger("klea.ingestion")
 
@@ -90,6 +91,8 @@ def chunk_file(
             bibliography=True,
         )
         drafts = chunk_document(converted, embeddings.count_tokens, options.max_tokens)
+        if any("lines" in (d.provenance or {}) for d in drafts):  # a text source: each chunk its own lines
+            drafts = narrow_lines(drafts, path.read_text(encoding="utf-8", errors="replace"))
         chunks = [
             {"headings": list(d.headings), "text": d.text, "tokens": d.token_count, "provenance": d.provenance}
             for d in drafts

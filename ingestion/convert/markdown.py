@@ -24,7 +24,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.myst_blocks import myst_block_plugin
 from mdit_py_plugins.myst_role import myst_role_plugin
 
-from .base import BlockCollector, ConvertedDocument, line_offsets
+from .base import BlockCollector, ConversionError, ConvertedDocument, line_offsets
 
 # Directives whose content is not prose a reader would want in an answer.
 DROPPED_DIRECTIVES = {
@@ -48,9 +48,27 @@ _DIRECTIVE_INFO = re.compile(r"^\{(?P<name>[\w:.-]+)\}\s*(?P<args>.*)$")
 _SPACES = re.compile(r"[ \t]+")
 
 
+# Markup levels (a quote is one, a list and its item two) deeper than this fail the file.
+# markdown-it stops reading a file silently at its own limit (maxNesting, 20 in the
+# commonmark preset): the rest of the document was lost while the file counted as stored.
+MAX_NESTING = 100
+
+
+def _too_deep(state, start_line: int, end_line: int, silent: bool) -> bool:
+    """A block rule tried first on every line: refuses a line nested MAX_NESTING deep.
+
+    :raises ConversionError: ``broken``, naming the line."""
+    if state.level >= MAX_NESTING:
+        raise ConversionError("broken", f"lists or quotes nested too deeply at line {start_line + 1} "
+                                        f"(over {MAX_NESTING} levels of markup)")
+    return False
+
+
 def _parser() -> MarkdownIt:
+    parser = MarkdownIt("commonmark", {"html": True, "maxNesting": MAX_NESTING + 10})
+    parser.block.ruler.before(parser.block.ruler.get_all_rules()[0], "klea_too_deep", _too_deep)
     return (
-        MarkdownIt("commonmark", {"html": True})
+        parser
         .enable("table")
         .enable("strikethrough")
         .use(front_matter_plugin)

@@ -5,7 +5,8 @@ Needs no LLM server, so the product answers end to end on any machine. It writes
 text of its own (``can_compose``, ``can_modify_query``, ``can_review`` False): it
 classifies by embedding similarity to each domain's sources (:mod:`.routing`), answers
 with the passages of the sources that state the answer (:mod:`.passages`), each cited,
-and folds the running summary from first sentences (:mod:`.summary`). It picks no MCP
+or, asked for a document's authors, year, venue, title or DOI, with its stored
+reference line (:mod:`.biblio`), and folds the running summary from first sentences (:mod:`.summary`). It picks no MCP
 tools (``supports_tools`` False): choosing a tool and its arguments needs a model.
 """
 
@@ -19,7 +20,7 @@ from asgiref.sync import sync_to_async
 from domains import embeddings
 
 from ..base import AnswerTask, Classification, ClassifyTask, LLMBackend, Message, NotSupported
-from . import routing
+from . import biblio, routing
 from .passages import Composer
 from .summary import fold_summary
 from .text import looks_like_code, split_sentences
@@ -58,6 +59,12 @@ class ExtractiveBackend(LLMBackend):
         return Classification([s.domain.name for s in scores], scores={s.domain.name: s.score for s in scores})
 
     async def answer(self, task: AnswerTask) -> AsyncIterator[str]:
+        reference = biblio.answer(task.question, task.sources, task.search_text)
+        if reference is not None:
+            number, line = reference
+            yield line
+            yield " " + task.citer.cite(number)
+            return
         vector = await task.vector()
         async for piece in Composer(vector, task.sources, task.question, task.search_text).pieces(task.citer.cite):
             yield piece

@@ -12,6 +12,12 @@ CLASSIFY_MARGIN of the best one are routed too (multi-domain questions).
 A generic question about "this" ("What is this?", "What does this project do?") names
 nothing a source could match; with a single domain it can only mean that one, so it is
 routed there (:func:`is_generic`).
+
+A bibliographic question ("Who wrote ...?", "When was ... published?", :mod:`.biblio`)
+names its document by title or authors, which are in the documents' metadata and often
+in no chunk: for it, a domain's evidence also counts its best-matching document's
+metadata (:func:`domains.retrieval.document_coverage`: the lexical share of the
+question's naming words, and the cosine of the question to that document's reference line).
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from domains import embeddings
-from domains.retrieval import lexical_coverage, nearest_chunk_similarity, query_lexemes
+from domains.models import Document
+from domains.retrieval import document_coverage, lexical_coverage, nearest_chunk_similarity, query_lexemes
 
+from . import biblio
 from .shapes import is_generic
 
 # Measured on bench/questions (133 questions over four documentation domains, 20
@@ -50,7 +58,11 @@ def score_domains(query_vector: np.ndarray, domains: Sequence, question: str) ->
     if not domains:
         return []
     nearest = nearest_chunk_similarity(query_vector, domains)
-    lexical = lexical_coverage(query_lexemes(question), domains)
+    lexemes = query_lexemes(question)
+    lexical = lexical_coverage(lexemes, domains)
+    if biblio.asked_fields(question):
+        naming = [t for t in lexemes if t not in biblio.field_lexemes()]
+        _count_documents(query_vector, domains, naming, nearest, lexical)
     descriptions = embeddings.embed_cached([f"{d.name}: {d.description}" for d in domains]) @ query_vector
     scores = []
     for domain, description in zip(domains, descriptions):
@@ -59,6 +71,24 @@ def score_domains(query_vector: np.ndarray, domains: Sequence, question: str) ->
         score = (dense + LEXICAL_WEIGHT * lexical.get(domain.id, 0.0)) / (1 + LEXICAL_WEIGHT)
         scores.append(DomainScore(domain, score))
     return sorted(scores, key=lambda s: -s.score)
+
+
+def _count_documents(query_vector: np.ndarray, domains: Sequence, naming: list[str], nearest: dict,
+                     lexical: dict) -> None:
+    """Raise each domain's dense and lexical evidence (in place) to that of its document
+    whose metadata best matches the question's ``naming`` lexemes."""
+    found = document_coverage(naming, domains)
+    if not found:
+        return
+    metadata = dict(Document.objects.filter(id__in=[d for _, d in found.values()]).values_list("id", "metadata"))
+    lines = {domain_id: biblio.reference_line(metadata.get(document_id) or {})
+             for domain_id, (_, document_id) in found.items()}
+    lines = {domain_id: line for domain_id, line in lines.items() if line}
+    cosines = embeddings.embed_cached(list(lines.values())) @ query_vector if lines else []
+    for domain_id, cosine in zip(lines, cosines):
+        nearest[domain_id] = max(nearest.get(domain_id, -1.0), float(cosine))
+    for domain_id, (share, _) in found.items():
+        lexical[domain_id] = max(lexical.get(domain_id, 0.0), share)
 
 
 def classify(query_vector: np.ndarray, domains: Sequence, question: str) -> list[DomainScore]:

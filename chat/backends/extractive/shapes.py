@@ -49,15 +49,22 @@ NUMBER = re.compile(
     r"proportion|share|fraction|speed|weight|length|duration)\b|\bwhich\s+(version|port)\b",
     re.I,
 )
+# "What is X?", "What is a X in Y?" (Y names the field: "in Klea", "of NeuroML").
 DEFINITION = re.compile(
-    r"^\s*what\s+(is|are)\s+(an?\s+|the\s+)?(?P<subject>[\w.-]+(\s+[\w.-]+)?)\s*\??\s*$", re.I
+    r"^\s*what\s+(is|are)\s+(an?\s+|the\s+)?(?P<subject>[\w.-]+(\s+[\w.-]+)?)"
+    r"(\s+(in|of|for|within)\s+[\w.'-]+(\s+[\w.'-]+)?)?\s*\??\s*$",
+    re.I,
 )
 REASON = re.compile(r"^\s*why\b", re.I)
-NAME = re.compile(r"^\s*who\b|\bwhich\s+(person|people|author|authors|company|organi[sz]ation)\b|\bname\s+of\b", re.I)
+NAME = re.compile(
+    r"^\s*who\b|\bwhich\s+(person|people|author|authors|company|organi[sz]ation|journal|university|institute)\b"
+    r"|\bname\s+of\b",
+    re.I,
+)
 # What a generic question calls the thing it asks about, and the other words it may use.
 REFERENTS = frozenset(
     "this these that it here project tool software app application site website system program package "
-    "library product service server documentation docs repository repo domain".split()
+    "library product service server documentation docs repository repo domain paper article document".split()
 )
 GENERIC_TERMS = REFERENTS | terms(
     "purpose about mean means work works used good offer offers provide provides main feature features goal "
@@ -87,14 +94,27 @@ _NUMBER_IN = re.compile(
 _YEAR_IN = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 _PROPER_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?\s+[A-Z][a-z]+\b")
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
+# An instruction: a sentence (or a step, its marker aside) opening with a verb in the
+# imperative ("Pass the ...", "Set `X` ...", "Preheat the oven ..."), the form a how-to answer takes.
+_IMPERATIVE = re.compile(
+    r"^(?:[-*+]\s+|\d{1,3}[.)]\s+)?(use|pass|set|run|add|call|install|create|open|specify|select|choose|enable|"
+    r"disable|put|make|type|edit|write|export|define|provide|keep|give|change|replace|remove|start|stop|point|"
+    r"load|upload|build|configure|apply|mix|stir|bake|heat|combine|place|cook|serve|cut|chop|let|pour|preheat|"
+    r"wait|try|store|click|follow|register|drop|list|declare|import|fill|sign|enter|attach|save|check)\b",
+    re.I,
+)
 
 OPENING_FOR_GENERIC = 0.15
-SUBJECT_FOR_DEFINITION = 0.10
+# MiniLM scores a short sentence naming the subject above the sentence defining it, by up
+# to 0.35 ("Please cite ... libNeuroML" 0.79, "libNeuroML is a Python package ..." 0.45):
+# the defining form (:func:`defines`, strict) is what "what is X" asks for.
+SUBJECT_FOR_DEFINITION = 0.35
 CAUSE_FOR_WHY = 0.08
 BLOCK_OTHERWISE = -0.06  # a list or table answers "which ... are" and "how do I"; else it is rarely the point
 CODE_FOR_HOWTO = 0.12
 STEPS_FOR_HOWTO = 0.06
 INLINE_FOR_HOWTO = 0.04
+IMPERATIVE_FOR_HOWTO = 0.06
 CODE_OTHERWISE = -0.05  # code answers "how do I"; to other questions it is rarely the answer
 LIST_FOR_LISTING = 0.10
 YEAR_FOR_WHEN = 0.12
@@ -124,6 +144,23 @@ def shapes(question: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def defines(question_shapes: frozenset[str], text: str) -> bool:
+    """Whether ``text`` opens by defining the subject of a "what is X" question: "X is a
+    ...", "X (the ...) is the ...", "X are ...", "X refers to ...", a glossary entry "X:
+    ..." or "**X** — ...", or a definition-list entry (the term, its definition indented
+    on the next line); a list item's marker aside."""
+    subject = next((s.split(":", 1)[1] for s in question_shapes if s.startswith("definition:")), "")
+    if not subject:
+        return False
+    name = re.escape(subject[:-1] if subject.endswith("s") and len(subject) > 3 else subject) + "s?"
+    return bool(re.match(
+        rf"^([-*+]\s+)?(the\s+|an?\s+)?[*_`]*{name}[*_`]*(\s+\([^)\n]*\))?"
+        r"(\s+(is|was)\s+(an?|the|one)\b|\s+(are|refers?\s+to|means|stands\s+for|denotes)\b|\s*[:\u2014\u2013]\s|\s*\n\s+\S)",
+        text,
+        re.I,
+    ))
+
+
 def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) -> float:
     """How well a passage of ``kind`` ("prose", "list", "item", "table", "code") fits the shapes;
     ``opening``: the passage starts its chunk."""
@@ -132,10 +169,7 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
         value += CODE_OTHERWISE
     if kind in ("list", "table") and not question_shapes & {"listing", "howto"}:
         value += BLOCK_OTHERWISE
-    definition = next((s.split(":", 1)[1] for s in question_shapes if s.startswith("definition:")), "")
-    if definition and kind == "prose" and re.match(
-        rf"^(the\s+|an?\s+)?`?{re.escape(definition)}`?\s+(is|are|was|provides|allows)\b", text, re.I
-    ):
+    if kind in ("prose", "item") and defines(question_shapes, text):
         value += SUBJECT_FOR_DEFINITION
     if "reason" in question_shapes and _BECAUSE.search(text):
         value += CAUSE_FOR_WHY
@@ -146,6 +180,8 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
             value += STEPS_FOR_HOWTO
         elif _INLINE_CODE.search(text):
             value += INLINE_FOR_HOWTO
+        if kind in ("prose", "item") and _IMPERATIVE.match(text):
+            value += IMPERATIVE_FOR_HOWTO
     if "listing" in question_shapes and kind in ("list", "table"):
         value += LIST_FOR_LISTING
     if "year" in question_shapes:

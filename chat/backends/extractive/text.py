@@ -96,7 +96,7 @@ class Block:
 def _kind(lines: list[str]) -> str:
     if all(line.lstrip().startswith("|") for line in lines):
         return "table"
-    if _LIST_ITEM.match(lines[0]):
+    if _LIST_ITEM.match(lines[0]) or is_definition_list(lines):
         return "list"
     # Chunk text of format 1 (before Markdown chunk text): "a | b" rows, unfenced code.
     if len(lines) > 1 and all(" | " in line for line in lines):
@@ -152,17 +152,50 @@ def segment(text: str) -> list[Block]:
 
 def list_items(text: str) -> list[str]:
     """The top-level items of a list block, each with its continuation lines and nested
-    items (lines indented deeper than the outermost item markers)."""
+    items (lines indented deeper than the outermost item markers); the entries of a
+    definition list (:func:`is_definition_list`), each a term with its definition."""
     lines = text.split("\n")
-    indents = [len(line) - len(line.lstrip()) for line in lines if _LIST_ITEM.match(line)]
-    outer = min(indents, default=0)
+    if is_definition_list(lines):
+        starts = [not line[:1].isspace() for line in lines]
+    else:
+        indents = [len(line) - len(line.lstrip()) for line in lines if _LIST_ITEM.match(line)]
+        outer = min(indents, default=0)
+        starts = [bool(_LIST_ITEM.match(line)) and len(line) - len(line.lstrip()) == outer for line in lines]
     items: list[list[str]] = []
-    for line in lines:
-        if _LIST_ITEM.match(line) and len(line) - len(line.lstrip()) == outer or not items:
+    for line, start in zip(lines, starts):
+        if start or not items:
             items.append([line])
         else:
             items[-1].append(line)
     return ["\n".join(item) for item in items]
+
+
+# A term of a definition list: a short unindented line that ends no sentence.
+_TERM = re.compile(r"^\S[^\n]{0,79}(?<![.:;,])$")
+
+
+def is_definition_list(lines: list[str]) -> bool:
+    """Whether ``lines`` are a definition list as chunk text writes one (a term, then its
+    definition indented on the next lines: ``"Learner\n  A person who ..."``): every
+    unindented line is a term followed by an indented line, and the first line is one."""
+    if len(lines) < 2 or lines[0][:1].isspace() or _LIST_ITEM.match(lines[0]):
+        return False
+    for i, line in enumerate(lines):
+        if not line[:1].isspace():
+            if not _TERM.match(line) or i + 1 >= len(lines) or not lines[i + 1][:1].isspace():
+                return False
+    return True
+
+
+# A glossary line of prose: "Term: what it is" (a label of at most five words, then a colon).
+_LABELLED = re.compile(r"^[*_`]*[\w(][^:\n]{0,50}?[*_`]*\s*:\s+\S")
+
+
+def labelled_line(line: str) -> bool:
+    """Whether ``line`` opens with a short label and a colon ("DataArray: A multi-...",
+    "Date: September 7, 2021"): an entry of its own, not a sentence of the line before."""
+    match = _LABELLED.match(line)
+    return bool(match) and len(match.group(0).split(":")[0].split()) <= 5
 
 
 def _starts_block(current: list[str], line: str) -> bool:
@@ -207,3 +240,28 @@ def code_body(block: Block) -> str:
 
 def has_year(text: str) -> bool:
     return bool(_YEAR.search(text))
+
+
+# Front matter of a paper (OCR'd or not): a journal header, a copyright or licence line,
+# received/accepted dates, an affiliation or a correspondence address. It introduces the
+# paper; it answers nothing but "who" and "where from".
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")
+_PUBLICATION = re.compile(
+    r"\b(ISSN|e-?ISSN|doi:|DOI:)|©|\bCopyright\b|\bCreative Commons\b|\bAll rights reserved\b|"
+    r"\b(Received|Accepted|Revised|Published online)\b:?\s+\d|\bCorrespond(ence|ing author)\b",
+    re.I,
+)
+_HEADER = re.compile(r"\b(Journal|Proceedings|Proc\.|Vol\.|Volume\s+\d|No\.\s*\d|pp\.\s*\d)|\b(Universit|Institut|Departamento|Department|Dept\.|Laborator|Faculty|School of|College|Hospital|Cent(er|re) for)", re.I)
+_VERB = re.compile(r"\b(is|are|was|were|has|have|had|will|can|may|shows?|showed|found|we|our)\b", re.I)
+
+
+def looks_like_front_matter(text: str) -> bool:
+    """Whether ``text`` reads as a paper's front matter rather than its content: an
+    e-mail address, a copyright, licence, DOI/ISSN or received/accepted line, or a
+    journal header or affiliation without a verb and with a number or two commas ("J.
+    Neurosci., Vol. 12, pp. 1-10", "Department of Physics, University of X, 12345 Y";
+    not "National Institutes of Health", a funder's name)."""
+    if _EMAIL.search(text) or _PUBLICATION.search(text):
+        return True
+    address = text.count(",") >= 2 or bool(re.search(r"\d", text))  # "a name alone" is not a header
+    return address and bool(_HEADER.search(text)) and not _VERB.search(text)

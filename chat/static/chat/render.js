@@ -145,10 +145,15 @@ const KleaRender = (() => {
     ref.focus();
   }
 
-  /* The chunk a marker opens: the first quoted one that records where it is, else the
-     first chunk that does (a model's answer: which passage it used is not known). */
-  function quotedChunk(reference) {
+  /* The chunk the k-th marker [n] opens (k from 0), with the passages it quotes: the
+     chunk of its own passage (the reference's markers[k]), else the first quoted one that
+     records where it is, else the first chunk that does (a model's answer: which passage
+     it used is not known). */
+  function quotedChunk(reference, k) {
     const chunks = (reference.chunks || []).filter((c) => KleaSource.viewable(c));
+    const marker = (reference.markers || [])[k];
+    const own = marker && chunks.find((c) => c.chunk_id === marker.chunk_id);
+    if (own) return { ...own, passages: marker.passages || [] };
     for (const id of reference.quoted || []) {
       const chunk = chunks.find((c) => c.chunk_id === id);
       if (chunk) return chunk;
@@ -159,10 +164,11 @@ const KleaRender = (() => {
   /* A citation marker [n] as a button, when the message has a reference n. A click first
      dispatches a cancelable "klea:cite" event on the message, detail {number, reference
      (its data), element (its list item)}; a listener that calls preventDefault() replaces
-     the default action: openReference(), then the source view on the chunk the answer
-     quotes (the reference's "quoted"), else on its first chunk that records where it is
-     (closing the view gives the focus back to the reference). */
-  function citeButton(item, number, marker) {
+     the default action: openReference(), then the source view on the chunk this marker
+     quotes (the reference's "markers"[k] for its k-th marker, k from 0, else "quoted"),
+     else on its first chunk that records where it is (closing the view gives the focus
+     back to the reference). */
+  function citeButton(item, number, marker, k) {
     const element = item.querySelector(`.reference[data-number="${number}"]`);
     if (!element) return null;
     const button = el("button", { type: "button", class: "cite", text: marker, "aria-label": `Reference ${number}` });
@@ -172,7 +178,7 @@ const KleaRender = (() => {
         detail: { number, reference, element } });
       if (!item.dispatchEvent(cite)) return;
       openReference(element);
-      const chunk = typeof KleaSource !== "undefined" && reference ? quotedChunk(reference) : null;
+      const chunk = typeof KleaSource !== "undefined" && reference ? quotedChunk(reference, k) : null;
       if (chunk) KleaSource.open(chunk, element);
     });
     return button;
@@ -189,7 +195,11 @@ const KleaRender = (() => {
       return;
     }
     box.classList.add("answer");
-    box.replaceChildren(KleaMarkdown.render(text, (number, marker) => citeButton(item, number, marker)));
+    const seen = {};  // number -> markers [n] rendered so far (text order = the markers' order)
+    box.replaceChildren(KleaMarkdown.render(text, (number, marker) => {
+      seen[number] = (seen[number] || 0) + 1;
+      return citeButton(item, number, marker, seen[number] - 1);
+    }));
     for (const scroller of box.querySelectorAll(".table-scroll")) {
       scroller.addEventListener("scroll", () => markScroll(scroller), { passive: true });
       markScroll(scroller);

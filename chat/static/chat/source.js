@@ -1,13 +1,17 @@
 /* The source view: a cited chunk where it is in its file (docs/api.md, "The source view").
    A PDF chunk opens its page as an image with the chunk's lines highlighted, previous and
-   next page, and the original file to download; a text chunk opens its section with the
+   next page, zoom in / out (the page scrolls, the highlight stays on its lines), the page
+   full size in a tab, and the original file to download; a text chunk opens its section with the
    passage highlighted. The dialog is the page's <dialog id="source-view">; closing it gives
    the focus back to what opened it. Text from the server goes through textContent only. */
 "use strict";
 
 const KleaSource = (() => {
   const dialog = () => document.getElementById("source-view");
-  let state = null;  // {info, page, opener}
+  let state = null;  // {info, page, zoom, opener}
+  // Page widths, as multiples of the view's width: a phone shows a page ~370 px wide,
+  // too small to read a line, so the page can be zoomed in (and scrolled) or opened whole.
+  const ZOOMS = [1, 1.5, 2, 3];
 
   function pageLabel(pages) {
     if (!pages || !pages.length) return "";
@@ -32,11 +36,12 @@ const KleaSource = (() => {
   }
 
   function showPage(number) {
-    const { info } = state;
+    const { info, zoom } = state;
     const el = KleaRender.el;
     state.page = number;
     const body = dialog().querySelector(".source-body");
-    const frame = el("div", { class: "page-frame" });
+    const frame = el("div", { class: zoom > 1 ? "page-frame zoomed" : "page-frame" });
+    if (zoom > 1) frame.style.width = `${zoom * 100}%`;
     body.replaceChildren(frame);
     const img = el("img", { class: "page-image", alt: `Page ${number} of ${info.file_name}` });
     img.addEventListener("load", () => { frame.classList.add("loaded"); }, { once: true });
@@ -49,33 +54,81 @@ const KleaSource = (() => {
       frame.append(el("div", { class: "highlight", "aria-hidden": "true",
         style: `left:${left * 100}%;top:${top * 100}%;width:${(right - left) * 100}%;height:${(bottom - top) * 100}%` }));
     }
-    img.src = `${info.page_url}${number}?width=${imageWidth(body)}`;
+    img.src = `${info.page_url}${number}?width=${Math.round(imageWidth(body) * zoom)}`;
+    const full = dialog().querySelector(".source-full");
+    full.href = `${info.page_url}${number}?width=1600`;
+    full.setAttribute("aria-label", `Page ${number} full size`);
+    dialog().querySelector(".source-zoom-out").disabled = zoom <= ZOOMS[0];
+    dialog().querySelector(".source-zoom-in").disabled = zoom >= ZOOMS[ZOOMS.length - 1];
     const count = info.page_count || number;
     dialog().querySelector(".source-where").textContent = `Page ${number} of ${count}` +
       (here.length ? " · cited passage highlighted" : "");
     dialog().querySelector(".source-prev").disabled = number <= 1;
     dialog().querySelector(".source-next").disabled = number >= count;
     if (here.length) {
-      img.addEventListener("load", () => frame.querySelector(".highlight").scrollIntoView({ block: "center" }),
-        { once: true });
+      img.addEventListener("load", () => frame.querySelector(".highlight").scrollIntoView(
+        { block: "center", inline: "center" }), { once: true });
     }
   }
 
-  function showSection(info) {
+  const words = (text) => (text || "").toLowerCase().match(/[\p{L}\p{N}]+/gu) || [];
+
+  /* Where `needle` (words) is in `hay` (words), from index `from`: its index or -1. */
+  function find(hay, needle, from) {
+    outer: for (let i = Math.max(from, 0); i + needle.length <= hay.length; i++) {
+      for (let j = 0; j < needle.length; j++) if (hay[i + j] !== needle[j]) continue outer;
+      return i;
+    }
+    return -1;
+  }
+
+  /* The source lines (numbers) that hold the quoted `passages` (the chunk's Markdown text,
+     verbatim) inside the section: each line of a passage (a paragraph, a list item, a
+     table row) is found by its first and last words, searched from the chunk's first line,
+     so a table row is its own line and not the rows between. Empty when none is found
+     (the whole chunk is highlighted then). */
+  function passageLines(section, passages) {
+    const hay = [], lineOf = [];
+    section.lines.forEach((line, index) => {
+      for (const word of words(line)) { hay.push(word); lineOf.push(section.first + index); }
+    });
+    const chunkStart = lineOf.findIndex((number) => number >= section.highlight[0]);
+    const marked = new Set();
+    for (const passage of passages || []) {
+      for (const line of passage.split("\n")) {
+        const w = words(line);
+        if (!w.length) continue;
+        const size = Math.min(4, w.length);
+        let start = find(hay, w.slice(0, size), chunkStart);
+        if (start < 0) start = find(hay, w.slice(0, size), 0);
+        if (start < 0) continue;
+        let end = find(hay, w.slice(-size), start + w.length - size);
+        if (end < 0 || end - start > 2 * w.length + 20) end = find(hay, w.slice(-size), start);
+        if (end < 0 || end - start > 2 * w.length + 20) end = start;
+        for (let n = lineOf[start]; n <= lineOf[end + size - 1]; n++) marked.add(n);
+      }
+    }
+    return marked;
+  }
+
+  function showSection(info, passages) {
     const el = KleaRender.el;
     const body = dialog().querySelector(".source-body");
     const section = info.section;
     const [first, last] = section.highlight;
+    const quoted = passageLines(section, passages);
+    const marked = quoted.size ? (number) => quoted.has(number) : (number) => number >= first && number <= last;
     const pre = el("pre", { class: "source-text" });
     section.lines.forEach((line, index) => {
       const number = section.first + index;
-      const row = el(number >= first && number <= last ? "mark" : "span", { class: "source-line",
-        "data-line": String(number) });
+      const row = el(marked(number) ? "mark" : "span", { class: "source-line", "data-line": String(number) });
       row.append(el("span", { class: "line-number", "aria-hidden": "true", text: String(number) }), line || " ");
       pre.append(row);
     });
     body.replaceChildren(pre);
-    dialog().querySelector(".source-where").textContent = first === last ? `line ${first}` : `lines ${first}–${last}`;
+    const shown = quoted.size ? [Math.min(...quoted), Math.max(...quoted)] : [first, last];
+    dialog().querySelector(".source-where").textContent = (shown[0] === shown[1] ? `line ${shown[0]}`
+      : `lines ${shown[0]}–${shown[1]}`) + (quoted.size ? " · quoted passage highlighted" : "");
     const mark = pre.querySelector("mark");
     if (mark) mark.scrollIntoView({ block: "center" });
   }
@@ -89,7 +142,7 @@ const KleaSource = (() => {
     body.replaceChildren(...parts);
   }
 
-  function render(info) {
+  function render(info, passages) {
     const box = dialog();
     box.querySelector(".source-title").textContent = info.title || info.file_name;
     box.querySelector(".source-file").textContent = [info.domain, info.file_name, info.heading_chain]
@@ -100,16 +153,17 @@ const KleaSource = (() => {
     const paging = info.kind === "pdf" && !info.unavailable;
     box.querySelector(".source-paging").hidden = !paging;
     if (paging) showPage(info.pages ? info.pages[0] : 1);
-    else if (info.section) showSection(info);
+    else if (info.section) showSection(info, passages);
     else showText(info);
   }
 
-  /* Open the source view on `chunk` ({chunk_id, ...} of a reference); `opener` gets the
-     focus back when it closes. */
+  /* Open the source view on `chunk` ({chunk_id, ...} of a reference, with `passages`: the
+     text an answer's marker quotes of it, when known: a text source highlights those
+     lines of the chunk); `opener` gets the focus back when it closes. */
   async function open(chunk, opener) {
     const box = dialog();
     if (!box || !viewable(chunk)) return false;
-    state = { info: null, page: 0, opener: opener || document.activeElement };
+    state = { info: null, page: 0, zoom: 1, opener: opener || document.activeElement };
     box.querySelector(".source-title").textContent = "Loading the source…";
     box.querySelector(".source-file").textContent = "";
     box.querySelector(".source-where").textContent = "";
@@ -129,7 +183,7 @@ const KleaSource = (() => {
       return true;
     }
     state.info = await response.json();
-    render(state.info);
+    render(state.info, chunk.passages);
     return true;
   }
 
@@ -139,6 +193,13 @@ const KleaSource = (() => {
     box.querySelector(".source-close").addEventListener("click", () => box.close());
     box.querySelector(".source-prev").addEventListener("click", () => showPage(state.page - 1));
     box.querySelector(".source-next").addEventListener("click", () => showPage(state.page + 1));
+    for (const [name, step] of [[".source-zoom-in", 1], [".source-zoom-out", -1]]) {
+      box.querySelector(name).addEventListener("click", () => {
+        const index = Math.max(0, Math.min(ZOOMS.length - 1, ZOOMS.indexOf(state.zoom) + step));
+        state.zoom = ZOOMS[index];
+        showPage(state.page);
+      });
+    }
     box.addEventListener("click", (event) => { if (event.target === box) box.close(); });  // the backdrop
     box.addEventListener("close", () => {
       const opener = state && state.opener;

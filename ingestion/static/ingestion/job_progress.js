@@ -1,6 +1,6 @@
 /* Live progress of ingestion jobs in the admin, from GET /api/jobs/<id> (docs/api.md).
-   The job list refreshes its progress bars; the job page refreshes its "Progress" panel
-   (bar, status, one row per file with its outcome and error, messages). Polling stops
+   The job list refreshes its progress bars; the job page refreshes its heading and its
+   "Progress" panel (bar, status, one row per file with its outcome and error, messages). Polling stops
    when every job shown has finished. All job text goes through textContent. */
 "use strict";
 
@@ -24,8 +24,21 @@
     if (label) label.textContent = `${job.done}/${job.total} (${job.percent}%) ${LABELS[job.status] || job.status}`;
   }
 
+  /* The job page's heading and the window title name the job as IngestionJob.__str__
+     does: "build #2 (running, 1/24)"; they follow the live count like the bar. */
+  function showTitle(job) {
+    const heading = document.querySelector(".klea-job-title");
+    if (!heading) return;
+    const title = `${job.kind} #${job.id} (${job.status}, ${job.done}/${job.total})`;
+    if (document.title.startsWith(heading.textContent)) {
+      document.title = title + document.title.slice(heading.textContent.length);
+    }
+    heading.textContent = title;
+  }
+
   function showPanel(panel, job) {
     showBar(panel.querySelector("progress"), job);
+    showTitle(job);
     panel.dataset.status = job.status;
     const rows = Object.keys(job.outcomes).sort().map((name) => {
       const row = document.createElement("tr");

@@ -1,0 +1,252 @@
+"""The passages a retrieved chunk offers as an answer (:mod:`.passages` scores them).
+
+Chunk text (Markdown, docs/ingestion.md "Chunk text") is cut into units: the sentences
+of its paragraphs (a glossary line "Term: what it is" a paragraph of its own) and its
+whole lists, tables and code blocks. Candidate passages are
+
+- a sentence (and the next one of its paragraph when that one carries on, :func:`extend`;
+  the one before when it leans on it, :func:`lean_back`);
+- a sentence ending in ":" (or in a dangling word: "..., which provides") with the block
+  it introduces (a colon or a fragment is never left hanging);
+- a whole list, table or code block (after a sentence ending in ":" only with it). A table
+  too long to quote is cut to its header and the rows that hold question words (whole
+  rows, never a row alone); a code block too long to quote is left out;
+- the rows of a table that hold question words, under its header (kind "rows");
+- one item of a list longer than :data:`ITEM_LIST_CHARS` (a step of a method, an entry of a
+  long list of facts), or an entry of a definition list, with its nested items and marker.
+
+A paper's front matter (journal header, affiliation) is a candidate only when asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .text import (
+    is_definition_list,
+    labelled_line,
+    leads_on,
+    list_items,
+    looks_like_code,
+    looks_like_front_matter,
+    matches,
+    segment,
+    split_sentences,
+    without_literals,
+    without_quoted_questions,
+)
+
+# Quoted blocks: a table longer than TABLE_CHARS keeps its header and at most TABLE_ROWS
+# rows holding question words; a code block longer than CODE_CHARS is left out.
+TABLE_CHARS = 700
+TABLE_ROWS = 4
+CODE_CHARS = 900
+# A sentence is followed by the next one of its paragraph when it is shorter than
+# SHORT_SENTENCE, or the next one holds question terms it lacks; up to EXTEND_CHARS.
+SHORT_SENTENCE = 90
+EXTEND_CHARS = 450
+MIN_UNIT_CHARS = 6
+# A list longer than this may be quoted one item at a time (a step of a method).
+ITEM_LIST_CHARS = 300
+# A sentence opening with one of these leans on the one before ("It is intended to ...",
+# "In particular, ..."): the passage takes the previous sentence of its paragraph too.
+_LEANING = re.compile(
+    r"^(it|its|this|these|those|they|their|he|she|such|thus|therefore|however|also|in particular|in addition|"
+    r"for example|for instance|so|but|then|otherwise|here)\b",
+    re.I,
+)
+
+
+@dataclass
+class Unit:
+    """A sentence of a paragraph, or a whole block (list, table, code)."""
+
+    kind: str  # "sentence" | "list" | "table" | "code"
+    text: str
+    paragraph: int  # units of one paragraph share it
+
+
+@dataclass
+class Chunk:
+    number: int  # its source's number
+    rank: int  # order of the chunk across the sources (best source first)
+    score: float
+    headings: str  # heading chain (and file name) as one line
+    units: list[Unit]
+    chunk_id: int | None = None  # the stored chunk's id (None for chunks not stored)
+
+
+@dataclass
+class Passage:
+    chunk: Chunk
+    start: int  # first unit
+    end: int  # last unit (inclusive)
+    kind: str  # "prose" | "list" | "item" (one item of a list) | "table" | "rows" (header + some rows) | "code"
+    text: str
+    part: int = -1  # an "item": its index among the list's items
+    opening: bool = False  # starts at the chunk's first quotable unit
+    found: set[str] = field(default_factory=set)
+    lexical: float = 0.0
+    cheap: float = 0.0
+    cosine: float = -1.0
+    score: float = -1.0
+
+
+def units_of(text: str) -> list[Unit]:
+    """The units of chunk text; a glossary line ("Term: what it is") is a paragraph of
+    its own, so a passage never runs on into the next entry."""
+    units: list[Unit] = []
+    paragraph = -1
+    for block in segment(text):
+        paragraph += 1
+        if block.kind != "text":
+            units.append(Unit(block.kind, block.text, paragraph))
+            continue
+        for number, line in enumerate(block.text.split("\n")):
+            if number and labelled_line(line):
+                paragraph += 1
+            for sentence in split_sentences(line, min_chars=1):
+                units.append(Unit("sentence", sentence, paragraph))
+    return units
+
+
+def _table_rows(table: str, wanted: set[str]) -> str:
+    """A long table cut to its header and the rows holding most question terms."""
+    lines = table.split("\n")
+    header, body = lines[:2], lines[2:]
+    counts = [len(matches(wanted, row)) for row in body]
+    best = max(counts, default=0)
+    ranked = sorted(range(len(body)), key=lambda i: -counts[i])
+    # Rows nearly as relevant as the best one (a row matching one common word is noise).
+    keep = sorted(i for i in ranked[:TABLE_ROWS] if counts[i] >= max(1, best - 1))
+    return "\n".join(header + [body[i] for i in keep]) if keep else ""
+
+
+def _render(units: Sequence[Unit]) -> str:
+    parts: list[str] = []
+    for previous, unit in zip([None, *units], units):
+        if previous is None:
+            parts.append(unit.text)
+        elif unit.kind == "sentence" and previous.kind == "sentence" and previous.paragraph == unit.paragraph:
+            parts.append(" " + unit.text)
+        else:
+            parts.append("\n\n" + unit.text)
+    return "".join(parts)
+
+
+def _quotable(unit: Unit, wanted: set[str], front_matter: bool) -> str:
+    """The unit's text as it may be quoted ("" = not at all); a paper's front matter (a
+    journal header, an affiliation) only when ``front_matter`` (the question asks "who")."""
+    if unit.kind == "table" and len(unit.text) > TABLE_CHARS:
+        return _table_rows(unit.text, wanted)
+    if unit.kind == "code" and len(unit.text) > CODE_CHARS:
+        return ""
+    if unit.kind == "sentence" and (len(unit.text) < MIN_UNIT_CHARS or looks_like_code(unit.text)):
+        return ""
+    if unit.kind == "sentence" and not front_matter and looks_like_front_matter(unit.text):
+        return ""
+    return unit.text
+
+
+def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> list[Passage]:
+    """The chunk's candidate passages (see the module docstring); ``opening`` marks those
+    that start at its first quotable unit."""
+    units = chunk.units
+    texts = [_quotable(unit, wanted, front_matter) for unit in units]
+    found: dict[tuple[int, int, int], Passage] = {}
+
+    def add(start: int, end: int, kind: str) -> None:
+        parts = [Unit(units[i].kind, texts[i], units[i].paragraph) for i in range(start, end + 1)]
+        if all(part.text for part in parts) and (start, end, -1) not in found:
+            found[(start, end, -1)] = Passage(chunk, start, end, kind, _render(parts))
+
+    for i, unit in enumerate(units):
+        following = units[i + 1] if i + 1 < len(units) else None
+        if unit.kind == "sentence":
+            if leads_on(unit.text):
+                # Only with what it introduces: the next block, or the rest of its sentence run
+                # (after a dangling word, whatever comes next: "..., which provides" + the names).
+                colon = unit.text.rstrip().endswith(":")
+                if following is not None and (following.kind != "sentence" or following.paragraph == unit.paragraph
+                                              or not colon):
+                    add(i, i + 1, "prose" if following.kind == "sentence" else following.kind)
+                continue
+            add(i, i, "prose")
+        else:
+            if unit.kind == "list" and (len(unit.text) > ITEM_LIST_CHARS or is_definition_list(unit.text.split("\n"))):
+                # One step of a long method, one entry of a long list of facts or of a
+                # glossary: quotable alone.
+                items = list_items(unit.text)
+                for n, item in enumerate(items if len(items) > 1 else ()):
+                    if len(item.strip()) >= MIN_UNIT_CHARS:
+                        found[(i, i, n)] = Passage(chunk, i, i, "item", item, part=n)
+            if unit.kind == "table" and unit.text.count("\n") > TABLE_ROWS:
+                # The rows that hold the question's words, under the header: a fact of a
+                # settings table ("which setting", "the default") is a row, not the table.
+                rows = _table_rows(unit.text, wanted)
+                if rows and rows != texts[i]:
+                    found[(i, i, -2)] = Passage(chunk, i, i, "rows", rows)
+            previous = units[i - 1] if i > 0 else None
+            if previous is not None and previous.kind == "sentence" and leads_on(previous.text):
+                continue  # quoted with its lead-in above
+            add(i, i, "rows" if unit.kind == "table" and texts[i] != unit.text else unit.kind)
+    first = next((i for i, text in enumerate(texts) if text), -1)
+    for passage in found.values():
+        passage.opening = passage.start == first
+    return list(found.values())
+
+
+def lean_back(passage: Passage) -> Passage:
+    """A prose passage whose first sentence leans on the one before (:data:`_LEANING`)
+    starts one sentence earlier, within its paragraph."""
+    units = passage.chunk.units
+    before = passage.start - 1
+    if passage.kind != "prose" or before < 0 or not _LEANING.match(units[passage.start].text):
+        return passage
+    unit = units[before]
+    if unit.kind != "sentence" or unit.paragraph != units[passage.start].paragraph or looks_like_code(unit.text):
+        return passage
+    if looks_like_front_matter(unit.text):
+        return passage
+    if len(unit.text) + len(passage.text) + 1 > EXTEND_CHARS:
+        return passage
+    leaned = Passage(passage.chunk, before, passage.end, "prose", f"{unit.text} {passage.text}")
+    leaned.found, leaned.score, leaned.cosine = passage.found, passage.score, passage.cosine
+    return leaned
+
+
+def extend(passage: Passage, wanted: set[str], idf: dict[str, float]) -> Passage:
+    """A one-sentence passage followed by the next sentence of its paragraph when the
+    sentence is short or the next one adds question terms (never past a colon's block)."""
+    units = passage.chunk.units
+    nxt = passage.end + 1
+    if passage.kind != "prose" or nxt >= len(units):
+        return passage
+    unit = units[nxt]
+    if unit.kind != "sentence" or unit.paragraph != units[passage.end].paragraph or leads_on(unit.text):
+        return passage
+    if looks_like_code(unit.text) or looks_like_front_matter(unit.text) or len(passage.text) + len(unit.text) + 1 > EXTEND_CHARS:
+        return passage
+    new_terms = matches(wanted, unit.text) - passage.found
+    if len(passage.text) >= SHORT_SENTENCE and sum(idf[t] for t in new_terms) <= 0:
+        return passage
+    extended = Passage(passage.chunk, passage.start, nxt, "prose", f"{passage.text} {unit.text}")
+    extended.found = passage.found | new_terms
+    extended.score, extended.cosine = passage.score, passage.cosine
+    return extended
+
+
+def evidence(passage: Passage) -> str:
+    """The passage's text as evidence: a code block's string literals are what it is
+    given (an example question, a file name), not what it states; a quoted question is
+    mentioned, not answered."""
+    text = without_literals(passage.text) if passage.kind == "code" else passage.text
+    return without_quoted_questions(text)
+
+
+def overlap(a: Passage, b: Passage) -> bool:
+    if a.part >= 0 and b.part >= 0 and a.part != b.part:
+        return False  # two items of one list
+    return a.chunk is b.chunk and a.start <= b.end and b.start <= a.end

@@ -1,0 +1,124 @@
+"""Each citation marker opens the passage it follows (issue 13), in a real browser against
+a real daphne server: an answer quoting two sections of one file has a marker after each,
+and each [1] opens its own section's chunk with the quoted lines highlighted, not the
+whole chunk."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from playwright.sync_api import expect
+
+from domains.models import Domain
+from ingestion.models import IngestionJob, StagedFile
+from ingestion.runs.ingest import ingest
+
+from .browser import browser_page, screenshot, sign_in
+from .chat_world import GROUP, in_thread, world  # noqa: F401
+from .live_daphne import LiveDaphne
+
+pytestmark = pytest.mark.django_db
+RAFT = """# Raft
+
+## Timing
+
+Raft uses randomized election timeouts to ensure that split votes are rare
+and that they are resolved quickly.
+
+Broadcast time must be much smaller than the election timeout, so that
+leaders can send the heartbeats that keep followers from starting elections.
+
+## Leader election
+
+A server remains in follower state as long as it receives valid RPCs from a
+leader or candidate.
+
+Election timeouts are chosen randomly from a fixed interval of
+150-300 ms.
+
+A candidate wins an election if it receives votes from a majority of the
+servers in the full cluster for the same term.
+"""
+QUESTION = "Why are election timeouts randomized and what interval are they chosen from?"
+
+
+@pytest.fixture
+def raft_notes(world, tmp_path):
+    """raft.md ingested as the committed domain ``wsraft``, open to GROUP only."""
+    root = tmp_path / "wsraft"
+    root.mkdir()
+    (root / "raft.md").write_text(RAFT)
+
+    def create():
+        from django.contrib.auth.models import Group
+
+        Domain.objects.filter(name="wsraft").delete()
+        domain = Domain.objects.create(name="wsraft", description="Notes on Raft: leader election, timing.")
+        domain.allowed_groups.add(Group.objects.get(name=GROUP))
+        return ingest(root, "wsraft-store", "wsraft", mirror=True)
+
+    def remove():
+        Domain.objects.filter(name="wsraft").delete()
+        IngestionJob.objects.filter(arguments__directory=str(root)).delete()
+        StagedFile.objects.filter(directory=str(root)).delete()
+
+    in_thread(create)
+    try:
+        yield root
+    finally:
+        in_thread(remove)
+
+
+def test_each_marker_opens_the_chunk_and_lines_of_its_own_passage(world, raft_notes, tmp_path):
+    frames: list[dict] = []
+    with LiveDaphne(tmp_path / "daphne.log") as server, browser_page() as page:
+        page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(json.loads(data))))
+        sign_in(page, server, world.alice)
+        page.get_by_label("wsraft").check()
+        page.get_by_label("Your question").fill(QUESTION)
+        page.get_by_label("Your question").press("Enter")
+        expect(page.locator(".message.assistant.streaming")).to_have_count(0)
+        final = next(f for f in frames if f["type"] == "answer")
+        (reference,) = next(f for f in frames if f["type"] == "references")["references"]
+        timing, election = reference["chunks"]
+        assert (timing["heading_chain"], timing["lines"], election["heading_chain"], election["lines"]) == (
+            "Raft > Timing", [5, 9], "Raft > Leader election", [13, 20])
+        interval = "Election timeouts are chosen randomly from a fixed interval of 150-300 ms."
+        why = ("Raft uses randomized election timeouts to ensure that split votes are rare and that they are "
+               "resolved quickly.")
+        # passages of two chunks of one source: a marker after each, each recording its own chunk
+        assert final["text"] == f"{interval} [1] {why} [1]"
+        assert reference["quoted"] == [election["chunk_id"], timing["chunk_id"]]
+        assert reference["markers"] == [{"chunk_id": election["chunk_id"], "passages": [interval]},
+                                        {"chunk_id": timing["chunk_id"], "passages": [why]}]
+        view = page.locator("#source-view")
+        cites = page.locator(".message.assistant .text button.cite")
+        expect(cites).to_have_text(["[1]", "[1]"])
+        # the first [1] opens "Leader election" at the interval, the second "Timing" at the why:
+        # only the quoted lines are highlighted, not the whole chunk
+        for k, (chain, lines) in enumerate([("Raft > Leader election", ["16", "17"]), ("Raft > Timing", ["5", "6"])]):
+            cites.nth(k).click()
+            expect(view).to_be_visible()
+            expect(view.locator(".source-text")).to_have_count(1)
+            expect(view.locator(".source-file")).to_have_text(f"wsraft · raft.md · {chain}")
+            expect(view.locator(".source-where")).to_have_text(
+                f"lines {lines[0]}–{lines[1]} · quoted passage highlighted")
+            expect(view.locator("mark.source-line")).to_have_count(len(lines))
+            assert view.locator("mark.source-line").evaluate_all("(ms) => ms.map((m) => m.dataset.line)") == lines
+            screenshot(page, f"cite-marker-{k}")
+            page.keyboard.press("Escape")
+            expect(view).to_be_hidden()
+        # without markers (a model's answer) [1] opens the first quoted chunk, the whole chunk highlighted
+        page.evaluate("""() => {
+          const item = document.querySelector('.message.assistant');
+          const refs = JSON.parse(JSON.stringify(item.kleaReferences));
+          refs[0].markers = [];
+          KleaRender.setReferences(item, refs);
+        }""")
+        cites.nth(1).click()
+        expect(view.locator(".source-file")).to_have_text("wsraft · raft.md · Raft > Leader election")
+        expect(view.locator(".source-where")).to_have_text("lines 13–20")
+        expect(view.locator("mark.source-line")).to_have_count(8)
+        page.keyboard.press("Escape")
+    assert "Traceback" not in (tmp_path / "daphne.log").read_text()
