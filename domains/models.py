@@ -62,7 +62,7 @@ class Domain(models.Model):
     )
     fusion = models.CharField(
         max_length=10,
-        choices=[("rrf", "RRF (k = 60)"), ("convex", "Convex combination of normalised scores")],
+        choices=[("rrf", "Weighted RRF (k = 5, BM25 x 1.5)"), ("convex", "Convex combination of normalised scores")],
         default="rrf",
         help_text="How the ranked lists of the domain's stores are fused (docs/retrieval.md).",
     )

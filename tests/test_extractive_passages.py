@@ -158,3 +158,13 @@ def test_front_matter_is_never_the_answer_unless_asked_for():
 ])
 def test_what_reads_as_front_matter(text, expected):
     assert looks_like_front_matter(text) is expected
+
+
+def test_a_list_written_as_prose_fits_a_listing_question():
+    from chat.backends.extractive.shapes import LIST_FOR_LISTING, bonus
+
+    listing = frozenset({"listing"})
+    assert bonus(listing, "prose", "Xarray needs numpy, pandas and packaging at run time.", False) == LIST_FOR_LISTING
+    assert bonus(listing, "prose", "The seasons DJF, MAM, JJA, and SON are sorted.", False) == LIST_FOR_LISTING
+    assert bonus(listing, "prose", "In the morning, after breakfast, the dough rises.", False) == 0.0
+    assert bonus(frozenset(), "prose", "Xarray needs numpy, pandas and packaging at run time.", False) == 0.0

@@ -94,6 +94,9 @@ _NUMBER_IN = re.compile(
 _YEAR_IN = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 _PROPER_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?\s+[A-Z][a-z]+\b")
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
+# A list written as prose ("the seasons DJF, MAM, JJA and SON"): three or more short
+# items (one or two words), the last after "and" / "or".
+_ENUMERATION = re.compile(r"\b(?:[\w.+-]+(?: [\w.+-]+)?, ){1,}(?:[\w.+-]+ )?(?:and|or) [\w.+-]+")
 # An instruction: a sentence (or a step, its marker aside) opening with a verb in the
 # imperative ("Pass the ...", "Set `X` ...", "Preheat the oven ..."), the form a how-to answer takes.
 _IMPERATIVE = re.compile(
@@ -182,7 +185,7 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
             value += INLINE_FOR_HOWTO
         if kind in ("prose", "item") and _IMPERATIVE.match(text):
             value += IMPERATIVE_FOR_HOWTO
-    if "listing" in question_shapes and kind in ("list", "table"):
+    if "listing" in question_shapes and (kind in ("list", "table") or _ENUMERATION.search(text)):
         value += LIST_FOR_LISTING
     if "year" in question_shapes:
         value += YEAR_FOR_WHEN if _YEAR_IN.search(text) else NO_YEAR_FOR_WHEN
