@@ -12,7 +12,10 @@ deleted from a thread of their own, on its own autocommit connection.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -65,6 +68,33 @@ def in_thread(function, *args):
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")
+
+
+@contextmanager
+def group_domain(root: Path, name: str, description: str) -> Iterator[None]:
+    """The files of ``root`` ingested (committed) as domain ``name`` with store
+    ``<name>-store``, open to GROUP only; removed with its jobs and staged files after."""
+
+    def create():
+        from ingestion.runs.ingest import ingest
+
+        Domain.objects.filter(name=name).delete()
+        domain = Domain.objects.create(name=name, description=description)
+        domain.allowed_groups.add(Group.objects.get(name=GROUP))
+        return ingest(root, f"{name}-store", name, mirror=True)
+
+    def remove():
+        from ingestion.models import IngestionJob, StagedFile
+
+        Domain.objects.filter(name=name).delete()
+        IngestionJob.objects.filter(arguments__directory=str(root)).delete()
+        StagedFile.objects.filter(directory=str(root)).delete()
+
+    in_thread(create)
+    try:
+        yield
+    finally:
+        in_thread(remove)
 
 
 def _create() -> tuple[int, World]:

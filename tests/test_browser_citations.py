@@ -10,12 +10,8 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from domains.models import Domain
-from ingestion.models import IngestionJob, StagedFile
-from ingestion.runs.ingest import ingest
-
 from .browser import browser_page, screenshot, sign_in
-from .chat_world import GROUP, in_thread, world  # noqa: F401
+from .chat_world import group_domain, world  # noqa: F401
 from .live_daphne import LiveDaphne
 
 pytestmark = pytest.mark.django_db
@@ -50,24 +46,8 @@ def raft_notes(world, tmp_path):
     root.mkdir()
     (root / "raft.md").write_text(RAFT)
 
-    def create():
-        from django.contrib.auth.models import Group
-
-        Domain.objects.filter(name="wsraft").delete()
-        domain = Domain.objects.create(name="wsraft", description="Notes on Raft: leader election, timing.")
-        domain.allowed_groups.add(Group.objects.get(name=GROUP))
-        return ingest(root, "wsraft-store", "wsraft", mirror=True)
-
-    def remove():
-        Domain.objects.filter(name="wsraft").delete()
-        IngestionJob.objects.filter(arguments__directory=str(root)).delete()
-        StagedFile.objects.filter(directory=str(root)).delete()
-
-    in_thread(create)
-    try:
+    with group_domain(root, "wsraft", "Notes on Raft: leader election, timing."):
         yield root
-    finally:
-        in_thread(remove)
 
 
 def test_each_marker_opens_the_chunk_and_lines_of_its_own_passage(world, raft_notes, tmp_path):

@@ -11,12 +11,10 @@ import shutil
 import pytest
 from playwright.sync_api import expect
 
-from domains.models import Chunk, Domain
-from ingestion.models import IngestionJob, StagedFile
-from ingestion.runs.ingest import ingest
+from domains.models import Chunk
 
 from .browser import PHONE, browser_page, screenshot, sign_in
-from .chat_world import GROUP, in_thread, world  # noqa: F401
+from .chat_world import group_domain, in_thread, world  # noqa: F401
 from .live_daphne import LiveDaphne
 from .pdf_factory import paper
 
@@ -53,24 +51,8 @@ def lab_papers(world, tmp_path):
     root.mkdir()
     paper(root / "paper.pdf")
 
-    def create():
-        from django.contrib.auth.models import Group
-
-        Domain.objects.filter(name="wspapers").delete()
-        domain = Domain.objects.create(name="wspapers", description="Lab papers: spiking neurons, firing rates.")
-        domain.allowed_groups.add(Group.objects.get(name=GROUP))
-        return ingest(root, "wspapers-store", "wspapers", mirror=True)
-
-    def remove():
-        Domain.objects.filter(name="wspapers").delete()
-        IngestionJob.objects.filter(arguments__directory=str(root)).delete()
-        StagedFile.objects.filter(directory=str(root)).delete()
-
-    in_thread(create)
-    try:
+    with group_domain(root, "wspapers", "Lab papers: spiking neurons, firing rates."):
         yield root
-    finally:
-        in_thread(remove)
 
 
 def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(world, lab_papers, tmp_path):
