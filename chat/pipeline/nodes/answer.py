@@ -44,7 +44,7 @@ async def answer(state: TurnState) -> Step:
     )
     composition = Composition(
         state.backend, state.question, state.material, messages,
-        search_text=state.search_question if state.search_question != state.question else "",
+        search_text=state.search_text,
         vector=lambda: question_vector(state), fallback=lambda cite: no_source_text(state.domain_names),
     )
     await stream_attempt(state, composition.pieces())
