@@ -279,11 +279,18 @@ KLEA_PDF_PIPELINE = env("KLEA_PDF_PIPELINE", default="auto")
 KLEA_OCR_CACHE_DIR = Path(env("KLEA_OCR_CACHE_DIR", default=str(VAR_DIR / "ocr-cache")))
 KLEA_OCR_PAGE_TIMEOUT = env.float("KLEA_OCR_PAGE_TIMEOUT", default=120.0)
 KLEA_OCR_WORKERS = env.int("KLEA_OCR_WORKERS", default=0)
+# A job run by a server's background thread (uploads without Redis) holds a lease that
+# its process renews every quarter of this many seconds; a job whose lease ran out (its
+# process was killed or crashed) is closed as failed when next read (ingestion/runs/lease.py).
+KLEA_JOB_LEASE_SECONDS = env.float("KLEA_JOB_LEASE_SECONDS", default=120.0)
 # Where admin uploads are kept (one folder per store); they are the documents' sources.
 KLEA_UPLOAD_DIR = Path(env("KLEA_UPLOAD_DIR", default=str(VAR_DIR / "uploads")))
 # Bytes one admin upload (all its files together) may take; a larger request is refused
-# before its body is read.
+# before its body is read (under daphne: klea_site/body_limits.py).
 KLEA_UPLOAD_MAX_BYTES = env.int("KLEA_UPLOAD_MAX_BYTES", default=512 * 2**20)
+# Bytes any other request body may take under daphne (413 before it is read). Above
+# DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB), so the JSON APIs still answer their own 400 too_large.
+KLEA_REQUEST_MAX_BYTES = env.int("KLEA_REQUEST_MAX_BYTES", default=4 * 2**20)
 # Where uploads travel between web and worker processes (ingestion/blobs.py): the
 # database by default, so machines share only DATABASE_URL and REDIS_URL; any Django
 # storage backend (its OPTIONS from KLEA_UPLOAD_STORAGE_OPTIONS, JSON) otherwise.
