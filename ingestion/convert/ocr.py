@@ -35,6 +35,10 @@ from .hocr import hocr_lines
 from .pdf_lines import Line
 
 OCR_DPI = 300
+# The largest page image OCRed, in pixels: A2 (420 x 594 mm) at 300 dpi is 35 million. A
+# larger page (a poster, or a page size set absurdly large by a hostile PDF) would take
+# gigabytes as one bitmap and more in Tesseract: it fails alone, the other pages are read.
+MAX_PAGE_PIXELS = 40_000_000
 LANGUAGE = "eng"
 INSTALL_HINT = "install Tesseract: `make tesseract` (Debian: apt-get install tesseract-ocr tesseract-ocr-eng)"
 # Bump when the lines made from hOCR change, so cached pages are read again.
@@ -151,6 +155,16 @@ def render_page(page: pdfium.PdfPage, dpi: int) -> np.ndarray:
         return clear_dark_edges(np.asarray(bitmap.to_pil().convert("L")))
     finally:
         bitmap.close()
+
+
+def _too_large(page: pdfium.PdfPage, dpi: int) -> str:
+    """Why ``page`` is too large to render at ``dpi`` (MAX_PAGE_PIXELS), or ""."""
+    width, height = page.get_size()  # points
+    pixels = (width * dpi / 72) * (height * dpi / 72)
+    if pixels <= MAX_PAGE_PIXELS:
+        return ""
+    return (f"too large to OCR ({width / 72:.0f} x {height / 72:.0f} inches, {pixels / 1e6:,.0f} million pixels "
+            f"at {dpi} dpi; the limit is {MAX_PAGE_PIXELS / 1e6:.0f} million)")
 
 
 def png_bytes(pixels: np.ndarray) -> bytes:
@@ -288,11 +302,14 @@ def ocr_pages(
             try:
                 page = pdf[index]
                 try:
-                    pixels = render_page(page, config.dpi)
+                    too_large = _too_large(page, config.dpi)
+                    pixels = None if too_large else render_page(page, config.dpi)
                 finally:
                     page.close()
-            except (pdfium.PdfiumError, OSError, ValueError) as exc:
-                result.failed[index] = f"page {index + 1}: could not be rendered ({exc})"
+            except (pdfium.PdfiumError, OSError, ValueError, MemoryError) as exc:
+                too_large = f"could not be rendered ({exc or type(exc).__name__})"
+            if too_large:
+                result.failed[index] = f"page {index + 1}: {too_large}"
                 finished()
                 continue
             png = png_bytes(pixels)
