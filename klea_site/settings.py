@@ -286,8 +286,11 @@ KLEA_JOB_LEASE_SECONDS = env.float("KLEA_JOB_LEASE_SECONDS", default=120.0)
 # Where admin uploads are kept (one folder per store); they are the documents' sources.
 KLEA_UPLOAD_DIR = Path(env("KLEA_UPLOAD_DIR", default=str(VAR_DIR / "uploads")))
 # Bytes one admin upload (all its files together) may take; a larger request is refused
-# before its body is read.
+# before its body is read (under daphne: klea_site/body_limits.py).
 KLEA_UPLOAD_MAX_BYTES = env.int("KLEA_UPLOAD_MAX_BYTES", default=512 * 2**20)
+# Bytes any other request body may take under daphne (413 before it is read). Above
+# DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB), so the JSON APIs still answer their own 400 too_large.
+KLEA_REQUEST_MAX_BYTES = env.int("KLEA_REQUEST_MAX_BYTES", default=4 * 2**20)
 # Where uploads travel between web and worker processes (ingestion/blobs.py): the
 # database by default, so machines share only DATABASE_URL and REDIS_URL; any Django
 # storage backend (its OPTIONS from KLEA_UPLOAD_STORAGE_OPTIONS, JSON) otherwise.
