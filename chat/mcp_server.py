@@ -18,7 +18,8 @@ Three read-only tools, acting as one user with that user's domains:
 
 Errors are tool errors (``isError``), text ``"<code>: <message>"`` and
 ``structuredContent`` ``{"error": {"code", "message"}}``, with the codes ``unknown_domain``
-(missing and not-yours alike), ``bad_request``, ``too_large``, ``bad_filter``,
+(missing and not-yours alike), ``bad_request`` (also an argument missing or of the wrong type,
+checked before the tool runs), ``too_large``, ``bad_filter``,
 ``too_many_turns`` (the user already runs KLEA_MAX_TURNS_PER_USER turns, on any
 transport), ``unavailable``, or the pipeline's code for a failed turn. Limits are the
 chat's: a query or question of at most KLEA_MAX_QUESTION_CHARS characters, the turns per
@@ -26,7 +27,9 @@ user, k at most the domain's ``k_max``, the reference budget KLEA_MAX_REFS_SIZE.
 
 Transports: streamable HTTP at ``/mcp/`` on the site itself (:func:`with_mcp` routes it
 in klea_site/asgi.py; ``Authorization: Bearer <API token>``, stateless, so any server
-process answers any request), and stdio (``manage.py mcp --user NAME``).
+process answers any request; a body that is not JSON or nests too deeply is HTTP 400
+``bad_json``, one over DATA_UPLOAD_MAX_MEMORY_SIZE 400 ``too_large``, as on /api/), and
+stdio (``manage.py mcp --user NAME``).
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from domains.access import domain_list, may_chat, queryable_domains
 from domains.retrieval import Source, retrieve
 
-from .parsing import BadRequest, check_filters, check_question, check_text
+from pydantic import ValidationError
+
+from .parsing import BadRequest, check_filters, check_question, check_text, decode_json
 from .pipeline import TurnRequest, ask as ask_turn
 from .pipeline.references import reference_item, sources_text
 from .tokens import invalid_token_response, user_for_headers
@@ -65,7 +70,36 @@ USER_SCOPE_KEY = "klea.user"
 # The user of the stdio transport (manage.py mcp --user): there is no request to carry one.
 stdio_user: contextvars.ContextVar = contextvars.ContextVar("klea_mcp_stdio_user", default=None)
 
-server = FastMCP(
+class KleaMCP(FastMCP):
+    """FastMCP whose argument errors are typed tool errors, like the tools' own: the SDK
+    reports a pydantic ``ValidationError`` as untyped text ("Error executing tool ...")."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]):
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            try:
+                tool.fn_metadata.arg_model.model_validate(tool.fn_metadata.pre_parse_json(arguments))
+            except ValidationError as exc:
+                return refusal(Refused("bad_request", argument_errors(exc)))
+        return await super().call_tool(name, arguments)
+
+
+def argument_errors(exc: ValidationError) -> str:
+    """``'"k": must be an integer; "query": missing'``: each bad argument with what is wrong."""
+    parts = []
+    for item in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in item["loc"]) or "arguments"
+        parts.append(f'"{where}": {_WHAT.get(item["type"], item["msg"].lower())}')
+    return "; ".join(parts)
+
+
+_WHAT = {"missing": "missing", "extra_forbidden": "not an argument of this tool",
+         "int_parsing": "must be an integer", "int_type": "must be an integer",
+         "int_from_float": "must be an integer", "string_type": "must be a string",
+         "dict_type": "must be an object", "bool_type": "must be true or false"}
+
+
+server = KleaMCP(
     "klea",
     instructions=INSTRUCTIONS,
     stateless_http=True,
@@ -106,10 +140,14 @@ def typed_errors(tool):
         try:
             return await tool(*args, **kwargs)
         except Refused as exc:
-            return CallToolResult(isError=True, content=[TextContent(type="text", text=str(exc))],
-                                  structuredContent={"error": {"code": exc.code, "message": exc.message}})
+            return refusal(exc)
 
     return run
+
+
+def refusal(exc: Refused) -> CallToolResult:
+    return CallToolResult(isError=True, content=[TextContent(type="text", text=str(exc))],
+                          structuredContent={"error": {"code": exc.code, "message": exc.message}})
 
 
 def _check_text(name: str, text) -> str:
@@ -132,7 +170,7 @@ def _check_filters(filters) -> dict | None:
         raise _fail(exc.code, exc.message) from None
 
 
-def _unknown(name: str) -> ToolError:
+def _unknown(name: str) -> Refused:
     return _fail("unknown_domain", f"no domain named {name!r} is available to you")
 
 
@@ -276,8 +314,46 @@ class _McpEndpoint:
             return await _send_json(send, 401, {"error": {
                 "code": "not_authenticated", "message": "send a Klea API token: Authorization: Bearer <token>"}},
                 "Bearer")
+        if scope.get("method") == "POST":
+            try:
+                receive = await _checked_body(receive)
+            except BadRequest as exc:
+                return await _send_json(send, 400, {"error": {"code": exc.code, "message": exc.message}})
         await self._start()
         await server.session_manager.handle_request({**scope, USER_SCOPE_KEY: user}, receive, send)
+
+
+async def _checked_body(receive):
+    """Read the whole request body and check it as the other JSON entry points do
+    (chat/parsing.py): the SDK's own ``json.loads`` lets a RecursionError through (a 500).
+
+    :returns: a ``receive`` that replays the body to the SDK.
+    :raises BadRequest: ``too_large`` (over DATA_UPLOAD_MAX_MEMORY_SIZE), ``bad_json``.
+    """
+    limit, parts, size = settings.DATA_UPLOAD_MAX_MEMORY_SIZE, [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return _replay(message, receive)  # the client went away: the SDK sees that
+        parts.append(message.get("body", b""))
+        size += len(parts[-1])
+        if limit is not None and size > limit:
+            raise BadRequest("too_large", f"the request body is larger than {limit} bytes")
+        if not message.get("more_body"):
+            break
+    body = b"".join(parts)
+    if body.strip():
+        decode_json(body)
+    return _replay({"type": "http.request", "body": body, "more_body": False}, receive)
+
+
+def _replay(first: dict, receive):
+    pending = [first]
+
+    async def replay():
+        return pending.pop() if pending else await receive()
+
+    return replay
 
 
 async def _send_json(send, status: int, body: dict, authenticate: str = "") -> None:

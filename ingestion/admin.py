@@ -11,6 +11,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from ingestion.runs.lease import close_expired
 from ingestion.runs.uploads import save_uploads
 
 from .forms import UploadForm, upload_too_large
@@ -47,8 +48,13 @@ class IngestionJobAdmin(admin.ModelAdmin):
             obj.percent, obj.get_status_display().lower(),
         )
 
+    def changelist_view(self, request, extra_context=None):
+        close_expired()  # a killed process's jobs show as closed (ingestion/runs/lease.py)
+        return super().changelist_view(request, extra_context)
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """The job page opens with its live "Progress" panel (admin/ingestion/job_live.html)."""
+        close_expired()
         job = self.get_queryset(request).filter(pk=object_id).first()
         if job is not None:
             files = [(name, outcome, job.errors.get(name, "")) for name, outcome in sorted(job.outcomes.items())]

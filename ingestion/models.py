@@ -34,6 +34,11 @@ class IngestionJob(models.Model):
         default=dict, blank=True, help_text="file name -> [pages done, pages] of files being OCRed (no outcome yet)"
     )
     celery_id = models.CharField(max_length=64, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Last sign of life of the process running the job's files on its background thread "
+                  "(empty for Celery and command runs); see ingestion/runs/lease.py.",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

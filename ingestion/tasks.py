@@ -80,7 +80,7 @@ def enqueue(
     for directory, file_name in work:
         arguments = (job.pk, step, str(directory), file_name, store_id, options.as_dict(), upload)
         if background:
-            background_submit(partial(_apply, arguments), partial(_abandon, arguments))
+            background_submit(partial(_apply, arguments), partial(_abandon, arguments), job.pk)
             continue
         result = ingest_file.delay(*arguments)
         first = first or (result.id or "")

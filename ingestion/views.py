@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET
 from domains.access import managed_domains
 
 from .models import IngestionJob
+from .runs.lease import close_expired
 
 
 def visible_jobs(user):
@@ -44,7 +45,9 @@ def job_payload(job: IngestionJob) -> dict:
 @require_GET
 def job_detail(request, job_id: int):
     """:returns: 200 with :func:`job_payload`; 404 for a missing job and for anyone who
-    may not read it (:func:`visible_jobs`; others learn nothing, not even that it exists)."""
+    may not read it (:func:`visible_jobs`; others learn nothing, not even that it exists).
+    A job whose lease ran out is closed first (ingestion/runs/lease.py)."""
+    close_expired()
     job = visible_jobs(request.user).select_related("store").filter(pk=job_id).first()
     if job is None:
         return JsonResponse({"error": {"code": "not_found", "message": f"no job {job_id}"}}, status=404)

@@ -279,6 +279,10 @@ KLEA_PDF_PIPELINE = env("KLEA_PDF_PIPELINE", default="auto")
 KLEA_OCR_CACHE_DIR = Path(env("KLEA_OCR_CACHE_DIR", default=str(VAR_DIR / "ocr-cache")))
 KLEA_OCR_PAGE_TIMEOUT = env.float("KLEA_OCR_PAGE_TIMEOUT", default=120.0)
 KLEA_OCR_WORKERS = env.int("KLEA_OCR_WORKERS", default=0)
+# A job run by a server's background thread (uploads without Redis) holds a lease that
+# its process renews every quarter of this many seconds; a job whose lease ran out (its
+# process was killed or crashed) is closed as failed when next read (ingestion/runs/lease.py).
+KLEA_JOB_LEASE_SECONDS = env.float("KLEA_JOB_LEASE_SECONDS", default=120.0)
 # Where admin uploads are kept (one folder per store); they are the documents' sources.
 KLEA_UPLOAD_DIR = Path(env("KLEA_UPLOAD_DIR", default=str(VAR_DIR / "uploads")))
 # Bytes one admin upload (all its files together) may take; a larger request is refused

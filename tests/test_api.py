@@ -364,3 +364,12 @@ def test_stored_answers_of_a_domain_no_longer_allowed_are_hidden(setup):
     assert "Hodgkin" not in json.dumps(answer)
     setup["alice"].groups.add(Group.objects.get(name="lab"))  # access back: the answer is back
     assert alice.get(path).json()["messages"][1]["content"] == turn["answer"]
+
+
+def test_the_favicon_is_the_chat_pages_icon(db):
+    """/favicon.ico (asked for by pages that name no icon, the admin's) redirects to the
+    icon the chat pages name, which is served."""
+    response = Client().get("/favicon.ico")
+    assert (response.status_code, response["Location"]) == (301, "/static/chat/icon.svg")
+    assert '<link rel="icon" href="/static/chat/icon.svg" type="image/svg+xml">' in Client().get(
+        "/accounts/login/").content.decode()

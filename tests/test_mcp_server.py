@@ -88,6 +88,18 @@ async def check_tools(session: ClientSession, member: bool) -> None:
         'bad_request: "query" must be a non-empty string')
     assert error_text(await session.call_tool("search", {"domain": "ws\x00neuro", "query": "spiking"})) == (
         'bad_request: "domain" contains a NUL character or a lone surrogate')  # was a database error
+    # arguments the tool's schema refuses: the same typed error, checked before the tool runs
+    found = await session.call_tool("search", {"domain": "wsneuro", "query": 5, "k": "many"})
+    assert found.structuredContent == {"error": {
+        "code": "bad_request", "message": '"query": must be a string; "k": must be an integer'}}
+    assert error_text(found) == 'bad_request: "query": must be a string; "k": must be an integer'
+    assert error_text(await session.call_tool("ask", {"filters": [1]})) == (
+        'bad_request: "question": missing; "filters": must be an object')
+    deep = {"year": 2020}
+    for _ in range(25):
+        deep = {"$and": [deep]}
+    assert error_text(await session.call_tool("search", {"domain": "wsneuro", "query": "q", "filters": deep})) == (
+        'bad_request: "filters" nests more than 20 levels')
     assert error_text(await session.call_tool("ask", {"question": "x" * 5_000})) == (
         'too_large: "question" has 5000 characters; the limit is 4000 (KLEA_MAX_QUESTION_CHARS)')
     found = await session.call_tool("search", {"domain": "wsneuro", "query": "spiking",
@@ -116,6 +128,21 @@ async def test_over_streamable_http_with_tokens(world, tmp_path):
             assert (response.status_code, response.json()["error"]["code"]) == (401, "invalid_token")
             response = await client.post(f"{server.url}/mcp/", json={}, headers={"Host": "evil.example"})
             assert response.status_code == 400
+            # JSON nested too deeply for the parser, a body over the limit: 400 with a code, not a 500
+            headers = {"Authorization": f"Bearer {alice}", "Content-Type": "application/json",
+                       "Accept": "application/json, text/event-stream"}
+            call = ('{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search", '
+                    '"arguments": {"domain": "wsneuro", "query": "q", "filters": {"year": %s}}}}')
+            response = await client.post(f"{server.url}/mcp/", headers=headers,
+                                         content=call % ("[" * 30_000 + "]" * 30_000))
+            assert (response.status_code, response.json()) == (
+                400, {"error": {"code": "bad_json", "message": "not JSON: nested too deeply"}})
+            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+            response = await client.post(f"{server.url}/mcp/", headers=headers, content=call % ("0" * limit))
+            assert (response.status_code, response.json()) == (
+                400, {"error": {"code": "too_large", "message": f"the request body is larger than {limit} bytes"}})
+            response = await client.post(f"{server.url}/mcp/", headers=headers, content=b"{nope")
+            assert (response.status_code, response.json()["error"]["code"]) == (400, "bad_json")
     assert "Traceback" not in log.read_text()
 
 

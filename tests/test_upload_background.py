@@ -3,7 +3,8 @@ to a real daphne redirects to its job page at once: the build runs on the server
 background thread (ingestion/runs/background.py) and the job page follows it. The job is
 held mid-document by a row lock this test takes on the document being replaced, so
 "the redirect came while the job was running" is certain, not a matter of timing; a
-server stopped while the document is held keeps its old chunks and closes the job."""
+server stopped while the document is held keeps its old chunks and closes the job, and
+the job of a server killed there is closed once its lease runs out (ingestion/runs/lease.py)."""
 
 from __future__ import annotations
 
@@ -111,3 +112,45 @@ def test_a_server_stopped_mid_document_keeps_the_old_chunks_and_closes_the_job(c
         {"notes.md": "notes.md: the server stopped before it was ingested; upload it again"}), log.read_text()[-3000:]
     assert list(Chunk.objects.filter(document__store=store).values_list("document_id", "text")) == [
         (document.pk, "Nav1.2 channels were thought to open first.")]
+
+
+def test_a_killed_server_s_job_is_closed_when_its_lease_runs_out_and_a_new_upload_stores_once(committed, tmp_path):
+    store, document, admin = _given_a_stored_note(tmp_path)
+    log = tmp_path / "daphne.log"
+    env = {"KLEA_WARM_START": "false", "KLEA_UPLOAD_DIR": str(tmp_path / "uploads"), "KLEA_JOB_LEASE_SECONDS": "2"}
+    with psycopg.connect(database_url()) as holder:
+        # given: an upload whose job waits for the locked document
+        holder.execute("SELECT 1 FROM domains_document WHERE id = %s FOR UPDATE", [document.pk])
+        with LiveDaphne(log, **env) as server:
+            _, response = _upload(server, admin, store)
+            assert response.status_code == 302
+            wait_for(lambda: StagedFile.objects.filter(file_name="notes.md", directory__endswith="background-store",
+                                                       status="chunked").exists(), "the upload to be chunked", WAIT_SECONDS)
+            # when: the server is killed (no exit handler runs) while the job holds the document
+            server.process.kill()
+            server.process.wait(timeout=60)
+        holder.rollback()
+    job = IngestionJob.objects.get(store=store, arguments__async=True)
+    assert (job.status, job.finished_at) == ("running", None)
+
+    with LiveDaphne(tmp_path / "daphne2.log", **env) as server:
+        # then: once its lease has run out, reading the job closes it, naming the file
+        http = requests.Session()
+        http.cookies.set("sessionid", session_cookie(admin))
+        url = f"{server.url}/api/jobs/{job.pk}"
+        wait_for(lambda: http.get(url, timeout=60).json()["finished_at"], "the lease to run out", WAIT_SECONDS)
+        payload = http.get(url, timeout=60).json()
+        assert (payload["status"], payload["done"], payload["total"], payload["outcomes"], payload["errors"]) == (
+            "failed", 1, 1, {"notes.md": "failed"},
+            {"notes.md": "notes.md: the process ingesting it stopped (killed or crashed: no sign of life for over 2 s); "
+                         "upload it again"})
+        assert list(Chunk.objects.filter(document__store=store).values_list("document_id", "text")) == [
+            (document.pk, "Nav1.2 channels were thought to open first.")]
+        # and: uploading it again stores it once
+        _, response = _upload(server, admin, store)
+        again = IngestionJob.objects.filter(store=store, arguments__async=True).exclude(pk=job.pk).get()
+        wait_for(lambda: IngestionJob.objects.get(pk=again.pk).finished_at, "the new upload to finish", WAIT_SECONDS)
+    again.refresh_from_db()
+    assert (again.status, again.outcomes) == ("succeeded", {"notes.md": "stored"}), log.read_text()[-3000:]
+    assert list(Chunk.objects.filter(document__store=store).values_list("document_id", "text")) == [
+        (document.pk, "Voltage-gated Nav1.6 channels open first at the axon initial segment.")]

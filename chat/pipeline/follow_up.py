@@ -7,7 +7,8 @@ evidence, the question's embedding and the fallback query (the question itself) 
 so for them a follow-up is searched together with the question(s) before it.
 
 A question is a follow-up when it refers back (a pronoun such as "it", "they", "that";
-or it opens with "and", "also", "what about", "how about") and names at most
+"one" after a determiner, as in "which one" or "the other ones"; or it opens with "and",
+"also", "what about", "how about") and names at most
 MAX_OWN_TERMS content words of its own: "Is it true that xarray reads netCDF?" names
 its subject and is searched as asked.
 """
@@ -25,6 +26,10 @@ MAX_OWN_TERMS = 3
 _REFERS_BACK = re.compile(
     r"\b(it|its|it's|they|them|their|theirs|this|that|these|those|he|him|his|she|her|hers|there|"
     r"former|latter|same|above)\b", re.IGNORECASE)
+# "one" refers back only after a determiner: "which one handles it?", not "one way to".
+_ONE = re.compile(
+    r"\b(?:which|what|the|that|this|these|those|each|either|neither|other|another|first|second|"
+    r"last|same|latter|former)\s+ones?\b", re.IGNORECASE)
 _ELLIPSIS = re.compile(r"^\s*(and|also|then|what about|how about)\b", re.IGNORECASE)
 # How many earlier questions a chain of follow-ups ("What is a term?", "How long does it
 # last?", "And in Paxos?") may reach back.
@@ -34,9 +39,10 @@ MAX_CHAIN = 3
 def is_follow_up(question: str) -> bool:
     """True when ``question`` refers back to the conversation and names (almost) nothing
     of its own (see the module docstring)."""
-    if not (_REFERS_BACK.search(question) or _ELLIPSIS.search(question)):
+    if not (_REFERS_BACK.search(question) or _ELLIPSIS.search(question) or _ONE.search(question)):
         return False
-    own = [w for w in keywords(question) if not _REFERS_BACK.fullmatch(w)]
+    # "the other ones" names nothing of the question's own.
+    own = [w for w in keywords(_ONE.sub(" ", question)) if not _REFERS_BACK.fullmatch(w)]
     return len(own) <= MAX_OWN_TERMS
 
 
