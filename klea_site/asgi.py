@@ -4,7 +4,8 @@ Websockets pass the allowed-hosts origin check, then the session/auth middleware
 the API token check (``Authorization: Bearer``, chat/tokens.py). The
 embedding model starts loading as the server process starts, then the answer backend
 warms up (the extractive one routes a question once); ``/health`` says ``"ready": true``
-after that, so the first question waits for neither.
+after that, so the first question waits for neither. Under daphne, a request body over
+its path's limit is refused with 413 before it is read (klea_site/body_limits.py).
 """
 
 import logging
@@ -27,6 +28,9 @@ from chat.tokens import BearerTokenWebsocketMiddleware  # noqa: E402
 from chat.checks import W001_HINT, W001_MSG, insecure_secret_key  # noqa: E402
 from chat.backends import warm_up_backend  # noqa: E402
 from domains.embeddings import start_warm_up  # noqa: E402
+from klea_site import body_limits  # noqa: E402
+
+body_limits.install()  # daphne refuses an oversized body before reading it (413)
 
 application = ProtocolTypeRouter(
     {
