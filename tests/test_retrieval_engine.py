@@ -149,11 +149,11 @@ def test_failures_name_store_and_error_class_only(setup):
 
 
 def test_default_k_is_eight_and_domains_left_at_five_move_with_it(db):
-    """A new domain retrieves 8 chunks; migration 0013 moves domains still at the old
+    """A new domain retrieves 8 chunks; migration 0014 moves domains still at the old
     default 5 (unless their k_max is below 8) and leaves chosen values alone."""
     from django.apps import apps
 
-    migration = importlib.import_module("domains.migrations.0013_domain_default_k")
+    migration = importlib.import_module("domains.migrations.0014_domain_default_k")
     domain = Domain.objects.create(name="many", description="many")
     store = Store.objects.create(name="many", domain=domain, mode=Store.Mode.BM25)
     doc = Document.objects.create(store=store, file_name="many.md")

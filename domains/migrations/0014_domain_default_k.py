@@ -24,7 +24,7 @@ def to_old_default(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("domains", "0012_fusion_label"),
+        ("domains", "0013_bm25_topk_staged_survivors"),
     ]
 
     operations = [
