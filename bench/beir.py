@@ -1,6 +1,9 @@
 """BEIR SciFact through the real engine: BM25, dense, hybrid RRF, convex fusion, ts_rank.
 
-Usage: ``python bench/beir.py`` (first run embeds 5,183 abstracts, cached afterwards).
+Usage: ``python bench/beir.py`` (first run embeds 5,183 abstracts, cached afterwards);
+``python bench/beir.py --pruning``: only BM25 and the default hybrid, each with the pruned
+BM25 top-k and the exhaustive sum (KLEA_BM25_PRUNED), and the share of queries whose
+BM25 lists are identical.
 
 Every run goes through :func:`domains.retrieval.retrieve` (k = 100, lists 100 deep)
 on a store holding the corpus (document = title + " " + text, one chunk each) in the
@@ -130,7 +133,27 @@ def evaluate(qrels, run) -> dict[str, float]:
     return {name: value / len(qrels) for name, value in totals.items()}
 
 
+def pruning(domain, test, record) -> None:
+    """BM25 and the default hybrid with and without the pruned BM25 top-k."""
+    from django.test import override_settings
+
+    runs = {}
+    for pruned in (False, True):
+        with override_settings(KLEA_BM25_PRUNED=pruned):
+            name = "pruned" if pruned else "exhaustive"
+            runs[pruned] = run_engine(domain, test, modes=["bm25"])
+            record(f"BM25 k1 1.2 b 0.75, {name}", runs[pruned])
+            record(f"hybrid (default fusion), BM25 {name}", run_engine(domain, test))
+    same = sum(list(runs[False][q]) == list(runs[True][q]) for q in test)
+    print(f"  BM25 top {K} identical (same documents in the same order): {same} of {len(test)} queries")
+
+
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pruning", action="store_true", help="only BM25 and hybrid, pruned against exhaustive")
+    args = parser.parse_args()
     started = time.monotonic()
     setup_django()
     from django.conf import settings
@@ -155,22 +178,27 @@ def main() -> None:
         rows.append((name, scores["nDCG@10"], scores["R@100"]))
         print(f"  {name}: nDCG@10 {scores['nDCG@10']:.3f}  R@100 {scores['R@100']:.3f}", flush=True)
 
-    for k1, b in ((0.9, 0.4), (1.2, 0.75)):
-        with override_settings(KLEA_BM25_K1=k1, KLEA_BM25_B=b):
-            record(f"BM25 k1 {k1} b {b} (Postgres tokens)", run_engine(domain, test, modes=["bm25"]))
-    default_bm25 = f"k1 {settings.KLEA_BM25_K1} b {settings.KLEA_BM25_B}"
-    record("dense, exact cosine", run_engine(domain, test, modes=["vector"]))
-    with override_settings(KLEA_VECTOR_EXACT_MAX_ROWS=0):
-        record("dense, HNSW (ef_search 200)", run_engine(domain, test, modes=["vector"]))
-    rrf = f"RRF k {RRF_K}, BM25 weight {RRF_WEIGHTS['bm25']}"
-    record(f"hybrid {rrf} (BM25 {default_bm25} + dense), the default", run_engine(domain, test))
-    with override_settings(KLEA_BM25_K1=0.9, KLEA_BM25_B=0.4):
-        record(f"hybrid {rrf} (BM25 k1 0.9 b 0.4 + dense)", run_engine(domain, test))
-    alpha, train_ndcg = tune_alpha(store, train, query_vectors, train_qrels)
-    print(f"  convex alpha tuned on train qrels ({len(train)} queries): {alpha:.2f} (train nDCG@10 {train_ndcg:.3f})")
-    domain.fusion_alpha = alpha
-    record(f"hybrid convex, TMM-normalised, alpha {alpha:.2f} (tuned on train)", run_engine(domain, test, fusion="convex"))
-    record("Postgres ts_rank, OR of lexemes (baseline)", run_ts_rank(store, test))
+    if args.pruning:
+        pruning(domain, test, record)
+    else:
+        for k1, b in ((0.9, 0.4), (1.2, 0.75)):
+            with override_settings(KLEA_BM25_K1=k1, KLEA_BM25_B=b):
+                record(f"BM25 k1 {k1} b {b} (Postgres tokens)", run_engine(domain, test, modes=["bm25"]))
+        default_bm25 = f"k1 {settings.KLEA_BM25_K1} b {settings.KLEA_BM25_B}"
+        record("dense, exact cosine", run_engine(domain, test, modes=["vector"]))
+        with override_settings(KLEA_VECTOR_EXACT_MAX_ROWS=0):
+            record("dense, HNSW (ef_search 200)", run_engine(domain, test, modes=["vector"]))
+        rrf = f"RRF k {RRF_K}, BM25 weight {RRF_WEIGHTS['bm25']}"
+        record(f"hybrid {rrf} (BM25 {default_bm25} + dense), the default", run_engine(domain, test))
+        with override_settings(KLEA_BM25_K1=0.9, KLEA_BM25_B=0.4):
+            record(f"hybrid {rrf} (BM25 k1 0.9 b 0.4 + dense)", run_engine(domain, test))
+        alpha, train_ndcg = tune_alpha(store, train, query_vectors, train_qrels)
+        print(f"  convex alpha tuned on train qrels ({len(train)} queries): {alpha:.2f} "
+              f"(train nDCG@10 {train_ndcg:.3f})")
+        domain.fusion_alpha = alpha
+        convex = run_engine(domain, test, fusion="convex")
+        record(f"hybrid convex, TMM-normalised, alpha {alpha:.2f} (tuned on train)", convex)
+        record("Postgres ts_rank, OR of lexemes (baseline)", run_ts_rank(store, test))
 
     print()
     print(f"BEIR SciFact test ({len(test)} queries, {len(ids)} documents); command: {command_line()}")

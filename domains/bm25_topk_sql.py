@@ -22,20 +22,27 @@ than ub_t = w_t * (max impact of t + 1) / 32767 * max(1, r) from term t.
 3. A chunk scores at most lo + rest, rest = sum of ub over the unread terms (a chunk in
    no read list: rest). If rest < theta, the survivors (lo + rest >= theta) hold the
    top k, ties included: every other chunk scores < theta <= the k-th best score.
-   Up to ``max(10 k, 500)`` survivors are scored from their tsvectors; up to 100,000
-   in one pass over every list that keeps only the survivors' postings (a hash
-   semi-join: far cheaper than the exhaustive sum per chunk); more: every list is read.
 4. Else (rest >= theta: only after step 1) read every list but MaxScore's
    non-essential terms (the smallest ub, as many as sum below theta, so rest < theta
    afterwards) and go back to 2 (one aggregation over all the read lists). With every
    list read, lo is the score: the exhaustive query itself.
+5. Survivors: while there are more than ``max(10 k, 500)`` and scanning the unread lists
+   costs less than scoring them from their tsvectors (``SCAN_PER_SCORE``), the unread
+   list of the highest ub is scanned in a hash semi-join with the survivors (no sum per
+   chunk of the list: a scanned posting costs ~1/6 of a summed one), its contributions
+   are added to their lo, rest loses its ub, and the survivors with lo + rest < theta
+   are dropped: rest falls fastest that way, and the long lists (lowest ub) come last,
+   usually never scanned. The remaining survivors are scored exactly from their
+   tsvectors; when every list was read, lo is their score and only the chunks within
+   rounding of the k-th best lo are re-scored (for the summation order).
 
 Rare terms have the high bounds and short lists, common terms the long lists and low
 bounds: once theta is near the k-th score, the common terms are never read, only
-looked up in the survivors' tsvectors. Exact scores (steps 2, 3) sum a chunk's terms in
+looked up in the survivors' tsvectors. Exact scores (steps 2, 5) sum a chunk's terms in
 term-id order, as the exhaustive query's hash aggregate does (lists read in id order),
-so equal chunks get bit-equal scores and tie by id as there. A relative slack of 1e-9
-on the bounds covers float rounding (it can only keep more survivors or read more).
+so equal chunks get bit-equal scores and tie by id as there (step 5's partial sums only
+choose the survivors). A relative slack of 1e-9 on the bounds covers float rounding (it
+can only keep more survivors or read more).
 
 Filters and k1/b other than the impacts' (bm25_sql.IMPACT_K1/IMPACT_B) run the
 exhaustive query (domains/retrieval/bm25.py).
@@ -48,13 +55,16 @@ SLACK = 1e-9
 # Chunks scored exactly for theta: the max(THETA_PER_K k, THETA_MIN) of best partial sum.
 THETA_PER_K = 2
 THETA_MIN = 20
-# At most max(SURVIVORS_PER_K k, SURVIVORS_MIN) survivors are scored from their tsvectors
-# (~0.1 ms each on 2 busy cores, the cost of summing ~30 postings).
+# Survivors are scored from their tsvectors when at most max(SURVIVORS_PER_K k,
+# SURVIVORS_MIN), or when scanning the unread lists would cost more: a chunk scored from
+# its tsvector (~80 us on 2 busy cores) costs about what scanning SCAN_PER_SCORE postings
+# in a hash semi-join does (~0.5 us each; summing a posting into a per-chunk hash costs
+# ~3 us). Otherwise the unread lists are scanned one at a time (best bound first), each
+# adding its contributions to the survivors and dropping those that can no longer reach
+# theta.
 SURVIVORS_PER_K = 10
 SURVIVORS_MIN = 500
-# More survivors than that are summed from every list in one pass that keeps only their
-# postings (a hash semi-join); more than JOIN_SURVIVORS_MAX: the exhaustive query.
-JOIN_SURVIVORS_MAX = 100_000
+SCAN_PER_SCORE = 100
 
 # Exact BM25 scores of chunks ``p_ids`` of lengths ``p_dl`` (dl as the postings store it):
 # tf of each query lexeme from the chunk's tsvector, terms summed in ``p_lex`` order (term-id
@@ -88,10 +98,10 @@ DECLARE
     v_n float8; v_c1 float8; v_c2 float8; v_factor float8;
     v_ids bigint[]; v_w float8[]; v_lex text[]; v_df bigint[]; v_ub float8[];
     v_read boolean[];
-    v_theta float8 := 0; v_rest float8; v_sum float8; v_survivors bigint[]; v_dl integer[];
+    v_theta float8 := 0; v_rest float8; v_sum float8; v_unread bigint;
+    v_survivors bigint[]; v_lo float8[]; v_dl integer[]; v_kth float8;
     v_top integer := greatest({THETA_PER_K} * p_k, {THETA_MIN});
     v_cap integer := greatest({SURVIVORS_PER_K} * p_k, {SURVIVORS_MIN});
-    v_join_cap integer := {JOIN_SURVIVORS_MAX};
     v_i bigint;
 BEGIN
     SELECT s.chunk_count::float8, p_k1 * (1 - p_b), p_k1 * p_b * s.chunk_count / s.total_length::float8,
@@ -157,40 +167,15 @@ BEGIN
                     ARRAY(SELECT b.chunk_id FROM best b), ARRAY(SELECT b.dl FROM best b),
                     v_lex, v_w, v_c1, v_c2) e
                 ORDER BY e.score DESC OFFSET p_k - 1 LIMIT 1), 0)) AS theta
-        ), surv AS MATERIALIZED (
-            SELECT c.chunk_id, c.dl FROM cand c, th
-            WHERE c.lo + v_rest >= th.theta * (1 - {SLACK}) LIMIT v_join_cap + 1
+        ), surv AS MATERIALIZED (  -- none while the unread bound reaches theta (step 4 next)
+            SELECT c.chunk_id, c.lo, c.dl FROM cand c, th
+            WHERE v_rest < th.theta * (1 - {SLACK}) AND c.lo + v_rest >= th.theta * (1 - {SLACK})
         )
-        SELECT th.theta, ARRAY(SELECT s.chunk_id FROM surv s), ARRAY(SELECT s.dl FROM surv s)
-        INTO v_theta, v_survivors, v_dl
+        SELECT th.theta, ARRAY(SELECT s.chunk_id FROM surv s), ARRAY(SELECT s.lo FROM surv s),
+               ARRAY(SELECT s.dl FROM surv s)
+        INTO v_theta, v_survivors, v_lo, v_dl
         FROM th;
-        IF v_rest < v_theta * (1 - {SLACK}) THEN
-            IF cardinality(v_survivors) <= v_cap THEN
-                -- few survivors: scored from their tsvectors
-                RETURN QUERY
-                SELECT e.chunk_id, e.score FROM klea_bm25_scores(v_survivors, v_dl, v_lex, v_w, v_c1, v_c2) e
-                ORDER BY 2 DESC, 1
-                LIMIT p_k;
-                RETURN;
-            ELSIF cardinality(v_survivors) <= v_join_cap THEN
-                -- many: every list read once more, only the survivors' postings summed (a
-                -- hash semi-join costs far less than a sum per chunk of every list)
-                RETURN QUERY
-                WITH q AS MATERIALIZED (SELECT u.id, u.w FROM unnest(v_ids, v_w) AS u(id, w)),
-                s AS MATERIALIZED (SELECT DISTINCT u.id FROM unnest(v_survivors) AS u(id))
-                SELECT p.chunk_id, sum(q.w * p.tf / (p.tf + v_c1 + v_c2 * p.dl) ORDER BY q.id) AS score
-                FROM q CROSS JOIN LATERAL (
-                    SELECT p.chunk_id, p.tf, p.dl FROM domains_bm25posting p WHERE p.term_id = q.id
-                ) p
-                WHERE p.chunk_id IN (SELECT s.id FROM s)
-                GROUP BY p.chunk_id
-                ORDER BY 2 DESC, 1
-                LIMIT p_k;
-                RETURN;
-            END IF;
-            v_read := array_fill(true, ARRAY[cardinality(v_ids)]);  -- most chunks survive
-            CONTINUE;
-        END IF;
+        EXIT WHEN v_rest < v_theta * (1 - {SLACK});
         -- 4. read every list but MaxScore's non-essential ones (smallest ub, summing below
         -- theta): then the unread bound is below theta
         v_sum := 0;
@@ -202,6 +187,42 @@ BEGIN
             END IF;
         END LOOP;
     END LOOP;
+    -- 5. the unread lists one at a time, best bound first, while scanning them costs less
+    -- than scoring the survivors from their tsvectors: each adds its contributions to the
+    -- survivors' partial sums (a hash semi-join) and drops the chunks that can no longer
+    -- reach theta
+    FOR v_i IN SELECT u.ord FROM unnest(v_ub, v_read) WITH ORDINALITY AS u(ub, r, ord)
+               WHERE NOT u.r ORDER BY u.ub DESC, u.ord LOOP
+        SELECT coalesce(sum(u.df), 0) INTO v_unread FROM unnest(v_df, v_read) AS u(df, r) WHERE NOT u.r;
+        EXIT WHEN cardinality(v_survivors) <= v_cap
+            OR cardinality(v_survivors)::bigint * {SCAN_PER_SCORE} <= v_unread;
+        v_read[v_i] := true;
+        SELECT coalesce(sum(u.ub), 0) INTO v_rest FROM unnest(v_ub, v_read) AS u(ub, r) WHERE NOT u.r;
+        SELECT coalesce(array_agg(x.id), '{{}}'), coalesce(array_agg(x.lo), '{{}}'), coalesce(array_agg(x.dl), '{{}}')
+        INTO v_survivors, v_lo, v_dl
+        FROM (
+            SELECT s.id, s.lo + coalesce(p.c, 0) AS lo, s.dl
+            FROM unnest(v_survivors, v_lo, v_dl) AS s(id, lo, dl)
+            LEFT JOIN (
+                SELECT p.chunk_id, v_w[v_i] * p.tf / (p.tf + v_c1 + v_c2 * p.dl) AS c
+                FROM domains_bm25posting p WHERE p.term_id = v_ids[v_i]
+            ) p ON p.chunk_id = s.id
+        ) x
+        WHERE x.lo + v_rest >= v_theta * (1 - {SLACK});
+    END LOOP;
+    IF v_rest = 0 AND cardinality(v_survivors) > v_cap THEN
+        -- every list read: the partial sums are the scores (summed in another order, so
+        -- to the last bits): keep the chunks that tie with the k-th or beat it
+        SELECT u.lo INTO v_kth FROM unnest(v_lo) AS u(lo) ORDER BY u.lo DESC OFFSET p_k - 1 LIMIT 1;
+        SELECT array_agg(u.id), array_agg(u.dl) INTO v_survivors, v_dl
+        FROM unnest(v_survivors, v_lo, v_dl) AS u(id, lo, dl)
+        WHERE v_kth IS NULL OR u.lo >= v_kth * (1 - {SLACK});
+    END IF;
+    -- exact scores (terms summed in id order) of the survivors
+    RETURN QUERY
+    SELECT e.chunk_id, e.score FROM klea_bm25_scores(v_survivors, v_dl, v_lex, v_w, v_c1, v_c2) e
+    ORDER BY 2 DESC, 1
+    LIMIT p_k;
 END
 $fn$;
 """

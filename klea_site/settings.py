@@ -232,10 +232,10 @@ KLEA_RAG_HISTORY_CHARS = env.int("KLEA_RAG_HISTORY_CHARS", default=10_000)
 KLEA_BM25_K1 = env.float("KLEA_BM25_K1", default=1.2)
 KLEA_BM25_B = env.float("KLEA_BM25_B", default=0.75)
 # Exact BM25 top-k by dynamic pruning over impact-ordered postings (klea_bm25_topk,
-# domains/bm25_topk_sql.py, MaxScore): same results as the exhaustive query; off by default
-# until it is faster at p95 for 50-deep lists at 100k and measured at 1M (docs/benchmarks.md,
-# "BM25 top-k").
-KLEA_BM25_PRUNED = env.bool("KLEA_BM25_PRUNED", default=False)
+# domains/bm25_topk_sql.py, MaxScore): same results as the exhaustive query, faster at p50
+# and p95 at 100k and 220k chunks (docs/benchmarks.md, "BM25 top-k"); false: always the
+# exhaustive sum.
+KLEA_BM25_PRUNED = env.bool("KLEA_BM25_PRUNED", default=True)
 KLEA_VECTOR_EXACT_MAX_ROWS = env.int("KLEA_VECTOR_EXACT_MAX_ROWS", default=10_000)
 # Seconds one retrieval SQL statement may run (PostgreSQL statement_timeout, set for the
 # retrieval's transaction only); a list that runs longer fails as "statement timeout". 0: none.

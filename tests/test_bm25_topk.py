@@ -137,20 +137,23 @@ def test_pruned_top_k_equals_exhaustive(zipf_store, monkeypatch, seed):
     assert tied > 0  # the copies tie
 
 
-@pytest.mark.parametrize("path", ["tsvectors", "semi-join", "exhaustive"])
+@pytest.mark.parametrize("path", ["tsvectors", "lists"])
 def test_every_way_of_scoring_the_survivors_is_exact(zipf_store, path):
-    """The survivors are scored from their tsvectors (up to a cap), by one pass over every
-    list that keeps only their postings (up to a second cap), or by the exhaustive sum:
-    the caps are forced down here so that each path answers every query."""
+    """The survivors are scored from their tsvectors (up to a cap, or when the unread lists
+    are long), or the unread lists are scanned one by one until every list is read (the
+    partial sums are then the scores): the choice is forced here so that each path answers
+    every query (the exhaustive path: test_pruned_top_k_equals_exhaustive, seed 20,000)."""
     from domains import bm25_topk_sql
     from domains.retrieval import query_lexemes
 
     store, vocabulary, rng = zipf_store
-    caps = {"tsvectors": ("1000000", "1000000"), "semi-join": ("0", "1000000"), "exhaustive": ("0", "0")}[path]
-    sql = bm25_topk_sql.TOPK_FUNCTION.replace(
-        f"greatest({bm25_topk_sql.SURVIVORS_PER_K} * p_k, {bm25_topk_sql.SURVIVORS_MIN})", caps[0]
-    ).replace(f":= {bm25_topk_sql.JOIN_SURVIVORS_MAX};", f":= {caps[1]};")
-    assert sql.count(caps[0]) >= 1 and sql != bm25_topk_sql.TOPK_FUNCTION
+    cap = f"greatest({bm25_topk_sql.SURVIVORS_PER_K} * p_k, {bm25_topk_sql.SURVIVORS_MIN})"
+    scan = f"* {bm25_topk_sql.SCAN_PER_SCORE} <= v_unread"
+    sql = {
+        "tsvectors": bm25_topk_sql.TOPK_FUNCTION.replace(cap, "1000000"),
+        "lists": bm25_topk_sql.TOPK_FUNCTION.replace(cap, "0").replace(scan, "* 0 < 0"),
+    }[path]
+    assert sql.count("1000000" if path == "tsvectors" else "* 0 < 0") == 1
     with connection.cursor() as cursor:
         cursor.execute(sql)  # rolled back with the test
     for words in random_queries(vocabulary, rng, 25):
@@ -254,26 +257,30 @@ def test_the_setting_chooses_the_query(zipf_store):
     assert [s for _, s in pruned] == pytest.approx([s for _, s in exhaustive], rel=1e-12, abs=0)
 
 
-def test_a_turn_searches_each_store_once_for_the_same_terms(zipf_store):
+@pytest.mark.parametrize("exhaustive", [True, False])
+def test_a_turn_searches_each_store_once_for_the_same_terms(zipf_store, exhaustive):
     """Inside shared_results() the probe's depth-3 search and retrieve's depth-50 list are
-    one SQL aggregation; filtered searches and other terms still query."""
+    one SQL search, pruned or exhaustive; filtered searches and other terms still query."""
     from django.test.utils import CaptureQueriesContext
 
     from domains.retrieval import CompiledFilter, bm25_search, query_lexemes, shared_results
 
     store, vocabulary, _ = zipf_store
     lexemes = query_lexemes(" ".join(vocabulary[:6]))
-    alone = [bm25_search(store.id, lexemes, k, exhaustive=True) for k in (3, 50, 80)]
+    alone = [bm25_search(store.id, lexemes, k, exhaustive=exhaustive) for k in (3, 50, 80)]
     where = CompiledFilter(sql="c.ordinal %% 3 = 0")
     with shared_results(), CaptureQueriesContext(connection) as queries:
-        shared = [bm25_search(store.id, lexemes, k, exhaustive=True) for k in (3, 50, 80)]
+        shared = [bm25_search(store.id, lexemes, k, exhaustive=exhaustive) for k in (3, 50, 80)]
         assert len(queries) == 2  # depth 50 served by the first query, 80 by a deeper one
-        again = bm25_search(store.id, lexemes, 50, exhaustive=True)
-        bm25_search(store.id, lexemes, 3, where=where, exhaustive=True)
-        bm25_search(store.id, query_lexemes(vocabulary[7]), 3, exhaustive=True)
+        again = bm25_search(store.id, lexemes, 50, exhaustive=exhaustive)
+        bm25_search(store.id, lexemes, 3, where=where, exhaustive=exhaustive)
+        bm25_search(store.id, query_lexemes(vocabulary[7]), 3, exhaustive=exhaustive)
         assert len(queries) == 2 + 3  # the filtered search; the new terms: lexemes, search
+    assert ["klea_bm25_topk" in query["sql"] for query in queries] == [not exhaustive] * 2 + [False] * 2 + [
+        not exhaustive
+    ]
     assert shared == alone and again == alone[1]
     assert [len(hits) for hits in alone] == [3, 50, 80]
     with CaptureQueriesContext(connection) as queries:  # outside the scope nothing is kept
-        bm25_search(store.id, lexemes, 3, exhaustive=True)
+        bm25_search(store.id, lexemes, 3, exhaustive=exhaustive)
         assert len(queries) == 1

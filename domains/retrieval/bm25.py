@@ -102,9 +102,10 @@ PRUNED_SEED = 20_000
 
 # A question turn searches BM25 twice with the same terms: the router's lexical probe
 # (depth 3) and retrieve's list (depth 50). The exhaustive query costs the same at any
-# depth (it sums every posting), so inside `shared_results()` an unfiltered exhaustive
-# search asks for at least SHARED_DEPTH and a later request for no more is served from
-# it: one BM25 aggregation per store per turn.
+# depth (it sums every posting), the pruned one little more at 50 than at 3 (both read
+# the rare lists and score a few hundred chunks), so inside `shared_results()` an
+# unfiltered search asks for at least SHARED_DEPTH and a later request for no more is
+# served from it: one BM25 search per store per turn.
 SHARED_DEPTH = 50
 _shared: ContextVar[dict | None] = ContextVar("klea_bm25_shared", default=None)
 
@@ -112,8 +113,8 @@ _shared: ContextVar[dict | None] = ContextVar("klea_bm25_shared", default=None)
 @contextmanager
 def shared_results() -> Iterator[None]:
     """Within this scope (one question turn; contextvars, so threads started through
-    asgiref's ``sync_to_async`` share it) unfiltered exhaustive :func:`bm25_search`
-    results are computed once per (store, terms, k1, b). Stores must not change inside
+    asgiref's ``sync_to_async`` share it) unfiltered :func:`bm25_search` results are
+    computed once per (store, terms, k1, b, pruned or not). Stores must not change inside
     the scope (a turn only reads)."""
     token = _shared.set({})
     try:
@@ -133,7 +134,7 @@ def bm25_search(
 ) -> list[tuple[int, float]]:
     """The ``k`` best chunks of a store for the OR of ``lexemes``.
 
-    With ``exhaustive=False`` (default: ``not settings.KLEA_BM25_PRUNED``), no filter
+    With ``exhaustive=False`` (the default, ``KLEA_BM25_PRUNED``), no filter
     and the impacts' k1 and b (the defaults), the pruned query ``klea_bm25_topk``
     (domains/bm25_topk_sql.py) reads the short lists of the rare terms and looks the
     common terms up only for the chunks that can still enter the top k (MaxScore);
@@ -156,23 +157,29 @@ def bm25_search(
     filtered = where is not None and not where.empty
     if exhaustive is None:
         exhaustive = not settings.KLEA_BM25_PRUNED
-    if not (exhaustive or filtered) and (params.k1, params.b) == (IMPACT_K1, IMPACT_B):
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT chunk_id, score FROM klea_bm25_topk(%s, %s::text[], %s, %s, %s::float8, %s::float8)",
-                [store_id, terms, k, PRUNED_SEED, params.k1, params.b],
-            )
-            return [(cid, float(score)) for cid, score in cursor.fetchall()]
+    pruned = not (exhaustive or filtered) and (params.k1, params.b) == (IMPACT_K1, IMPACT_B)
+    search = _pruned if pruned else _exhaustive
     shared = None if filtered else _shared.get()
     if shared is not None:
-        key = (store_id, tuple(terms), params.k1, params.b)
+        key = (store_id, tuple(terms), params.k1, params.b, pruned)
         depth, hits = shared.get(key, (0, []))
         if depth < k:
             depth = max(k, SHARED_DEPTH)
-            hits = _exhaustive(store_id, terms, depth, params, None)
+            hits = search(store_id, terms, depth, params, None)
             shared[key] = (depth, hits)
         return hits[:k]
-    return _exhaustive(store_id, terms, k, params, where if filtered else None)
+    return search(store_id, terms, k, params, where if filtered else None)
+
+
+def _pruned(
+    store_id: int, terms: list[str], k: int, params: Bm25Params, where: CompiledFilter | None
+) -> list[tuple[int, float]]:
+    with connection.cursor() as cursor:  # never filtered (``where`` is for _exhaustive's signature)
+        cursor.execute(
+            "SELECT chunk_id, score FROM klea_bm25_topk(%s, %s::text[], %s, %s, %s::float8, %s::float8)",
+            [store_id, terms, k, PRUNED_SEED, params.k1, params.b],
+        )
+        return [(cid, float(score)) for cid, score in cursor.fetchall()]
 
 
 def _exhaustive(
