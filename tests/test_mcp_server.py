@@ -81,6 +81,11 @@ async def check_tools(session: ClientSession, member: bool) -> None:
                 f"unknown_domain: no domain named {name!r} is available to you")
         answer = (await session.call_tool("ask", {"question": ZORBLAX})).structuredContent
         assert "wssecret" not in answer["domains"] and SECRET_TEXT not in answer["answer"]
+    # no domain fits: the hint names what MCP callers pass (they have nothing to tick)
+    off = (await session.call_tool("ask", {"question": "What is the capital of Australia?"})).structuredContent
+    assert off["route"] == "refused"
+    assert off["answer"].startswith("This question does not match any of the available domains (")
+    assert off["answer"].endswith('). Pass "domain" to ask one directly.')
 
     # typed errors
     found = await session.call_tool("search", {"domain": "wsneuro", "query": "spiking", "k": 99})
@@ -89,6 +94,8 @@ async def check_tools(session: ClientSession, member: bool) -> None:
         "code": "bad_request", "message": "\"k\" must be an integer from 1 to 10 (the domain's k_max)"}}
     assert error_text(await session.call_tool("search", {"domain": "wsneuro", "query": "  "})) == (
         'bad_request: "query" must be a non-empty string')
+    assert error_text(await session.call_tool("ask", {"question": "\u200b\u200b"})) == (
+        'bad_request: "question" must be a non-empty string')
     assert error_text(await session.call_tool("search", {"domain": "ws\x00neuro", "query": "spiking"})) == (
         'bad_request: "domain" contains a NUL character or a lone surrogate')  # was a database error
     # arguments the tool's schema refuses: the same typed error, checked before the tool runs
