@@ -14,6 +14,7 @@ from .convert import SUPPORTED_EXTENSIONS
 from .metadata.library import LIBRARY_SUFFIXES, LibraryError, parse_library
 from .options import MIN_MAX_TOKENS, default_max_tokens
 from .runs.uploads import MAX_NAME_BYTES, stored_name
+from .sources import OWN_FILES
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -88,7 +89,8 @@ class UploadForm(forms.Form):
     @staticmethod
     def _check_stored_names(files, allowed: set[str]) -> None:
         """Refuse, before anything is saved, files whose stored name (runs/uploads.py
-        ``stored_name``) loses its type, is too long for the file system, or is another
+        ``stored_name``) loses its type, is too long for the file system, is the folder's
+        own metadata map (saved, it broke every later upload to the store), or is another
         file's: one would silently replace the other, and the job would wait for it forever."""
         first: dict[str, str] = {}
         for upload in files:
@@ -101,6 +103,12 @@ class UploadForm(forms.Form):
             if len(name.encode()) > MAX_NAME_BYTES:
                 raise forms.ValidationError(
                     f"file name {name[:40]}... is {len(name.encode())} bytes long; the limit is {MAX_NAME_BYTES} bytes"
+                )
+            if name in OWN_FILES:
+                raise forms.ValidationError(
+                    f"{name!r} is the name of the store folder's own metadata map, not a document or a "
+                    "library; edit a document's metadata in the admin (docs/ingestion.md, \"Where a "
+                    "file's map comes from\")"
                 )
             if name in first:
                 same = "have the same name" if first[name] == upload.name else f"would both be saved as {name!r}"

@@ -81,10 +81,17 @@ def test_admin_upload_of_several_files_builds_them(client, users, store, tmp_pat
         SimpleUploadedFile("notes.md", b"# Notes\n\nAction potentials travel along axons.\n"),
         SimpleUploadedFile("more.txt", b"Dendrites receive input."),
     ]
+    # another upload of notes.md still being written: its own temporary file is left alone
+    # (a shared ".notes.md.part" made one of two uploads at once fail and another store a mix)
+    folder = tmp_path / "uploads" / "upload-store"
+    folder.mkdir(parents=True)
+    (folder / ".notes.md.x1y2z3.part").write_bytes(b"# Half of another upload")
     with override_settings(KLEA_UPLOAD_DIR=tmp_path / "uploads"):
         response = client.post("/admin/ingestion/ingestionjob/upload/", {
             "store": store.pk, "files": files, "max_tokens": 450, "ocr": "auto",
         })
+    assert sorted(p.name for p in folder.iterdir()) == [".notes.md.x1y2z3.part", "more.txt", "notes.md"]
+    assert (folder / ".notes.md.x1y2z3.part").read_bytes() == b"# Half of another upload"
     job = IngestionJob.objects.get(store=store)
     assert response.status_code == 302
     assert response["Location"] == f"/admin/ingestion/ingestionjob/{job.pk}/change/"
@@ -171,6 +178,9 @@ def test_the_job_list_filter_labels_the_states_alike(client, users):
     (["!.md"], "file name &#x27;!.md&#x27; keeps no name before its extension once unsafe characters are removed "
                "(&#x27;.md&#x27;); rename the file"),
     (["n" * 250 + ".md"], "file name nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn... is 253 bytes long; the limit is 200 bytes"),
+    (["notes.md", "metadata-map.json"], "&#x27;metadata-map.json&#x27; is the name of the store folder&#x27;s own "
+     "metadata map, not a document or a library; edit a document&#x27;s metadata in the admin (docs/ingestion.md, "
+     "&quot;Where a file&#x27;s map comes from&quot;)"),
 ])
 def test_upload_names_that_cannot_be_saved_as_sent_are_refused(client, users, store, tmp_path, names, message):
     """Names are checked as they are saved: two files saved under one name made a job

@@ -9,6 +9,7 @@ re-applied without re-embedding."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from django.conf import settings
@@ -24,8 +25,8 @@ from . import jobs
 from .ingest import ingest
 
 
-# The longest name (UTF-8 bytes) a file is saved under: it is written as ".<name>.part"
-# first, and file systems allow 255 bytes per name.
+# The longest name (UTF-8 bytes) a file is saved under: it is written as
+# ".<name>.<8 random characters>.part" first, and file systems allow 255 bytes per name.
 MAX_NAME_BYTES = 200
 
 
@@ -57,10 +58,19 @@ def save_uploads(form, user) -> IngestionJob:
     names = []
     for upload in form.cleaned_data["files"]:
         name = stored_name(upload.name)
-        partial = folder / f".{name}.part"
-        with partial.open("wb") as fh:
-            for block in upload.chunks():
-                fh.write(block)
+        # A temporary file of this upload's own: two uploads of one name at once each
+        # write their own, and the later replace wins whole (a shared ".part" name made
+        # one fail and another store a mix).
+        with tempfile.NamedTemporaryFile("wb", dir=folder, prefix=f".{name}.", suffix=".part",
+                                         delete=False) as fh:
+            partial = Path(fh.name)
+            try:
+                for block in upload.chunks():
+                    fh.write(block)
+            except BaseException:
+                partial.unlink(missing_ok=True)
+                raise
+        partial.chmod(0o644)  # as a file written by open(): NamedTemporaryFile makes it 0600
         partial.replace(folder / name)  # never a half-written source file
         names.append(name)
     publish(folder, names)
