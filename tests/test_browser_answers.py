@@ -21,7 +21,8 @@ from .pipeline_data import make_domain, material_files
 
 pytestmark = pytest.mark.django_db
 HOSTILE_SOURCE = 'Rendering notes: <img src=x onerror="window.pwned=1"> and [run](javascript:window.pwned=2) stay text.'
-LIST = "Klea renders answers as **Markdown** [{n}]:\n\n- lists stay lists\n- with `inline code`\n\n"
+LIST = ("Klea renders answers as **Markdown** [{n}]:\n\n- lists stay lists\n- with `inline code`\n\n"
+        "3. a quoted step keeps its number\n4. and so does the next\n\n")
 REST = (
     "| Format | Extension |\n| --- | --- |\n| Markdown | `.md` |\n| PDF | `.pdf` |\n\n"
     "```python\nprint(\"<b>not bold</b>\")  # [{n}] in code is text\n```\n\n"
@@ -95,6 +96,8 @@ def expect_rendered(answer) -> None:
     """The Markdown of LIST + REST as HTML: list, table, code, links; no raw HTML."""
     expect(answer.locator("ul > li")).to_have_text(["lists stay lists", "with inline code"])
     expect(answer.locator("li code")).to_have_text("inline code")
+    expect(answer.locator("ol > li")).to_have_text(["a quoted step keeps its number", "and so does the next"])
+    expect(answer.locator("ol")).to_have_attribute("start", "3")  # steps 3-4 of a recipe, not 1-2
     expect(answer.locator("strong")).to_have_text("Markdown")
     expect(answer.locator(".table-scroll > table th")).to_have_text(["Format", "Extension"])
     expect(answer.locator("table td")).to_have_text(["Markdown", ".md", "PDF", ".pdf"])

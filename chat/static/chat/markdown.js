@@ -19,6 +19,9 @@ const KleaMarkdown = (() => {
       "blockquote", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td", "a"],
     ALLOWED_ATTR: ["href", "title", "start", "style", "class"],
     ALLOWED_URI_REGEXP: SAFE_URL,
+    // DOMPurify tests attributes it does not know as URI-safe against ALLOWED_URI_REGEXP:
+    // without this, a quoted list's start="3" was dropped and steps 3-5 read as 1-3.
+    ADD_URI_SAFE_ATTR: ["start"],
     RETURN_DOM_FRAGMENT: true,
   };
   purifier.addHook("uponSanitizeAttribute", (node, data) => {
