@@ -51,7 +51,8 @@ from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from ingestion.metadata.biblio import doi_key, extract_bibliography  # noqa: E402
-from ingestion.metadata.layers import RULES, library_entry, match_records, overlay  # noqa: E402
+from ingestion.metadata.layers import library_entry, overlay  # noqa: E402
+from ingestion.metadata.matching import RULES, match_records  # noqa: E402
 from ingestion.metadata.library import read_library  # noqa: E402
 from ingestion.metadata.biblio.resolver import default_resolver  # noqa: E402
 from bench.fake_doi_services import FakeDoiServices  # noqa: E402

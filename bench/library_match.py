@@ -1,4 +1,4 @@
-"""Matching a large reference-manager library to a folder (ingestion/metadata/layers.py,
+"""Matching a large reference-manager library to a folder (ingestion/metadata/matching.py,
 ``match_records``): a library of N records, every one with a ``file`` attachment, the
 first M of them matching the M files of the folder, the others unmatched (they go through
 the title rule and the duplicate check). No database, no network.
@@ -24,7 +24,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from ingestion.metadata.layers import match_records  # noqa: E402
+from ingestion.metadata.matching import match_records  # noqa: E402
 from ingestion.metadata.library import Record, parse_library  # noqa: E402
 
 

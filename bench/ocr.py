@@ -52,7 +52,8 @@ import pypdfium2 as pdfium  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from bench.biblio import name_key, norm_title  # noqa: E402
-from ingestion.convert.ocr import OcrConfig, engine, hocr_lines, ocr_pages, run_tesseract  # noqa: E402
+from ingestion.convert.hocr import hocr_lines  # noqa: E402
+from ingestion.convert.ocr import OcrConfig, engine, ocr_pages, run_tesseract  # noqa: E402
 from ingestion.convert.pdf_lines import Line, page_lines  # noqa: E402
 from ingestion.metadata.biblio import extract_bibliography  # noqa: E402
 

@@ -62,7 +62,7 @@ def test_dump_round_trips(tmp_path):
         {"name": "authors", "description": "Authors", "value_type": "list", "person_name": True},
         {"name": "year", "description": "Publication year", "value_type": "int"},
     ]
-    assert (dumped["default_k"], dumped["k_max"], dumped["min_relevance"]) == (5, 10, 0.15)
+    assert (dumped["default_k"], dumped["k_max"], dumped["min_relevance"]) == (8, 10, 0.15)
     # Loading the dump changes nothing.
     call_command("loaddomains", write(tmp_path, {"domains": {"papers": dumped}}, "again.json"), stdout=StringIO())
     assert Store.objects.filter(domain__name="papers").count() == 2

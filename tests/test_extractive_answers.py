@@ -13,7 +13,7 @@ from asgiref.sync import async_to_sync
 from chat.backends import get_backend
 from chat.backends.extractive.candidates import CODE_CHARS, Passage
 from chat.backends.extractive.passages import Composer, with_marker
-from chat.backends.extractive.shapes import NUMBER_FOR_HOW_MANY, bonus, is_generic, shapes
+from chat.backends.extractive.shapes import is_generic
 from chat.backends.extractive.text import Block as TextBlock
 from chat.backends.extractive.text import leads_on, list_items, segment
 from chat.rag import Knowledge
@@ -22,6 +22,7 @@ from domains.models import Domain
 from ingestion.chunk.chunker import chunk_blocks
 from ingestion.convert.base import Block
 
+from .extractive_helpers import answer, source
 from .pipeline_helpers import count_model_runs, run, token_ids
 
 POLICY = (
@@ -44,20 +45,6 @@ INSTALL = (
     "To install pyNeuroML, use pip:\n\n```\npip install pyneuroml\n```\n\n"
     "The package brings the jnml command line tool as well."
 )
-
-
-def source(number: int, text: str, headings=(), score: float = 0.5, file_name: str = "doc.md"):
-    chunk = SimpleNamespace(text=text, headings=list(headings), score=score)
-    return SimpleNamespace(number=number, file_name=file_name, chunks=[chunk])
-
-
-def answer(question: str, *sources) -> str:
-    composer = Composer(embeddings.embed_query(question), list(sources), question)
-
-    async def collect():
-        return "".join([piece async for piece in composer.pieces(lambda n, quoted=(), passages=(): f"[{n}]")])
-
-    return async_to_sync(collect)()
 
 
 def test_a_list_is_quoted_whole_with_its_lead_in():
@@ -285,51 +272,12 @@ def test_table_rows_and_list_items_are_their_own_blocks_without_a_blank_line():
     ]
 
 
-METHOD = (
-    "1. Brown the beef in a large pot with a little oil, breaking it into small pieces as it cooks.\n"
-    "2. Add the diced onions, peppers and garlic and cook until the onions are soft and translucent.\n"
-    "3. Stir in the tomato paste, the spices and a pinch of salt, and cook for two more minutes.\n"
-    "4. Pour in the crushed tomatoes and the stock, and bring everything to a gentle boil.\n"
-    "5. Simmer for at least 45 minutes, stirring occasionally and adding water if it gets too dry.\n"
-    "6. Stir in the kidney beans and the dark chocolate and heat through before serving."
-)
-
-
-def test_one_step_of_a_long_method_is_quoted_alone():
-    # A list too long to read as an answer: the step that states it, marker kept.
-    assert answer("How long should the chili simmer?", source(1, METHOD, ["Chili", "Directions"])) == (
-        "5. Simmer for at least 45 minutes, stirring occasionally and adding water if it gets too dry. [1]"
-    )
-
-
-def test_a_short_list_is_quoted_whole_not_one_item():
-    text = "- Spaghetti: 320 g\n- Eggs: 5\n- Guanciale (cubed): 150 g\n- Pecorino Romano (grated)"
-    assert answer("How much spaghetti and guanciale do I need?", source(1, text, ["Carbonara", "Ingredients"])) == (
-        f"{text} [1]"
-    )
-
-
 def test_list_items_split_at_the_outer_markers():
     text = "- Spices:\n    - 1 teaspoon cinnamon\n    - 1/4 teaspoon nutmeg\n- Flour, 2 cups\n  sifted"
     assert list_items(text) == [
         "- Spices:\n    - 1 teaspoon cinnamon\n    - 1/4 teaspoon nutmeg",
         "- Flour, 2 cups\n  sifted",
     ]
-
-
-SEASONS = (
-    "Grouping by time.season uses the seasons DJF, MAM, JJA and SON, sorted alphabetically in the result.\n\n"
-    "Resampling needs a SeasonResampler; the pandas frequency strings cannot express custom seasons.\n\n"
-    "With a SeasonGrouper the seasons are kept in the order given, unlike grouping by time.season."
-)
-
-
-def test_a_near_tie_quotes_both_passages_in_the_order_of_their_section():
-    # The third paragraph scores best, the first within NEAR_TIE: both, first paragraph first.
-    assert answer("Which seasons does grouping by time.season use?", source(1, SEASONS, ["Time series", "Seasons"])) == (
-        "Grouping by time.season uses the seasons DJF, MAM, JJA and SON, sorted alphabetically in the result. "
-        "With a SeasonGrouper the seasons are kept in the order given, unlike grouping by time.season. [1]"
-    )
 
 
 def test_the_citation_names_the_chunk_it_quotes_not_the_sources_first():
@@ -371,41 +319,6 @@ def test_the_citation_names_the_chunk_it_quotes_not_the_sources_first():
     assert paper.quoted == []  # the material's own source is left as it was
 
 
-@pytest.mark.parametrize("question, expected", [
-    ("When was the Neosim project completed?", {"year"}),
-    ("When does a PDF need OCR according to the pre-check?", set()),  # a condition, not a time
-    ("What happens when a query contains only stop words?", set()),
-    ("Which seasons does grouping by time.season use?", {"listing"}),
-    ("What aged cheeses are suggested for a carbonara?", {"listing"}),
-    ("Which setting selects the LLM backend?", set()),  # a singular noun and a verb
-    ("Which range of years can datetime64 represent?", set()),
-    ("What goes in a LEMS Simulation file?", {"listing"}),
-    ("What is in a zaatar spice mix?", {"listing"}),
-    ("What goes into the sauce at the end of cooking?", set()),  # a step, not the contents
-    ("What do I need installed before installing NeuroML?", {"listing"}),
-    ("What does a release of the tools require?", {"listing"}),
-    ("What is a LEMS file?", {"definition:lems file"}),
-    ("How strong is homemade kvass?", {"number"}),
-    ("What ratio of water to vinegar for pickled onions?", {"number"}),
-    ("How old is the NeuroML project?", {"number"}),
-    ("How do I strengthen the sauce?", {"howto"}),
-])
-def test_question_shapes(question, expected):
-    assert set(shapes(question)) == expected
-
-
-@pytest.mark.parametrize("text, fits", [
-    ("There are three Levels of compliance.", True),
-    ("The sugar should yield 1.0%-2.5% alcohol.", True),
-    ("Bake it for half an hour.", True),
-    ("No one knows the levels of compliance.", False),  # "one" is a pronoun here
-    ("The levels of compliance are described below.", False),
-])
-def test_a_number_in_digits_or_words_answers_how_many(text, fits):
-    value = bonus(shapes("How many levels of compliance are there?"), "prose", text, False)
-    assert value == (NUMBER_FOR_HOW_MANY if fits else 0.0)
-
-
 def test_prose_runs_on_only_after_a_full_stop():
     composer = Composer(embeddings.embed_query("roadmap"), [], "roadmap")
     chunk = SimpleNamespace(number=1, chunk_id=None)
@@ -419,13 +332,6 @@ def test_prose_runs_on_only_after_a_full_stop():
     assert async_to_sync(collect)() == (
         "Authors: Xarray developers\n\nDate: September 7, 2021\n\nThe roadmap was written in 2021. [1]"
     )
-
-
-def test_a_passage_repeated_in_another_file_is_quoted_once():
-    text = "Create a user with manage.py createsuperuser, then open the admin."
-    # The same file in two stores: equal scores, the first source speaks, once.
-    assert answer("How do I create an admin user?", source(1, text, ["Admin"], file_name="README.md"),
-                  source(2, text, ["Admin"], file_name="README.md")) == f"{text} [1]"
 
 
 @pytest.mark.parametrize("text, expected", [

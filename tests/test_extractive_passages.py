@@ -12,7 +12,7 @@ from chat.backends.extractive.text import is_definition_list, list_items, looks_
 from ingestion.chunk.chunker import chunk_blocks
 from ingestion.convert.markdown import convert_markdown
 
-from .test_extractive_answers import answer, source
+from .extractive_helpers import answer, source
 
 GLOSSARY_LINES = (
     "Epoch: one pass of the learner over the whole training set.\n"

@@ -187,6 +187,26 @@ def test_the_conversion_process_reports_pages_as_they_are_ocred(scans, tmp_path)
     assert 0 < peak < 2048
 
 
+def test_a_page_too_large_to_render_fails_alone_and_the_conversion_process_lives(scans, tmp_path):
+    """A 200-inch square page (the largest PDF page size) would be a 3.6-gigapixel bitmap:
+    it was a memory overrun that failed the whole file, twice."""
+    poster = pdfium.PdfDocument.new()
+    scan = pdfium.PdfDocument(str(scans["scan"]))
+    poster.import_pages(scan, [0, 1])
+    poster.new_page(14400, 14400, index=1)  # no text layer: an image page to OCR
+    poster.save(str(tmp_path / "poster.pdf"))
+    for pdf in (poster, scan):
+        pdf.close()
+    with ConversionWorker(memory_limit_mb=1024) as worker:
+        document = worker.convert(tmp_path / "poster.pdf", pipeline="native", ocr_config=OcrConfig(workers=1))
+        assert worker.processes == 1
+    assert blocks(document) == PAPER_BLOCKS
+    assert document.warnings == [
+        "poster.pdf: OCR failed on page 2: too large to OCR (200 x 200 inches, 3,600 million pixels at 300 dpi; "
+        "the limit is 40 million); the other pages were read"
+    ]
+
+
 def _page_one(name: str, cache: Path):
     path = corpora_path("pdfs", name)
     pdf = pdfium.PdfDocument(str(path))

@@ -135,13 +135,61 @@ def test_docx_through_docling_simple_pipeline(tmp_path):
     ]
 
 
-def test_broken_docx_fails_with_one_line(tmp_path):
-    (tmp_path / "bad.docx").write_bytes(b"PK\x03\x04 not really a zip")
+def _package(path, parts: dict[str, bytes]):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as package:
+        for name, data in parts.items():
+            package.writestr(name, data)
+    return path
+
+
+def _good_docx(path):
+    document = docx.Document()
+    document.add_paragraph("Calibrate the amplifier first.")
+    document.save(path)
+    return path
+
+
+def _malformed_docx(path, tmp_path):
+    """A real .docx whose main part has a mismatched tag on line 2."""
+    import zipfile
+
+    good = _good_docx(tmp_path / "good-source.docx")
+    with zipfile.ZipFile(good) as source:
+        parts = {name: source.read(name) for name in source.namelist()}
+    parts["word/document.xml"] = (b'<?xml version="1.0"?>\n<w:document xmlns:w="http://schemas.openxmlformats.org/'
+                                  b'wordprocessingml/2006/main"><w:body><w:p></w:body></w:document>')
+    return _package(path, parts)
+
+
+BROKEN_DOCX = [
+    ("text", lambda p, t: p.write_bytes(b"Plain notes, saved with the wrong extension."),
+     "broken", "not a readable Word file: not a ZIP package (a .docx is one)"),
+    ("fake zip", lambda p, t: p.write_bytes(b"PK\x03\x04 not really a zip"),
+     "broken", "not a readable Word file: a damaged ZIP package (File is not a zip file)"),
+    ("truncated", lambda p, t: p.write_bytes(_good_docx(t / "whole.docx").read_bytes()[:4000]),
+     "broken", "not a readable Word file: a damaged ZIP package (File is not a zip file)"),
+    ("word 97", lambda p, t: p.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 2000),
+     "broken", "a Word 97-2003 (.doc) file, not .docx; save it as .docx"),
+    ("password", lambda p, t: p.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 600
+                                           + "EncryptionInfo".encode("utf-16-le") + b"\0" * 600),
+     "encrypted", "the Word file is protected with a password; save it without one"),
+    ("excel", lambda p, t: _package(p, {"[Content_Types].xml": b"<Types/>", "xl/workbook.xml": b"<workbook/>"}),
+     "broken", "not a Word document: an Excel workbook renamed .docx"),
+    ("other zip", lambda p, t: _package(p, {"notes.txt": b"hello"}),
+     "broken", "not a Word document: the package has no word/document.xml"),
+    ("malformed xml", _malformed_docx,
+     "broken", "not a readable Word file: word/document.xml is not well-formed XML (line 2, column 99: mismatched tag)"),
+]
+
+
+@pytest.mark.parametrize("make, reason, message", [case[1:] for case in BROKEN_DOCX], ids=[c[0] for c in BROKEN_DOCX])
+def test_a_broken_docx_fails_saying_what_is_wrong(tmp_path, make, reason, message):
+    make(tmp_path / "bad.docx", tmp_path)
     with pytest.raises(ConversionError) as info:
         convert_file(tmp_path / "bad.docx")
-    assert info.value.reason == "broken"
-    assert str(info.value).startswith("bad.docx: not a readable Word file (")
-    assert "\n" not in str(info.value)
+    assert (info.value.reason, str(info.value)) == (reason, f"bad.docx: {message}")
 
 
 def test_a_model_on_disk_that_does_not_load_falls_back_with_the_loader_error(tmp_path, monkeypatch):

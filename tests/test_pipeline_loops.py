@@ -50,14 +50,14 @@ def test_retrieve_more_info_grows_k_then_continues(fake, domains):
         "retrieve: 3 chunks, 3 sources",
         "join_tools: no tool results",
         "> answer", f"< answer: {len(CHEAP)} chars, cites 1 of 3 sources",
-        "evaluate: retrieve_more_info (k=6)",
+        "evaluate: retrieve_more_info (k=9)",
         "retrieve: 3 chunks, 3 sources",
         "join_tools: no tool results",
         "> answer", f"< answer: {len(CHEAP)} chars, cites 1 of 3 sources",
         "evaluate: continue",
         "remember: no session", "< respond: domains, 1 references", "summarise: no session", "done complete",
     ]
-    assert [line for line in lines if line.startswith("retrieve:")][1].endswith("(k=6)")
+    assert [line for line in lines if line.startswith("retrieve:")][1].endswith("(k=9)")
     assert [e.attempt for e in result.events if e.type == "token"] == [1, 2]
     assert result.answer.evaluation["decision"] == "continue"
     assert result.answer.warnings == []
@@ -65,7 +65,7 @@ def test_retrieve_more_info_grows_k_then_continues(fake, domains):
 
 def test_k_at_k_max_ends_in_best_effort(fake, domains):
     neuro = domains["neuro"]
-    neuro.k_max = 6
+    neuro.k_max = 9
     neuro.save()
     fake.script(
         domains_reply("neuro"), queries_reply("cheap neuron model"),
@@ -74,7 +74,7 @@ def test_k_at_k_max_ends_in_best_effort(fake, domains):
     )
     result = run(IZH, [neuro])
     assert [line for line in stages(result) if line.startswith("evaluate")] == [
-        "evaluate: retrieve_more_info (k=6)", "evaluate: best_effort",
+        "evaluate: retrieve_more_info (k=9)", "evaluate: best_effort",
     ]
     assert (result.answer.warnings, result.answer.text) == ([PARTIAL], CHEAP)
 

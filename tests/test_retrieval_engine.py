@@ -1,5 +1,7 @@
 """retrieve(): lists per store and query, labels, restrictions, failures, budget."""
 
+import importlib
+
 import pytest
 from django.db import connection
 from django.test import override_settings
@@ -144,3 +146,26 @@ def test_failures_name_store_and_error_class_only(setup):
                                "main:bm25 (domain science): ProgrammingError"]
     with connection.cursor() as cursor:
         cursor.execute("ALTER TABLE broken_postings RENAME TO domains_bm25posting")
+
+
+def test_default_k_is_eight_and_domains_left_at_five_move_with_it(db):
+    """A new domain retrieves 8 chunks; migration 0014 moves domains still at the old
+    default 5 (unless their k_max is below 8) and leaves chosen values alone."""
+    from django.apps import apps
+
+    migration = importlib.import_module("domains.migrations.0014_domain_default_k")
+    domain = Domain.objects.create(name="many", description="many")
+    store = Store.objects.create(name="many", domain=domain, mode=Store.Mode.BM25)
+    doc = Document.objects.create(store=store, file_name="many.md")
+    for i in range(10):
+        Chunk.objects.create(store=store, document=doc, ordinal=i, text=f"Neurons fire, note {i}.")
+    assert domain.default_k == 8
+    assert len(retrieve("neurons", [domain]).results) == 8
+    rows = {name: Domain.objects.create(name=name, description=name, default_k=k, k_max=k_max)
+            for name, k, k_max in (("left", 5, 10), ("narrow", 5, 6), ("chosen", 3, 10))}
+    migration.to_new_default(apps, None)
+    assert {name: Domain.objects.get(pk=row.pk).default_k for name, row in rows.items()} == {
+        "left": 8, "narrow": 5, "chosen": 3}
+    migration.to_old_default(apps, None)
+    assert sorted(Domain.objects.values_list("name", "default_k")) == [
+        ("chosen", 3), ("left", 5), ("many", 5), ("narrow", 5)]

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from .base import Block, BlockCollector, ConversionError, ConvertedDocument, LineBox
+from .docx_check import check_package, explain_failure
 from .pdf_structure import numbering_level
 
 _SKIPPED_LABELS = {"page_header", "page_footer", "marker", "empty_value"}
@@ -167,19 +168,29 @@ def docling_blocks(document, title_in_chain: bool = True) -> tuple[str, list[Blo
 def convert_docx(path: Path) -> ConvertedDocument:
     """Convert a Word file with docling's simple pipeline.
 
-    :raises ConversionError: ``broken`` when docling cannot read the file.
+    :raises ConversionError: ``empty``; ``encrypted``; ``broken`` naming what is wrong
+        (ingestion/convert/docx_check.py: not a ZIP package, a .doc file, another Office
+        format, a damaged or malformed ``word/document.xml``).
     """
-    from docling.datamodel.base_models import ConversionStatus
-    from docling.document_converter import DocumentConverter
-
     path = Path(path)
     if path.stat().st_size == 0:
         raise ConversionError("empty", f"{path.name}: the file is empty")
+    check_package(path)  # before docling loads its models
+    from docling.datamodel.base_models import ConversionStatus
+    from docling.document_converter import DocumentConverter
+
     try:
         result = DocumentConverter().convert(path, raises_on_error=False)
+        failed = None if result.status in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS) else (
+            _line("; ".join(e.error_message for e in result.errors)) or result.status.value)
     except Exception as exc:  # docling wraps backend errors in several exception types
-        raise ConversionError("broken", f"{path.name}: not a readable Word file ({type(exc).__name__})") from None
-    if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
-        raise ConversionError("broken", f"{path.name}: not a readable Word file ({result.status.value})")
+        failed = f"{type(exc).__name__}: {_line(str(exc))}"
+    if failed is not None:
+        reason = explain_failure(path) or f"docling could not read it ({failed})"
+        raise ConversionError("broken", f"{path.name}: not a readable Word file: {reason}")
     title, blocks = docling_blocks(result.document, title_in_chain=True)
     return ConvertedDocument(blocks=blocks, title=title, converter="docling simple pipeline (DOCX)")
+
+
+def _line(text: str) -> str:
+    return (text.splitlines() or [""])[0][:200]

@@ -1,8 +1,7 @@
 """OCR of image pages on the model-free PDF path (docs/ingestion.md, "OCR"): Tesseract
 reads each page rendered by pypdfium2, and its hOCR output becomes the same
-:class:`~ingestion.convert.pdf_lines.Line` objects as a text layer (boxes in PDF points,
-origin bottom-left; a size estimated from word heights), so reading order, headings,
-furniture and chunking are shared with text-layer pages.
+:class:`~ingestion.convert.pdf_lines.Line` objects as a text layer (ingestion/convert/hocr.py),
+so reading order, headings, furniture and chunking are shared with text-layer pages.
 
 Tesseract was chosen over RapidOCR by measurement (docs/benchmarks.md, "OCR"). Pages
 are OCRed in parallel (one single-threaded ``tesseract`` process per page, up to
@@ -17,7 +16,6 @@ import hashlib
 import io
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -33,9 +31,14 @@ import numpy as np
 import pypdfium2 as pdfium
 from PIL import Image
 
+from .hocr import hocr_lines
 from .pdf_lines import Line
 
 OCR_DPI = 300
+# The largest page image OCRed, in pixels: A2 (420 x 594 mm) at 300 dpi is 35 million. A
+# larger page (a poster, or a page size set absurdly large by a hostile PDF) would take
+# gigabytes as one bitmap and more in Tesseract: it fails alone, the other pages are read.
+MAX_PAGE_PIXELS = 40_000_000
 LANGUAGE = "eng"
 INSTALL_HINT = "install Tesseract: `make tesseract` (Debian: apt-get install tesseract-ocr tesseract-ocr-eng)"
 # Bump when the lines made from hOCR change, so cached pages are read again.
@@ -45,14 +48,6 @@ _FORMAT = 3
 _EDGE_DARK = 0.15
 _EDGE_MAX = 0.15
 _EDGE_WINDOW = 9
-_BAND_GAP = 2  # blank pixel rows that still belong to one band of ink (thin strokes)
-_LINE_CLASSES = {"ocr_line", "ocr_caption", "ocr_header", "ocr_textfloat"}
-_BBOX = re.compile(r"bbox (\d+) (\d+) (\d+) (\d+)")
-# Letters by vertical extent, for the size estimate: a word of tall letters without
-# descenders spans the cap height (~0.7 em), with descenders ~0.93 em, x-height letters ~0.47 em.
-_TALL = set("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789bdfhkl")
-_DESCENDING = set("gjpqy,;()[]{}|/Q")
-_SHORT = set("acemnorsuvwxz")
 
 
 class OcrError(Exception):
@@ -162,31 +157,20 @@ def render_page(page: pdfium.PdfPage, dpi: int) -> np.ndarray:
         bitmap.close()
 
 
+def _too_large(page: pdfium.PdfPage, dpi: int) -> str:
+    """Why ``page`` is too large to render at ``dpi`` (MAX_PAGE_PIXELS), or ""."""
+    width, height = page.get_size()  # points
+    pixels = (width * dpi / 72) * (height * dpi / 72)
+    if pixels <= MAX_PAGE_PIXELS:
+        return ""
+    return (f"too large to OCR ({width / 72:.0f} x {height / 72:.0f} inches, {pixels / 1e6:,.0f} million pixels "
+            f"at {dpi} dpi; the limit is {MAX_PAGE_PIXELS / 1e6:.0f} million)")
+
+
 def png_bytes(pixels: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, format="PNG")
     return buffer.getvalue()
-
-
-def ink_rows(pixels: np.ndarray, box: tuple[int, int, int, int]) -> tuple[int, int]:
-    """The rows (top, bottom) of the main band of ink inside a word's box: a box that
-    also took in specks, a logo or part of the next line (bands apart by blank rows)
-    keeps the band with the most ink. The box itself when there is no ink in it."""
-    left, top, right, bottom = box
-    dark = (pixels[top:bottom, left:right] < 128).sum(axis=1)
-    bands: list[list[int]] = []  # [first row, last row, ink]
-    for row, ink in enumerate(dark):
-        if not ink:
-            continue
-        if bands and row - bands[-1][1] <= _BAND_GAP:
-            bands[-1][1] = row
-            bands[-1][2] += int(ink)
-        else:
-            bands.append([row, row, int(ink)])
-    if not bands:
-        return top, bottom
-    first, last, _ = max(bands, key=lambda band: band[2])
-    return top + first, top + last + 1
 
 
 def run_tesseract(png: bytes, timeout: float, dpi: int = OCR_DPI) -> str:
@@ -215,82 +199,6 @@ def run_tesseract(png: bytes, timeout: float, dpi: int = OCR_DPI) -> str:
         detail = (done.stderr.decode("utf-8", "replace").strip().splitlines() or [""])[-1][:200]
         raise OcrError(f"Tesseract failed (exit {done.returncode}{': ' + detail if detail else ''})")
     return done.stdout.decode("utf-8", "replace")
-
-
-def _estimate_size(words: list[tuple[str, tuple[int, int, int, int]]], scale: float) -> float:
-    """Font size in points from word heights: per word, its height over the share of an em
-    its letters span (caps/ascenders 0.7, with descenders 0.93, x-height 0.47); the lower
-    quartile, because specks of a scan joined to a word only ever make it taller."""
-    estimates = []
-    for text, (_, top, _, bottom) in words:
-        letters = [ch for ch in text if ch.isalnum() or ch in _DESCENDING]
-        if not letters:
-            continue
-        tall = any(ch in _TALL for ch in letters)
-        low = any(ch in _DESCENDING for ch in letters)
-        if not tall and not low and not all(ch in _SHORT for ch in letters):
-            continue  # accents, unusual glyphs: no reliable extent
-        share = 0.93 if tall and low else 0.7 if tall else 0.72 if low else 0.47
-        estimates.append((bottom - top) / scale / share)
-    if not estimates:
-        return 1.0
-    estimates.sort()
-    return max(round(estimates[len(estimates) // 4] * 2) / 2, 1.0)
-
-
-def _line(words: list[tuple[str, tuple[int, int, int, int]]], page: int, scale: float, height: float) -> Line:
-    size = _estimate_size(words, scale)
-    x0 = min(b[0] for _, b in words) / scale
-    x1 = max(b[2] for _, b in words) / scale
-    top = min(b[1] for _, b in words) / scale
-    bottom = max(b[3] for _, b in words) / scale
-    text = " ".join(w for w, _ in words)
-    return Line(page, x0, height - bottom, x1, height - top, size=size, bold=False, text=text, estimated=True, ocr=True)
-
-
-def hocr_lines(
-    hocr: str, page: int, scale: float, pixels: np.ndarray | None = None
-) -> tuple[list[Line], float, float]:
-    """Lines of one page's hOCR (pixel boxes at ``scale`` pixels per point) as
-    :class:`Line` objects, and the page height and width in points. With the page's ``pixels``,
-    each word's height is its main band of ink (:func:`ink_rows`).
-
-    A hOCR line is split where two words are further apart than 1.5 x its size (a column
-    gutter), as text-layer lines are; lines without a letter or digit (speckles) are dropped.
-    """
-    root = ET.fromstring(hocr.encode("utf-8"))
-    height = width = 0.0
-    lines: list[Line] = []
-    for element in root.iter():
-        cls = element.get("class", "")
-        if cls == "ocr_page":
-            match = _BBOX.search(element.get("title", ""))
-            if match:
-                width, height = int(match.group(3)) / scale, int(match.group(4)) / scale
-        if cls not in _LINE_CLASSES:
-            continue
-        words = []
-        for word in element.iter():
-            if word.get("class") != "ocrx_word":
-                continue
-            text = "".join(word.itertext()).strip()
-            match = _BBOX.search(word.get("title", ""))
-            if text and match:
-                left, top, right, bottom = (int(v) for v in match.groups())
-                if pixels is not None:
-                    top, bottom = ink_rows(pixels, (left, top, right, bottom))
-                words.append((text, (left, top, right, bottom)))
-        if not words:
-            continue
-        size = _estimate_size(words, scale)
-        run = [words[0]]
-        for word in words[1:]:
-            if (word[1][0] - run[-1][1][2]) / scale > 1.5 * size:
-                lines.append(_line(run, page, scale, height))
-                run = []
-            run.append(word)
-        lines.append(_line(run, page, scale, height))
-    return [line for line in lines if any(ch.isalnum() for ch in line.text)], height, width
 
 
 def file_hash(path: Path) -> str:
@@ -394,11 +302,14 @@ def ocr_pages(
             try:
                 page = pdf[index]
                 try:
-                    pixels = render_page(page, config.dpi)
+                    too_large = _too_large(page, config.dpi)
+                    pixels = None if too_large else render_page(page, config.dpi)
                 finally:
                     page.close()
-            except (pdfium.PdfiumError, OSError, ValueError) as exc:
-                result.failed[index] = f"page {index + 1}: could not be rendered ({exc})"
+            except (pdfium.PdfiumError, OSError, ValueError, MemoryError) as exc:
+                too_large = f"could not be rendered ({exc or type(exc).__name__})"
+            if too_large:
+                result.failed[index] = f"page {index + 1}: {too_large}"
                 finished()
                 continue
             png = png_bytes(pixels)

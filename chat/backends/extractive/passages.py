@@ -8,10 +8,10 @@ block's string literals are not evidence: code quoting the question does not ans
 best :data:`PREFILTER` by dense evidence (cosine similarity of the question to the
 heading chain + passage, the way chunks are embedded), the chunk's retrieval score and
 the question's shape (:mod:`.shapes`). The best passage is the answer; a second one
-when it adds question terms the first lacks and scores nearly as well, or when it scores
-within :data:`NEAR_TIE` of the first (the evidence cannot tell them apart), unless the
-first defines what "what is X" asks about; two passages of one chunk are quoted in their
-order there. When no
+when it scores within :data:`NEAR_TIE` of the first (the evidence cannot tell them apart;
+of several, the one adding most of the question terms the first lacks), or else when it
+adds such terms and scores nearly as well, unless the first defines what "what is X"
+asks about; two passages of one chunk are quoted in their order there. When no
 passage reaches :data:`MIN_SIMILARITY`, nothing is said (the caller says that no source
 answers). Every passage is verbatim source text cited by its source's marker, placed
 where it reads as part of the passage (:func:`with_marker`).
@@ -58,6 +58,15 @@ SECOND_CHARS = 800
 # Measured on bench/questions (neuroml + klea-docs to choose, xarray + cooking to check):
 # the answering passage is the runner-up in about one miss in three, within 0.1 of the best.
 NEAR_TIE = 0.1
+# Of several near ties, the one quoted maximises its score + SECOND_ADDS x the share of
+# the question's idf mass it adds to the best passage: the runner-up that repeats the
+# best one's terms ("This page is Klea as an MCP client") loses to the one naming what
+# the question asks for ("... the official mcp Python SDK"). Near ties only: a wider
+# choice (every passage allowed to follow) gained 3 on the first sets and lost 2 on the
+# second (bench/passage_replay.py).
+SECOND_ADDS = 0.5
+
+
 class Composer:
     """The answer to ``question`` from ``sources``: passages and their citations.
 
@@ -122,23 +131,36 @@ class Composer:
         kept.sort(key=lambda p: (-p.score, p.chunk.rank, p.start))
         best = lean_back(extend(kept[0], self.wanted, idf))
         chosen = [best]
-        for other in kept[1:]:
-            if other.cosine < MIN_SIMILARITY or "generic" in self.shapes or defines(self.shapes, best.text):
-                continue  # a passage that defines what "what is X" asks about says it all
-            # What it adds buys it room: the second part of "X and Y?" scores lower.
-            new_share = sum(idf[t] for t in other.found - best.found) / total
-            if overlap(best, other) or other.text in best.text or best.text in other.text:
-                continue  # the same words twice (a passage repeated in another file) say nothing new
-            # A near tie: the evidence cannot tell the two apart, so both are quoted.
-            near_tie = other.score >= best.score - NEAR_TIE
-            if not near_tie and (new_share < SECOND_NEW_TERMS or other.score < best.score - SECOND_MARGIN - new_share):
-                continue
-            if len(best.text) + len(other.text) <= SECOND_CHARS:
-                chosen.append(lean_back(other))
-            break
+        if "generic" not in self.shapes and not defines(self.shapes, best.text):
+            # A passage that defines what "what is X" asks about says it all.
+            second = self._second(best, kept[1:], idf, total)
+            if second is not None:
+                chosen.append(lean_back(second))
         if len(chosen) == 2 and chosen[0].chunk is chosen[1].chunk:
             chosen.sort(key=lambda p: (p.start, p.part))  # one section reads in its own order
         return chosen
+
+    def _second(self, best: Passage, others: Sequence[Passage], idf: dict[str, float], total: float) -> Passage | None:
+        """The passage quoted after ``best`` (of ``others``, best scored first), or None:
+        the near tie that adds most (:data:`SECOND_ADDS`); without one, the best scored
+        passage that adds at least :data:`SECOND_NEW_TERMS` of the question's idf mass
+        and scores within :data:`SECOND_MARGIN` + that share of ``best``; either only when
+        both fit in :data:`SECOND_CHARS`."""
+        ties, adding = [], []
+        for other in others:
+            if other.cosine < MIN_SIMILARITY or len(best.text) + len(other.text) > SECOND_CHARS:
+                continue
+            if overlap(best, other) or other.text in best.text or best.text in other.text:
+                continue  # the same words twice (a passage repeated in another file) say nothing new
+            new_share = sum(idf[t] for t in other.found - best.found) / total
+            if other.score >= best.score - NEAR_TIE:
+                ties.append((SECOND_ADDS * new_share + other.score, other))
+            # What it adds buys it room: the second part of "X and Y?" scores lower.
+            elif new_share >= SECOND_NEW_TERMS and other.score >= best.score - SECOND_MARGIN - new_share:
+                adding.append((other.score, other))
+        if ties:
+            return max(ties, key=lambda pair: pair[0])[1]
+        return max(adding, key=lambda pair: pair[0])[1] if adding else None
 
     async def pieces(self, cite: Callable[..., str]) -> AsyncIterator[str]:
         """The chosen passages as text pieces, verbatim, each followed by

@@ -27,9 +27,10 @@ LISTING = re.compile(
     r"^\s*(which|what)\b(?!\s+(is|was|does|did)\b).*\b(are|exist|support(s|ed)?|available|include[sd]?|needed)\b"
     r"|^\s*what\s+(are|kinds?|types?|options|formats|steps|ingredients)\b|^\s*list\b|\bname\s+the\b"
     # What a thing holds or needs: "What goes in a LEMS file?", "What is in a spice mix?",
+    # "Which cheese goes into fondue?",
     # "What does a release need?", "What do I need installed?"; not a step of a method
     # ("What goes into the chili at the end?").
-    r"|^\s*what\s+(goes|go|is|are)\s+in(to)?\b(?!.*\b(end|start|beginning|first|last|after|before|then|finally)\b)"
+    r"|^\s*(what\s+(is|are)|(what|which)\s+([\w'-]+\s+){0,2}?(goes|go))\s+in(to)?\b(?!.*\b(end|start|beginning|first|last|after|before|then|finally)\b)"
     r"|^\s*what\s+(do|does|did)\b.*\b(contain|include|consist|require|need)s?\b",
     re.I,
 )

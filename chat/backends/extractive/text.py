@@ -12,7 +12,8 @@ _CODE_START = re.compile(
     r"|(return|def|class|async|await|raise|yield|assert|with|for|if|elif|try|except|print)\b)"
 )
 _CODE_CHARS = frozenset("=(){}[]<>;$#`\\|_/")
-_WORD = re.compile(r"[a-z0-9_]+")
+# Letters of any script: "crêpe" is one word, not "cr" and "pe".
+_WORD = re.compile(r"\w+")
 _STOP_WORDS = frozenset(
     "a an and are as at be by can do does for from how i in is it of on or the this to what when where which "
     "who why with you your my me we our into use using".split()
@@ -56,7 +57,8 @@ def looks_like_code(sentence: str) -> bool:
 
 
 def terms(text: str) -> set[str]:
-    """Lower-cased words without stop words, crudely stemmed (plural/verb endings)."""
+    """Lower-cased words (of any script) without stop words, crudely stemmed (plural and
+    verb endings, a final "e": "file" and "files" are one term)."""
     found = set()
     for word in _WORD.findall(text.lower()):
         if word in _STOP_WORDS or len(word) < 2:
@@ -68,6 +70,8 @@ def terms(text: str) -> set[str]:
                 if len(word) > len(suffix) + 3 and word.endswith(suffix):
                     word = word[: -len(suffix)]
                     break
+        if len(word) > 4 and word.endswith("e"):
+            word = word[:-1]  # store, stores, stored, storing -> stor
         found.add(word)
     return found
 

@@ -1,0 +1,204 @@
+"""Passage choice alone: record the extractive backend's inputs once, replay its choice offline.
+
+The answer bench (bench/answers.py) runs retrieval and routing for every question; the
+passage choice of the model-free backend (chat/backends/extractive/passages.py) is a
+small part of it. ``record`` runs the bench sets once through the full pipeline and
+keeps, per in-domain question, what the backend's ``answer`` was given (the question,
+its search text, its vector, the numbered sources with their chunks); ``replay``
+composes the answer again from those inputs with the code as it is now and scores it
+the way the bench does (evidence in answer: ``chat.scoring.metrics.coverage`` >= 0.8).
+Changes to passage choice are measured in seconds, without retrieval's noise.
+
+    python bench/passage_replay.py record /tmp/inputs.pickle       # about as long as answers.py
+    python bench/passage_replay.py replay /tmp/inputs.pickle -v 2  # a few seconds after the model loads
+    python bench/passage_replay.py replay /tmp/inputs.pickle --misses   # misses with the evidence in the references
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import ROOT, command_line, setup_django  # noqa: E402
+
+QUESTIONS = ROOT / "bench" / "questions"
+SETS = ("neuroml", "neuroml-2", "xarray", "xarray-2", "cooking", "cooking-2", "klea-docs", "klea-docs-2")
+FIRST = ("neuroml", "xarray", "cooking", "klea-docs")
+
+
+@dataclass
+class Chunk:
+    text: str
+    score: float
+    headings: list[str]
+    chunk_id: int | None
+
+
+@dataclass
+class Source:
+    number: int
+    file_name: str
+    chunks: list[Chunk] = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
+    domain: str = ""
+
+
+def _plain(source) -> Source:
+    chunks = [Chunk(c.text, float(c.score or 0.0), list(getattr(c, "headings", None) or ()), getattr(c, "chunk_id", None))
+              for c in source.chunks]
+    return Source(source.number, getattr(source, "file_name", ""), chunks, dict(getattr(source, "metadata", {}) or {}),
+                  getattr(source, "domain", "") or "")
+
+
+def record(path: Path) -> None:
+    from chat.backends.extractive import ExtractiveBackend
+    from chat.scoring import evaluate, load_questions
+    from domains.models import Domain
+
+    seen: dict[str, dict] = {}
+    original = ExtractiveBackend.answer
+
+    async def answer(self, task):
+        vector = await task.vector()
+        seen[task.question] = {"question": task.question, "search_text": task.search_text,
+                               "vector": vector, "sources": [_plain(s) for s in task.sources]}
+        async for piece in original(self, task):
+            yield piece
+
+    ExtractiveBackend.answer = answer  # a bench recorder, not a test: the real backend runs on
+    rows = []
+    for name in SETS:
+        questions = load_questions(QUESTIONS / f"{name}.json")
+        report = evaluate(questions, list(Domain.objects.filter(active=True)))
+        for q, scored in zip(questions, report.scored):
+            entry = seen.pop(q.question, None)
+            rows.append({"set": name, "evidence": q.evidence, "file": q.file, "inputs": entry,
+                         "answer": scored.answer, "references_coverage": scored.references_coverage})
+        print(f"{name}: {len(questions)} recorded", flush=True)
+    path.write_bytes(pickle.dumps({"command": command_line(), "rows": rows}))
+
+
+def _cite(number, chunk_ids=None, texts=None) -> str:
+    return f"[{number}]"
+
+
+def compose(inputs: dict) -> str:
+    import asyncio
+
+    from chat.backends.extractive import biblio
+    from chat.backends.extractive.passages import Composer
+
+    reference = biblio.answer(inputs["question"], inputs["sources"], inputs["search_text"])
+    if reference is not None:
+        return f"{reference[1]} [{reference[0]}]"
+
+    async def run() -> str:
+        composer = Composer(inputs["vector"], inputs["sources"], inputs["question"], inputs["search_text"])
+        return "".join([piece async for piece in composer.pieces(_cite)])
+
+    return asyncio.run(run())
+
+
+def explain(inputs: dict, evidence: str) -> None:
+    """Print the ranked candidates of one question: the top 3 and the best one holding the
+    evidence, with their score parts (cheap = lexical + retrieval + shape; cosine)."""
+    import numpy as np
+
+    from chat.backends.extractive import passages
+    from chat.backends.extractive.candidates import candidates, evidence as passage_evidence
+    from chat.backends.extractive.shapes import bonus
+    from chat.backends.extractive.text import matches
+    from chat.scoring.metrics import coverage
+    from domains import embeddings
+
+    composer = passages.Composer(inputs["vector"], inputs["sources"], inputs["question"], inputs["search_text"])
+    idf = composer._idf()
+    total = sum(idf.values()) or 1.0
+    offered = []
+    for chunk in composer.chunks:
+        heading_terms = matches(composer.wanted, chunk.headings)
+        for p in candidates(chunk, composer.wanted, "name" in composer.shapes):
+            p.found = matches(composer.wanted, passage_evidence(p))
+            p.lexical = (sum(idf[t] for t in p.found)
+                         + passages.HEADING_WEIGHT * sum(idf[t] for t in heading_terms - p.found)) / total
+            p.cheap = (passages.LEXICAL_WEIGHT * p.lexical + passages.RETRIEVAL_WEIGHT * chunk.score
+                       + bonus(composer.shapes, p.kind, p.text, p.opening))
+            offered.append(p)
+    offered.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))
+    texts = [f"{p.chunk.headings}\n{passage_evidence(p)}"[:passages.EMBED_CHARS] for p in offered]
+    cosines = embeddings.embed_cached(texts) @ inputs["vector"] if texts else np.array([])
+    for p, cosine in zip(offered, cosines):
+        p.cosine = float(cosine)
+        p.score = p.cosine + p.cheap - passages.LENGTH_PENALTY * max(0, len(p.text) - passages.LENGTH_FREE) / passages.LENGTH_STEP
+    print(f"   shapes {sorted(composer.shapes)}  terms {sorted(composer.wanted)}  idf "
+          + " ".join(f"{t}={v:.2f}" for t, v in sorted(idf.items())))
+    by_cheap = {id(p): i for i, p in enumerate(offered)}
+    ranked = sorted(offered, key=lambda p: (-p.score, p.chunk.rank, p.start))
+    holding = [p for p in ranked if coverage(evidence, p.text) >= 0.8]
+    for p in ranked[:3] + holding[:1]:
+        tag = "EVID" if p in holding else "    "
+        print(f"   {tag} #{ranked.index(p)} cheap#{by_cheap[id(p)]} score {p.score:.3f} cos {p.cosine:.3f} "
+              f"lex {p.lexical:.2f} cheap {p.cheap:.3f} src {p.chunk.number} rank {p.chunk.rank} "
+              f"chunk {p.chunk.score:.2f} {p.kind}: " + p.text.replace("\n", " | ")[:160])
+    if not holding:
+        print("   (no candidate holds the evidence)")
+
+
+def replay(path: Path, verbosity: int, misses: bool, only: str = "") -> None:
+    from chat.scoring.metrics import EVIDENCE_COVERAGE, coverage, strip_citations
+
+    data = pickle.loads(path.read_bytes())
+    print(f"recorded by: {data['command']}")
+    totals: dict[str, list] = {}
+    for row in data["rows"]:
+        inputs = row["inputs"]
+        if only and not (inputs and only.lower() in inputs["question"].lower()):
+            continue
+        text = compose(inputs) if inputs else row["answer"]
+        got = coverage(row["evidence"], strip_citations(text)) >= EVIDENCE_COVERAGE
+        in_refs = (row["references_coverage"] or 0) >= EVIDENCE_COVERAGE
+        totals.setdefault(row["set"], []).append((got, in_refs, len(text)))
+        if only:
+            print(f"{'ok' if got else 'MISS'} {inputs['question']}\n   answer: " + text.replace("\n", " | "))
+            explain(inputs, row["evidence"])
+        elif verbosity >= 2 or (misses and in_refs and not got):
+            mark = "ok  " if got else ("MISS" if in_refs else "miss")
+            print(f"{mark} {row['set']}: {inputs['question'] if inputs else '(no answer call)'}")
+            if not got and (verbosity >= 3 or misses):
+                print("   evidence: " + row["evidence"].replace("\n", " ")[:300])
+                print("   answer:   " + text.replace("\n", " ")[:500])
+                if misses and inputs:
+                    explain(inputs, row["evidence"])
+    first = [t for name in FIRST for t in totals.get(name, [])]
+    second = [t for name in totals if name not in FIRST for t in totals[name]]
+    for name, rows in [*totals.items(), ("first sets", first), ("second sets", second),
+                       ("all", first + second)]:
+        lengths = [n for _, _, n in rows]
+        print(f"{name:12} evidence in answer {sum(g for g, _, _ in rows):3d} / {len(rows):3d}"
+              f"  (in references {sum(r for _, r, _ in rows):3d})"
+              f"  median chars {statistics.median(lengths) if lengths else 0:.0f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=("record", "replay"))
+    parser.add_argument("file", type=Path, help="The recorded inputs (a pickle file).")
+    parser.add_argument("-v", "--verbosity", type=int, default=1, help="2: one line per question; 3: misses' texts.")
+    parser.add_argument("--misses", action="store_true", help="Show misses whose evidence is in the references.")
+    parser.add_argument("--only", default="", help="Explain the questions holding this text.")
+    args = parser.parse_args()
+    setup_django()
+    if args.action == "record":
+        record(args.file)
+    else:
+        replay(args.file, args.verbosity, args.misses, args.only)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Which passages the extractive backend chooses (issue 13): by the question's shape (a
+list for "which ... are" or "what goes into", a number for "how many", one step of a
+long method), and when a second passage follows the best one (a near tie, or the
+passage that adds the question terms the best one lacks)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat.backends.extractive.candidates import Chunk, Passage
+from chat.backends.extractive.passages import NEAR_TIE, Composer
+from chat.backends.extractive.shapes import NUMBER_FOR_HOW_MANY, bonus, shapes
+from chat.backends.extractive.text import matches, terms
+
+from domains import embeddings
+
+from .extractive_helpers import answer, source
+
+
+METHOD = (
+    "1. Brown the beef in a large pot with a little oil, breaking it into small pieces as it cooks.\n"
+    "2. Add the diced onions, peppers and garlic and cook until the onions are soft and translucent.\n"
+    "3. Stir in the tomato paste, the spices and a pinch of salt, and cook for two more minutes.\n"
+    "4. Pour in the crushed tomatoes and the stock, and bring everything to a gentle boil.\n"
+    "5. Simmer for at least 45 minutes, stirring occasionally and adding water if it gets too dry.\n"
+    "6. Stir in the kidney beans and the dark chocolate and heat through before serving."
+)
+
+
+def test_one_step_of_a_long_method_is_quoted_alone():
+    # A list too long to read as an answer: the step that states it, marker kept.
+    assert answer("How long should the chili simmer?", source(1, METHOD, ["Chili", "Directions"])) == (
+        "5. Simmer for at least 45 minutes, stirring occasionally and adding water if it gets too dry. [1]"
+    )
+
+
+def test_a_short_list_is_quoted_whole_not_one_item():
+    text = "- Spaghetti: 320 g\n- Eggs: 5\n- Guanciale (cubed): 150 g\n- Pecorino Romano (grated)"
+    assert answer("How much spaghetti and guanciale do I need?", source(1, text, ["Carbonara", "Ingredients"])) == (
+        f"{text} [1]"
+    )
+
+
+
+SEASONS = (
+    "Grouping by time.season uses the seasons DJF, MAM, JJA and SON, sorted alphabetically in the result.\n\n"
+    "Resampling needs a SeasonResampler; the pandas frequency strings cannot express custom seasons.\n\n"
+    "With a SeasonGrouper the seasons are kept in the order given, unlike grouping by time.season."
+)
+
+
+def test_a_near_tie_quotes_both_passages_in_the_order_of_their_section():
+    # The third paragraph scores best, the first within NEAR_TIE: both, first paragraph first.
+    assert answer("Which seasons does grouping by time.season use?", source(1, SEASONS, ["Time series", "Seasons"])) == (
+        "Grouping by time.season uses the seasons DJF, MAM, JJA and SON, sorted alphabetically in the result. "
+        "With a SeasonGrouper the seasons are kept in the order given, unlike grouping by time.season. [1]"
+    )
+
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("When was the Neosim project completed?", {"year"}),
+    ("When does a PDF need OCR according to the pre-check?", set()),  # a condition, not a time
+    ("What happens when a query contains only stop words?", set()),
+    ("Which seasons does grouping by time.season use?", {"listing"}),
+    ("What aged cheeses are suggested for a carbonara?", {"listing"}),
+    ("Which setting selects the LLM backend?", set()),  # a singular noun and a verb
+    ("Which range of years can datetime64 represent?", set()),
+    ("What goes in a LEMS Simulation file?", {"listing"}),
+    ("What is in a zaatar spice mix?", {"listing"}),
+    ("What goes into the sauce at the end of cooking?", set()),  # a step, not the contents
+    ("What do I need installed before installing NeuroML?", {"listing"}),
+    ("What does a release of the tools require?", {"listing"}),
+    ("What is a LEMS file?", {"definition:lems file"}),
+    ("How strong is homemade kvass?", {"number"}),
+    ("What ratio of water to vinegar for pickled onions?", {"number"}),
+    ("How old is the NeuroML project?", {"number"}),
+    ("How do I strengthen the sauce?", {"howto"}),
+    ("Which cheese goes into fondue?", {"listing"}),  # what a dish holds, asked with a noun
+    ("What liquids go into the crêpe batter?", {"listing"}),
+    ("Which cheese goes into the sauce at the end?", set()),  # a step of the method
+])
+def test_question_shapes(question, expected):
+    assert set(shapes(question)) == expected
+
+
+@pytest.mark.parametrize("text, fits", [
+    ("There are three Levels of compliance.", True),
+    ("The sugar should yield 1.0%-2.5% alcohol.", True),
+    ("Bake it for half an hour.", True),
+    ("No one knows the levels of compliance.", False),  # "one" is a pronoun here
+    ("The levels of compliance are described below.", False),
+])
+def test_a_number_in_digits_or_words_answers_how_many(text, fits):
+    value = bonus(shapes("How many levels of compliance are there?"), "prose", text, False)
+    assert value == (NUMBER_FOR_HOW_MANY if fits else 0.0)
+
+
+
+def test_a_passage_repeated_in_another_file_is_quoted_once():
+    text = "Create a user with manage.py createsuperuser, then open the admin."
+    # The same file in two stores: equal scores, the first source speaks, once.
+    assert answer("How do I create an admin user?", source(1, text, ["Admin"], file_name="README.md"),
+                  source(2, text, ["Admin"], file_name="README.md")) == f"{text} [1]"
+
+
+
+
+def _scored(chunk, start, text, score, found):
+    passage = Passage(chunk, start, start, "prose", text)
+    passage.score, passage.cosine, passage.found = score, 0.6, set(found)
+    return passage
+
+
+def test_of_two_near_ties_the_one_adding_what_the_best_lacks_follows_it():
+    # Both runners-up score within NEAR_TIE of the best: the evidence cannot tell them
+    # apart, but only the lower one holds "sdk", which the best passage lacks.
+    composer = Composer(embeddings.embed_query("Which SDK does Klea use to call MCP tools?"), [],
+                        "Which SDK does Klea use to call MCP tools?")
+    chunk = Chunk(1, 0, 0.5, "MCP tools", [])
+    idf = {"sdk": 1.0, "klea": 0.5, "call": 0.5, "mcp": 0.5, "tool": 0.5}
+    best = _scored(chunk, 0, "Klea is also an MCP server: other MCP clients can call its tools.", 1.16,
+                   {"klea", "mcp", "call", "tool"})
+    tie = _scored(chunk, 1, "This page is Klea as an MCP client, calling the tools of MCP servers.", 1.15,
+                  {"klea", "mcp", "call", "tool"})
+    adding = _scored(chunk, 2, "The calls go through the official mcp Python SDK.", 1.16 - NEAR_TIE + 0.02,
+                     {"mcp", "call", "sdk"})
+    assert composer._second(best, [tie, adding], idf, sum(idf.values())) is adding
+    # A runner-up that is no near tie does not displace one that is.
+    adding.score = 1.16 - NEAR_TIE - 0.02
+    assert composer._second(best, [tie, adding], idf, sum(idf.values())) is tie
+
+
+def test_words_of_any_script_are_question_terms_and_a_plural_matches_its_singular():
+    assert terms("Which cheese goes into a crêpe with Gruyère?") == {"chees", "goes", "crêp", "gruyèr"}
+    assert matches(terms("crêpe gruyère file"), "Cook the crêpes with Gruyère; see the files.") == {
+        "crêp", "gruyèr", "file"}
+    assert terms("store stores stored storing") == {"stor"}
