@@ -36,11 +36,14 @@ def refused(text: str) -> bool:
     return _REFUSED.search(text) is not None
 
 
-def check_refused(name: str, text: str) -> str:
+def check_refused(name: str, text: str, *, allow_blank: bool = True) -> str:
     """:returns: ``text``. :raises ValueError: ``"<name> contains a NUL character or a
-    lone surrogate"`` (the Python API's form of the HTTP API's ``bad_request``)."""
+    lone surrogate"``, or with ``allow_blank=False`` ``"<name> is empty (no visible
+    character)"`` (the Python API's form of the HTTP API's ``bad_request``)."""
     if refused(text):
         raise ValueError(f"{name} contains a NUL character or a lone surrogate")
+    if not allow_blank and blank(text):
+        raise ValueError(f"{name} is empty (no visible character)")
     return text
 
 

@@ -4,14 +4,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import select
+import subprocess
 import sys
 from contextlib import asynccontextmanager
 
 import httpx
 import pytest
 from django.conf import settings
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -153,13 +156,48 @@ async def test_over_streamable_http_with_tokens(world, tmp_path):
     assert "Traceback" not in log.read_text()
 
 
+def stdio_env() -> dict:
+    return {**os.environ, "DATABASE_URL": database_url(), "REDIS_URL": "", "KLEA_LLM_BACKEND": "extractive",
+            "KLEA_RAG_GUARD_MODEL": "", "KLEA_EMBEDDING_CACHE_DIR": str(settings.KLEA_EMBEDDING_CACHE_DIR)}
+
+
 @pytest.mark.asyncio
 async def test_over_stdio_as_a_chosen_user(world):
-    env = {**os.environ, "DATABASE_URL": database_url(), "REDIS_URL": "", "KLEA_LLM_BACKEND": "extractive",
-           "KLEA_RAG_GUARD_MODEL": "", "KLEA_EMBEDDING_CACHE_DIR": str(settings.KLEA_EMBEDDING_CACHE_DIR)}
+    env = stdio_env()
     for user, member in (("ws-alice", True), ("ws-bob", False)):
         params = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp", "--user", user],
                                        env=env, cwd=str(settings.BASE_DIR))
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             await check_tools(session, member=member)
+
+
+def test_over_stdio_json_nested_too_deeply_gets_a_parse_error_and_the_server_reads_on(world):
+    """The SDK dropped such a line with a log notice only: the client's call waited forever."""
+    process = subprocess.Popen([sys.executable, "manage.py", "mcp", "--user", "ws-alice"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, env=stdio_env(), cwd=str(settings.BASE_DIR))
+
+    def call(line: str) -> dict:
+        process.stdin.write(line.encode() + b"\n")
+        process.stdin.flush()
+        assert select.select([process.stdout], [], [], TIMEOUT)[0], "no answer"
+        return json.loads(process.stdout.readline())
+
+    try:
+        hello = call(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}))
+        assert hello["result"]["serverInfo"]["name"] == "klea"
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        deep = "[" * 5_000 + "]" * 5_000
+        assert call('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", '
+                    f'"arguments": {{"domain": "wsneuro", "query": "q", "filters": {{"year": {deep}}}}}}}}}') == {
+            "jsonrpc": "2.0", "id": 2, "error": {"code": -32700, "message": "bad_json: not JSON: nested too deeply"}}
+        assert call("{nope") == {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32700, "message": "bad_json: not JSON: key must be a string at line 1 column 2"}}
+        listed = call(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                  "params": {"name": "list_domains", "arguments": {}}}))
+        assert ws_names(types.CallToolResult.model_validate(listed["result"])) == ["wsarrays", "wsneuro", "wssecret"]
+    finally:
+        process.stdin.close()
+        process.wait(timeout=TIMEOUT)
