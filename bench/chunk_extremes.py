@@ -5,7 +5,9 @@ no embeddings: the model's tokenizer only).
 
 Inputs are generated: a 300-column x 20-row table (its header alone is over the budget),
 a 5,000-row table, one sentence followed by 2 MB of "x" without a space, a 2,000-word
-heading over 5,000 words of text, and a 2 MB line of words without a sentence end. For
+heading over 5,000 words of text, a 2 MB line of words without a sentence end, and as
+plain text (``.txt``) 8 MB of hard-wrapped lines without a blank line and 8 MB of short
+paragraphs (plain-text conversion was quadratic in both: 2 MB took 31 s). For
 each: chunks, the largest chunk as embedded (heading chain line + text, tokens), the
 total characters of chunk text and headings against the source's, and the seconds spent
 converting and chunking.
@@ -33,6 +35,8 @@ def inputs() -> dict[str, str]:
         "2,000-word heading": "# " + " ".join(f"word{i}" for i in range(2000)) + "\n\n"
         + " ".join(f"body{i}" for i in range(5000)) + "\n",
         "2 MB line": " ".join(words[(i * 7) % len(words)] for i in range(300_000)) + "\n",
+        "8 MB .txt, no blank line": "\n".join(" ".join(words[:9]) + "." for _ in range(130_000)) + "\n",
+        "8 MB .txt, paragraphs": "\n\n".join(" ".join(words[:9]) + "." for _ in range(130_000)) + "\n",
     }
 
 
@@ -46,6 +50,7 @@ def main() -> None:
     from domains.text import heading_chain, indexed_text
     from ingestion.chunk.chunker import chunk_document
     from ingestion.convert.markdown import convert_markdown
+    from ingestion.convert.plain import convert_plain
 
     max_tokens = int(sys.argv[1]) if len(sys.argv) > 1 else 450
     print(f"`{command_line()}` (max_tokens {max_tokens})\n")
@@ -53,7 +58,8 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|")
     for name, text in inputs().items():
         started = time.perf_counter()
-        chunks = chunk_document(convert_markdown(text), count_tokens, max_tokens)
+        convert = convert_plain if ".txt" in name else convert_markdown
+        chunks = chunk_document(convert(text), count_tokens, max_tokens)
         seconds = time.perf_counter() - started
         largest = max(count_tokens(indexed_text(c.headings, c.text)) for c in chunks)
         chars = sum(len(heading_chain(c.headings)) + len(c.text) for c in chunks)

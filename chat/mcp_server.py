@@ -50,6 +50,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from domains.access import domain_list, may_chat, queryable_domains
 from domains.retrieval import Source, retrieve
+from domains.text import blank
 
 from pydantic import ValidationError
 
@@ -151,7 +152,7 @@ def refusal(exc: Refused) -> CallToolResult:
 
 
 def _check_text(name: str, text) -> str:
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or blank(text):
         raise _fail("bad_request", f'"{name}" must be a non-empty string')
     try:
         return check_question(name, text)
@@ -243,7 +244,8 @@ def _ask_request(user, question: str, domain: str | None, filters: dict | None) 
     allowed = list(queryable_domains(user))
     if domain is not None and domain not in {d.name for d in allowed}:
         raise _unknown(domain)
-    return TurnRequest(question, domains=allowed, pick=[domain] if domain else None, filters=filters)
+    return TurnRequest(question, domains=allowed, pick=[domain] if domain else None, filters=filters,
+                       pick_hint='Pass "domain" to ask one directly.')
 
 
 @server.tool(annotations=READ_ONLY)

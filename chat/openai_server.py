@@ -44,6 +44,7 @@ from django.http import JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from domains.access import may_chat, queryable_domains
+from domains.text import blank
 
 from .parsing import BadRequest, check_filters, check_question, check_text, decode_json
 from .pipeline import Answer, Done, Error, References, Token, TurnRequest, run_turn
@@ -53,6 +54,7 @@ from .turn_setup import turn_owner
 
 CLASSIFY_MODEL = "klea"
 DOMAIN_MODEL_PREFIX = "klea/"
+PICK_HINT = f'Ask the model "{DOMAIN_MODEL_PREFIX}<domain>" to ask one directly.'
 RETRY_AFTER_SECONDS = 5
 # Codes of a failed turn answered 502 (the model server's fault); other fatal codes are 500.
 BACKEND_CODES = {"model_not_found", "unreachable", "timeout", "server_error", "not_supported"}
@@ -152,7 +154,7 @@ def parse_completion(body) -> dict:
             raise BadRequest("bad_request", f'messages[{index}] must be an object with a "role"')
         turns.append({"role": message["role"], "content": _text(message.get("content"), index)})
     last = turns[-1]
-    if last["role"] != "user" or not last["content"].strip():
+    if last["role"] != "user" or blank(last["content"]):
         raise BadRequest("bad_request", "the last message must be the user's, with text")
     question = check_question(f"messages[{len(turns) - 1}].content", last["content"])
     stream = body.get("stream", False)
@@ -178,7 +180,7 @@ def _turn_request(user, parsed: dict) -> TurnRequest | None:
     else:
         return None
     return TurnRequest(parsed["question"], domains=allowed, pick=pick, filters=parsed["filters"],
-                       history=parsed["history"])
+                       history=parsed["history"], pick_hint=PICK_HINT)
 
 
 @csrf_exempt

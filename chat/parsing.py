@@ -14,7 +14,7 @@ import json
 from django.conf import settings
 
 from domains.retrieval.filters import MAX_FILTER_VALUES
-from domains.text import refused
+from domains.text import blank, refused
 
 # Filter DSL objects nest this deep at most (the compiler allows 8 levels of $and).
 MAX_FILTER_DEPTH = 20
@@ -83,7 +83,7 @@ def parse_query(content: dict) -> dict:
     """Check a query's fields. :returns: ``{"text", "session", "domains", "filters"}``.
     :raises BadRequest: ``bad_request`` naming the wrong field."""
     text = content.get("text")
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or blank(text):
         raise BadRequest("bad_request", '"text" must be a non-empty string')
     text = check_question("text", text)
     session = content.get("session")

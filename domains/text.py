@@ -20,16 +20,30 @@ _UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 _REFUSED = re.compile("[\x00\ud800-\udfff]")
 
 
+# What shows nothing: white space, controls, and format characters (zero-width spaces
+# and joiners, BOM, soft hyphen, bidi marks).
+_BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+
+
+def blank(text: str) -> bool:
+    """True when ``text`` has no visible character (a question of only zero-width spaces
+    is as empty as one of only spaces)."""
+    return all(ch.isspace() or unicodedata.category(ch) in _BLANK_CATEGORIES for ch in text)
+
+
 def refused(text: str) -> bool:
     """True when ``text`` holds a NUL character or a lone surrogate."""
     return _REFUSED.search(text) is not None
 
 
-def check_refused(name: str, text: str) -> str:
+def check_refused(name: str, text: str, *, allow_blank: bool = True) -> str:
     """:returns: ``text``. :raises ValueError: ``"<name> contains a NUL character or a
-    lone surrogate"`` (the Python API's form of the HTTP API's ``bad_request``)."""
+    lone surrogate"``, or with ``allow_blank=False`` ``"<name> is empty (no visible
+    character)"`` (the Python API's form of the HTTP API's ``bad_request``)."""
     if refused(text):
         raise ValueError(f"{name} contains a NUL character or a lone surrogate")
+    if not allow_blank and blank(text):
+        raise ValueError(f"{name} is empty (no visible character)")
     return text
 
 

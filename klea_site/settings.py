@@ -279,6 +279,10 @@ KLEA_PDF_PIPELINE = env("KLEA_PDF_PIPELINE", default="auto")
 KLEA_OCR_CACHE_DIR = Path(env("KLEA_OCR_CACHE_DIR", default=str(VAR_DIR / "ocr-cache")))
 KLEA_OCR_PAGE_TIMEOUT = env.float("KLEA_OCR_PAGE_TIMEOUT", default=120.0)
 KLEA_OCR_WORKERS = env.int("KLEA_OCR_WORKERS", default=0)
+# Without Redis, admin uploads run on this many background threads of the server (each
+# job one file at a time, the jobs taking turns; ingestion/runs/background.py). Each
+# thread converts in its own conversion process (up to KLEA_CONVERT_MEMORY_MB each).
+KLEA_INGEST_THREADS = env.int("KLEA_INGEST_THREADS", default=2)
 # A job run by a server's background thread (uploads without Redis) holds a lease that
 # its process renews every quarter of this many seconds; a job whose lease ran out (its
 # process was killed or crashed) is closed as failed when next read (ingestion/runs/lease.py).

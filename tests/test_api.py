@@ -99,6 +99,7 @@ def test_query_errors(setup):
                                          "(char 1)"),
         (bob, "[]", 400, "bad_request", "the body must be a JSON object"),
         (bob, {"text": ""}, 400, "bad_request", '"text" must be a non-empty string'),
+        (bob, {"text": "\u200b\u200c \u2060\u200d"}, 400, "bad_request", '"text" must be a non-empty string'),
         (bob, {"text": "hi", "filters": "year=2003"}, 400, "bad_request",
          '"filters" must be an object (the filter DSL)'),
         (bob, {"text": HH, "domains": ["neuro"]}, 400, "unknown_domain",

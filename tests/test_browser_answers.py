@@ -190,6 +190,11 @@ def test_phone_layout_keeps_the_question_box_and_collapses_the_conversation_list
             expect(box).to_have_attribute("aria-invalid", "true")
             box.press("Enter")
             expect(page.locator(".message")).to_have_count(0)
+            box.fill("\u200b\u200d\ufeff")  # zero-width characters show nothing either
+            expect(page.locator("#question-hint")).to_have_text("")
+            box.press("Enter")
+            expect(page.locator("#question-hint")).to_have_text(WHITESPACE_HINT)
+            expect(page.locator(".message")).to_have_count(0)
             box.fill("What do the rendering notes say?")
             expect(page.locator("#question-hint")).to_have_text("")  # typing clears it
             page.get_by_label("wshtml").check()

@@ -198,6 +198,8 @@ def test_plain_text_paragraphs():
     doc = convert_plain("Title line\n\nFirst paragraph\ncontinues.\n\n\nSecond.")
     assert doc.title == "Title line"
     assert [b.text for b in doc.blocks] == ["Title line", "First paragraph continues.", "Second."]
+    assert [b.lines for b in doc.blocks] == [(1, 1), (3, 4), (7, 7)]
+    assert [b.offset for b in doc.blocks] == [0, 12, 41]
 
 
 def test_plain_text_hard_wrapped_lines_join_but_lists_and_indented_lines_stay(db, tmp_path):

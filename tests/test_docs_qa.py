@@ -160,8 +160,9 @@ def test_ask_command_events_are_json_lines(doc_domains):
 def test_ask_errors(doc_domains):
     with pytest.raises(CommandError, match=r"^domain 'nope' does not exist or is inactive \(active: "):
         call_command("ask", "anything", "--domain", "nope")
-    with pytest.raises(CommandError, match="the question is empty"):
-        call_command("ask", "   ")
+    for blank in ("   ", "\u200b\ufeff"):  # zero-width characters show nothing either
+        with pytest.raises(CommandError, match="the question is empty"):
+            call_command("ask", blank)
     with pytest.raises(CommandError, match="chat session 999999 does not exist"):
         call_command("ask", "anything", "--session", "999999")
     assert Domain.objects.filter(name__in=["neuroml", "xarray"]).count() == 2
@@ -176,7 +177,7 @@ def test_chat_command_keeps_a_session(doc_domains):
     assert text.startswith(f"Session {first.pk}. Commands: /new (new session), /quit")
     assert f"Session {second.pk}." in text
     assert ("This question does not match any of the available domains (neuroml, xarray). "
-            "Tick a domain to ask it directly.") in text
+            "Start the chat with --domain NAME to ask one directly.") in text
     assert list(first.messages.values_list("role", flat=True)) == ["user", "assistant"]
     assert first.messages.last().references[0]["domain"] == "xarray"
     assert list(second.messages.values_list("route", flat=True)) == ["", "refused"]

@@ -136,3 +136,11 @@ def test_words_of_any_script_are_question_terms_and_a_plural_matches_its_singula
     assert matches(terms("crêpe gruyère file"), "Cook the crêpes with Gruyère; see the files.") == {
         "crêp", "gruyèr", "file"}
     assert terms("store stores stored storing") == {"stor"}
+
+
+def test_the_parts_of_an_identifier_in_a_passage_match_question_terms():
+    # A settings row names "the LLM backend" only as KLEA_LLM_BACKEND; the question's own
+    # identifier stays one term (it is not counted three times).
+    assert matches(terms("Which setting selects the LLM backend?"),
+                   "| `KLEA_LLM_BACKEND` | `extractive` | which backend answers |") == {"llm", "backend"}
+    assert terms("What does extract_bibliography do?") == {"extract_bibliography"}

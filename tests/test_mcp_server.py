@@ -4,14 +4,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import select
+import subprocess
 import sys
 from contextlib import asynccontextmanager
 
 import httpx
 import pytest
 from django.conf import settings
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -78,6 +81,11 @@ async def check_tools(session: ClientSession, member: bool) -> None:
                 f"unknown_domain: no domain named {name!r} is available to you")
         answer = (await session.call_tool("ask", {"question": ZORBLAX})).structuredContent
         assert "wssecret" not in answer["domains"] and SECRET_TEXT not in answer["answer"]
+    # no domain fits: the hint names what MCP callers pass (they have nothing to tick)
+    off = (await session.call_tool("ask", {"question": "What is the capital of Australia?"})).structuredContent
+    assert off["route"] == "refused"
+    assert off["answer"].startswith("This question does not match any of the available domains (")
+    assert off["answer"].endswith('). Pass "domain" to ask one directly.')
 
     # typed errors
     found = await session.call_tool("search", {"domain": "wsneuro", "query": "spiking", "k": 99})
@@ -86,6 +94,8 @@ async def check_tools(session: ClientSession, member: bool) -> None:
         "code": "bad_request", "message": "\"k\" must be an integer from 1 to 10 (the domain's k_max)"}}
     assert error_text(await session.call_tool("search", {"domain": "wsneuro", "query": "  "})) == (
         'bad_request: "query" must be a non-empty string')
+    assert error_text(await session.call_tool("ask", {"question": "\u200b\u200b"})) == (
+        'bad_request: "question" must be a non-empty string')
     assert error_text(await session.call_tool("search", {"domain": "ws\x00neuro", "query": "spiking"})) == (
         'bad_request: "domain" contains a NUL character or a lone surrogate')  # was a database error
     # arguments the tool's schema refuses: the same typed error, checked before the tool runs
@@ -146,13 +156,48 @@ async def test_over_streamable_http_with_tokens(world, tmp_path):
     assert "Traceback" not in log.read_text()
 
 
+def stdio_env() -> dict:
+    return {**os.environ, "DATABASE_URL": database_url(), "REDIS_URL": "", "KLEA_LLM_BACKEND": "extractive",
+            "KLEA_RAG_GUARD_MODEL": "", "KLEA_EMBEDDING_CACHE_DIR": str(settings.KLEA_EMBEDDING_CACHE_DIR)}
+
+
 @pytest.mark.asyncio
 async def test_over_stdio_as_a_chosen_user(world):
-    env = {**os.environ, "DATABASE_URL": database_url(), "REDIS_URL": "", "KLEA_LLM_BACKEND": "extractive",
-           "KLEA_RAG_GUARD_MODEL": "", "KLEA_EMBEDDING_CACHE_DIR": str(settings.KLEA_EMBEDDING_CACHE_DIR)}
+    env = stdio_env()
     for user, member in (("ws-alice", True), ("ws-bob", False)):
         params = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp", "--user", user],
                                        env=env, cwd=str(settings.BASE_DIR))
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             await check_tools(session, member=member)
+
+
+def test_over_stdio_json_nested_too_deeply_gets_a_parse_error_and_the_server_reads_on(world):
+    """The SDK dropped such a line with a log notice only: the client's call waited forever."""
+    process = subprocess.Popen([sys.executable, "manage.py", "mcp", "--user", "ws-alice"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, env=stdio_env(), cwd=str(settings.BASE_DIR))
+
+    def call(line: str) -> dict:
+        process.stdin.write(line.encode() + b"\n")
+        process.stdin.flush()
+        assert select.select([process.stdout], [], [], TIMEOUT)[0], "no answer"
+        return json.loads(process.stdout.readline())
+
+    try:
+        hello = call(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}))
+        assert hello["result"]["serverInfo"]["name"] == "klea"
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        deep = "[" * 5_000 + "]" * 5_000
+        assert call('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", '
+                    f'"arguments": {{"domain": "wsneuro", "query": "q", "filters": {{"year": {deep}}}}}}}}}') == {
+            "jsonrpc": "2.0", "id": 2, "error": {"code": -32700, "message": "bad_json: not JSON: nested too deeply"}}
+        assert call("{nope") == {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32700, "message": "bad_json: not JSON: key must be a string at line 1 column 2"}}
+        listed = call(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                  "params": {"name": "list_domains", "arguments": {}}}))
+        assert ws_names(types.CallToolResult.model_validate(listed["result"])) == ["wsarrays", "wsneuro", "wssecret"]
+    finally:
+        process.stdin.close()
+        process.wait(timeout=TIMEOUT)

@@ -61,6 +61,11 @@ def test_models_answers_and_access(world, tmp_path):
         answer = b.chat.completions.create(model="klea", messages=[{"role": "user", "content": ZORBLAX}])
         assert "Zorblax protein folds" not in answer.choices[0].message.content
         assert all(ref["domain"] != "wssecret" for ref in answer.model_extra["references"])
+        # no domain fits: the hint names the models to ask (there is nothing to tick)
+        off = b.chat.completions.create(model="klea", messages=[
+            {"role": "user", "content": "What is the capital of Australia?"}]).choices[0].message.content
+        assert off.startswith("This question does not match any of the available domains (")
+        assert off.endswith('). Ask the model "klea/<domain>" to ask one directly.')
 
         # non-streaming: the answer, its [n] markers, the Sources list, the references field
         messages = [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": ZORBLAX}]
@@ -101,11 +106,19 @@ def test_errors_have_the_protocols_shape(world, tmp_path):
             api.chat.completions.create(model="klea", messages=[{"role": "assistant", "content": "Hello"}])
         assert caught.value.body == {"message": "the last message must be the user's, with text",
                                      "type": "invalid_request_error", "param": None, "code": "bad_request"}
+        with pytest.raises(openai.BadRequestError) as caught:  # zero-width spaces show nothing
+            api.chat.completions.create(model="klea", messages=[{"role": "user", "content": "\u200b \u200b\ufeff"}])
+        assert caught.value.body["message"] == "the last message must be the user's, with text"
         with pytest.raises(openai.BadRequestError, match="must be an object with a"):
             api.chat.completions.create(model="klea", messages=["hi"])
         response = httpx.post(f"{server.url}/v1/chat/completions", content=b"{nope",
                               headers={"Authorization": f"Bearer {token}"})
         assert (response.status_code, response.json()["error"]["code"]) == (400, "bad_json")
+        deep = b'{"model": "klea", "messages": ' + b"[" * 30_000 + b"]" * 30_000 + b"}"
+        response = httpx.post(f"{server.url}/v1/chat/completions", content=deep,
+                              headers={"Authorization": f"Bearer {token}"})
+        assert (response.status_code, response.json()["error"]["code"], response.json()["error"]["message"]) == (
+            400, "bad_json", "not JSON: nested too deeply")
         assert httpx.get(f"{server.url}/v1/chat/completions", headers={"Authorization": f"Bearer {token}"}
                          ).status_code == 405
         response = httpx.get(f"{server.url}/v1/models")  # no token: nobody (KLEA_CHAT_PUBLIC is off)

@@ -167,6 +167,15 @@ def test_nul_and_lone_surrogates_in_the_question_are_refused_as_by_the_http_api(
                 list(rag.stream(question))
             with pytest.raises(ValueError, match="^query contains a NUL character or a lone surrogate$"):
                 knowledge.search(question, top_k=1, strategy=strategy)
+    # nothing visible (spaces, zero-width spaces, a BOM) is refused as the HTTP API refuses it
+    rag = RAG(knowledge, config=RAGConfig(top_k=1))
+    for question in ("", "  \n", "\u200b\u200b", "\ufeff \u200d"):
+        for call in (rag.query, rag.retrieve, rag.get_citations, async_to_sync(rag.aquery)):
+            with pytest.raises(ValueError) as refused:
+                call(question)
+            assert str(refused.value) == "question is empty (no visible character)"
+        with pytest.raises(ValueError, match=r"^question is empty \(no visible character\)$"):
+            list(rag.stream(question))
     # a surrogate pair (an emoji written as two UTF-16 halves in JSON) is no lone surrogate
     assert RAG(knowledge, config=RAGConfig(top_k=1)).retrieve(QUESTION + " \U0001f9e0").citations[0].source == "mongolia.md"
 

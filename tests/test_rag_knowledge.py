@@ -63,6 +63,8 @@ def test_add_errors_name_the_input(tmp_path):
         Knowledge(store="absent", domain="lab").add(folder)
     with pytest.raises(IngestError, match=r"/missing.md: no such file or directory"):
         Knowledge(store="kb", create=True).add(tmp_path / "missing.md")
+    with pytest.raises(IngestError, match=r"^/dev/zero: not a regular file or folder$"):
+        Knowledge(store="kb", create=True).add("/dev/zero")
     with pytest.raises(ValueError, match=r"Knowledge\(domain='rag'\) has no store to add to"):
         Knowledge(domain="rag").add(tmp_path)
     with pytest.raises(ValueError, match="Knowledge needs a store name, a domain name, or both"):

@@ -167,5 +167,5 @@ def test_default_k_is_eight_and_domains_left_at_five_move_with_it(db):
     assert {name: Domain.objects.get(pk=row.pk).default_k for name, row in rows.items()} == {
         "left": 8, "narrow": 5, "chosen": 3}
     migration.to_old_default(apps, None)
-    assert sorted(Domain.objects.values_list("name", "default_k")) == [
-        ("chosen", 3), ("left", 5), ("many", 5), ("narrow", 5)]
+    mine = Domain.objects.filter(name__in=["chosen", "left", "many", "narrow"])  # other modules may keep domains
+    assert sorted(mine.values_list("name", "default_k")) == [("chosen", 3), ("left", 5), ("many", 5), ("narrow", 5)]

@@ -4,7 +4,8 @@ background thread (ingestion/runs/background.py) and the job page follows it. Th
 held mid-document by a row lock this test takes on the document being replaced, so
 "the redirect came while the job was running" is certain, not a matter of timing; a
 server stopped while the document is held keeps its old chunks and closes the job, and
-the job of a server killed there is closed once its lease runs out (ingestion/runs/lease.py)."""
+the job of a server killed there is closed once its lease runs out (ingestion/runs/lease.py).
+A job held that way does not hold up another user's upload (a pool of threads)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def committed(django_db_setup, django_db_blocker, tmp_path):
         require_test_database()
         yield
         Domain.objects.filter(name="background-uploads").delete()
-        StoredFile.objects.filter(name__startswith="background-store/").delete()
+        StoredFile.objects.filter(name__startswith="background-store").delete()
         StagedFile.objects.filter(directory__startswith=str(tmp_path)).delete()
         User.objects.filter(username="background-admin").delete()
 
@@ -50,8 +51,8 @@ def _given_a_stored_note(tmp_path):
     return store, Document.objects.get(store=store, file_name="notes.md"), admin
 
 
-def _upload(server, admin, store):
-    """POST notes.md (NEW) to the admin's upload form, as ``admin``: the response."""
+def _upload(server, admin, store, content=NEW):
+    """POST notes.md (``content``) to the admin's upload form, as ``admin``: the response."""
     http = requests.Session()
     http.cookies.set("sessionid", session_cookie(admin))
     form = http.get(f"{server.url}/admin/ingestion/ingestionjob/upload/", timeout=60)
@@ -59,7 +60,7 @@ def _upload(server, admin, store):
     return http, http.post(
         f"{server.url}/admin/ingestion/ingestionjob/upload/",
         data={"csrfmiddlewaretoken": token, "store": store.pk, "max_tokens": 450, "ocr": "auto", "force": "on"},
-        files={"files": ("notes.md", NEW)}, headers={"Referer": server.url}, allow_redirects=False, timeout=60,
+        files={"files": ("notes.md", content)}, headers={"Referer": server.url}, allow_redirects=False, timeout=60,
     )
 
 
@@ -154,3 +155,29 @@ def test_a_killed_server_s_job_is_closed_when_its_lease_runs_out_and_a_new_uploa
     assert (again.status, again.outcomes) == ("succeeded", {"notes.md": "stored"}), log.read_text()[-3000:]
     assert list(Chunk.objects.filter(document__store=store).values_list("document_id", "text")) == [
         (document.pk, "Voltage-gated Nav1.6 channels open first at the axon initial segment.")]
+
+
+def test_an_upload_held_mid_document_does_not_hold_up_another_store_s_upload(committed, tmp_path):
+    store, document, admin = _given_a_stored_note(tmp_path)
+    other = Store.objects.create(name="background-store-2", domain=store.domain, mode=Store.Mode.BM25)
+    with LiveDaphne(tmp_path / "daphne.log", KLEA_WARM_START="false", KLEA_UPLOAD_DIR=str(tmp_path / "uploads"),
+                    KLEA_INGEST_THREADS="2") as server:
+        with psycopg.connect(database_url()) as holder:
+            # given: an upload whose job cannot store its document (held as long as the test wants)
+            holder.execute("SELECT 1 FROM domains_document WHERE id = %s FOR UPDATE", [document.pk])
+            _upload(server, admin, store)
+            held = IngestionJob.objects.get(store=store, arguments__async=True)
+            # when: another upload comes, to another store
+            _upload(server, admin, other, content=OLD)
+            # then: it is stored while the first still waits
+            second = IngestionJob.objects.get(store=other, arguments__async=True)
+            wait_for(lambda: IngestionJob.objects.get(pk=second.pk).finished_at, "the second upload", WAIT_SECONDS)
+            second.refresh_from_db()
+            assert (second.status, second.outcomes) == ("succeeded", {"notes.md": "stored"})
+            assert list(Chunk.objects.filter(document__store=other).values_list("text", flat=True)) == [
+                "Nav1.2 channels were thought to open first."]
+            assert IngestionJob.objects.get(pk=held.pk).finished_at is None
+            holder.rollback()
+        wait_for(lambda: IngestionJob.objects.get(pk=held.pk).finished_at, "the first upload", WAIT_SECONDS)
+    held.refresh_from_db()
+    assert (held.status, held.outcomes) == ("succeeded", {"notes.md": "stored"})

@@ -187,6 +187,7 @@ async def test_malformed_frames_get_typed_errors_and_the_socket_stays_open(world
         ('{"type": "dance"}', bad("unknown_type", "unknown frame type 'dance'")),
         ('{"type": "query", "text": 5}', bad("bad_request", '"text" must be a non-empty string')),
         ('{"type": "query", "text": "  "}', bad("bad_request", '"text" must be a non-empty string')),
+        ('{"type": "query", "text": "\\u200b\\ufeff\\u200e"}', bad("bad_request", '"text" must be a non-empty string')),
         ('{"type": "query", "text": "hi", "session": "7"}',
          bad("bad_request", '"session" must be a session id (integer) or null')),
         ('{"type": "query", "text": "hi", "domains": "wsneuro"}',

@@ -88,6 +88,9 @@ class TurnRequest:
         caller holds (the OpenAI-compatible endpoint's), ``[{"role": "user" |
         "assistant", "content": str}]`` oldest first; the most recent ones up to
         KLEA_RAG_HISTORY_CHARS are the conversation. Ignored with a session.
+    :param pick_hint: the last sentence of the reply when no domain fits: how this
+        caller asks one domain directly (the chat has boxes to tick; /v1 a model name, MCP
+        an argument).
     """
 
     question: str
@@ -96,6 +99,7 @@ class TurnRequest:
     pick: Sequence[str] | None = None
     filters: dict | None = None
     history: Sequence[dict] = ()
+    pick_hint: str = "Tick a domain to ask it directly."
 
 
 @dataclass

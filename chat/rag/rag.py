@@ -87,7 +87,9 @@ class RAG:
     def _prepare(self, question: str, top_k: int | None, rerank: bool | None, filters: dict | None,
                  extra: dict) -> _Prepared:
         started = time.perf_counter()
-        check_refused("question", question)  # before any knowledge, ours or the caller's
+        # Before any knowledge, ours or the caller's; a blank question is refused as the
+        # HTTP API refuses it.
+        check_refused("question", question, allow_blank=False)
         config = self.config
         effective = Effective.of(config, top_k, rerank)
         raw = self.knowledge.search(question, top_k=effective.top_k, filters=filters,
@@ -128,7 +130,8 @@ class RAG:
         :returns: ContextPack; ``metadata["top_k"]`` is the effective value, and
             ``retrieval_failed``/``error`` tell a failed search from an empty match.
         :raises ValueError: ``top_k`` < 1, a malformed filter, a NUL character or a lone
-            surrogate in ``query`` (``question contains a NUL character or a lone surrogate``).
+            surrogate in ``query`` (``question contains a NUL character or a lone surrogate``),
+            a ``query`` with no visible character (``question is empty (no visible character)``).
         """
         return self._prepare(query, top_k, rerank, filters, kwargs).pack
 

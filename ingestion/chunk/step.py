@@ -35,17 +35,27 @@ logger = logging.getLogger("klea.ingestion")
 
 _shared: dict[str, ConversionWorker] = {}
 _shared_lock = threading.Lock()
+_own = threading.local()
+
+
+def use_own_worker() -> None:
+    """The calling thread converts in a conversion process of its own (the background
+    upload threads, ingestion/runs/background.py): a worker converts one file at a time,
+    so threads sharing one would wait for each other's files."""
+    _own.key = threading.current_thread().name
 
 
 def shared_worker() -> ConversionWorker:
-    """This process's conversion worker (started on first use, stopped at exit)."""
+    """This process's conversion worker, or the calling thread's own after
+    :func:`use_own_worker` (started on first use, stopped at exit)."""
+    key = getattr(_own, "key", "worker")
     with _shared_lock:
-        if "worker" not in _shared:
-            _shared["worker"] = ConversionWorker(
+        if key not in _shared:
+            _shared[key] = ConversionWorker(
                 memory_limit_mb=settings.KLEA_CONVERT_MEMORY_MB, timeout=settings.KLEA_CONVERT_TIMEOUT
             )
-            atexit.register(_shared["worker"].close)
-        return _shared["worker"]
+            atexit.register(_shared[key].close)
+        return _shared[key]
 
 
 def ocr_config() -> OcrConfig:

@@ -20,16 +20,18 @@ def _own_line(line: str) -> bool:
 
 
 def _unwrap(paragraph: str) -> str:
-    lines: list[str] = []
+    # Lines are gathered as lists and joined once: joining into a growing string is
+    # quadratic on a file without blank lines (one paragraph of 100,000 lines).
+    lines: list[list[str]] = []
     for line in paragraph.split("\n"):
         line = line.rstrip()
         if not line:
             continue
-        if lines and not _own_line(line) and lines[-1][:1] not in (" ", "\t"):
-            lines[-1] = f"{lines[-1]} {line}"
+        if lines and not _own_line(line) and lines[-1][0][:1] not in (" ", "\t"):
+            lines[-1].append(line)
         else:
-            lines.append(line)
-    return "\n".join(lines).strip()
+            lines.append([line])
+    return "\n".join(" ".join(parts) for parts in lines).strip()
 
 
 def _paragraphs(text: str):
@@ -37,13 +39,17 @@ def _paragraphs(text: str):
     breaks = list(_PARAGRAPH.finditer(text))
     starts = [0] + [m.end() for m in breaks]
     ends = [m.start() for m in breaks] + [len(text)]
+    # Line numbers are counted on from the previous paragraph, never from the start
+    # (counting from the start is quadratic in the number of paragraphs).
+    line, counted = 1, 0
     for start, end in zip(starts, ends):
         paragraph = text[start:end]
         if not paragraph.strip():
             continue
         offset = start + len(paragraph) - len(paragraph.lstrip())
-        first = text.count("\n", 0, offset) + 1
-        yield paragraph, first, first + paragraph.strip().count("\n"), offset
+        line += text.count("\n", counted, offset)
+        counted = offset
+        yield paragraph, line, line + paragraph.strip().count("\n"), offset
 
 
 def convert_plain(text: str) -> ConvertedDocument:

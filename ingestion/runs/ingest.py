@@ -167,6 +167,8 @@ def _work(items: list[str | Path]) -> list[tuple[Path, str]]:
             work += [(path, relative_name(p, path)) for p in require_files(path)]
         elif path.is_file():
             work.append((path.parent, path.name))
+        elif path.exists():  # a device, a pipe, a socket: nothing to read to an end
+            raise IngestError(f"{raw}: not a regular file or folder")
         else:
             raise IngestError(f"{raw}: no such file or directory")
     return _distinct(work)

@@ -56,11 +56,15 @@ def looks_like_code(sentence: str) -> bool:
     return sum(ch in _CODE_CHARS for ch in prose) > 0.08 * max(len(prose), 1)
 
 
-def terms(text: str) -> set[str]:
+def terms(text: str, parts: bool = False) -> set[str]:
     """Lower-cased words (of any script) without stop words, crudely stemmed (plural and
-    verb endings, a final "e": "file" and "files" are one term)."""
+    verb endings, a final "e": "file" and "files" are one term); with ``parts``, the
+    parts of an identifier too ("klea_llm_backend", "klea", "llm", "backend")."""
     found = set()
-    for word in _WORD.findall(text.lower()):
+    words = _WORD.findall(text.lower())
+    if parts:
+        words += [part for word in words if "_" in word for part in word.split("_")]
+    for word in words:
         if word in _STOP_WORDS or len(word) < 2:
             continue
         if len(word) > 4 and word.endswith("ies"):
@@ -79,7 +83,7 @@ def terms(text: str) -> set[str]:
 def matches(wanted: set[str], text: str) -> set[str]:
     """The question terms found in ``text``: as a word, or as the start of one
     ("izhikevich" in "izhikevich2007_network")."""
-    words = terms(text)
+    words = terms(text, parts=True)  # `KLEA_LLM_BACKEND` states what "the LLM backend" asks for
     return {t for t in wanted if t in words or any(w.startswith(t) for w in words)}
 
 

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from chat.backends import BACKENDS
 from chat.console import EventPrinter, timing_lines
 from chat.pipeline import TurnRequest
+from domains.text import blank
 
 from ._turns import allowed_domains, run_and_print
 
@@ -29,7 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("--quiet", action="store_true", help="No stage lines.")
 
     def handle(self, *args, question, domains, session, backend, as_json, events, timings, quiet, **options):
-        if not question.strip():
+        if blank(question):
             raise CommandError("the question is empty")
         allowed, picked = allowed_domains(domains)
         if session is not None:
@@ -45,7 +46,8 @@ class Command(BaseCommand):
                 quiet=quiet,
                 show_fatal=False,  # raised as CommandError below
             )
-        request = TurnRequest(question, domains=allowed, session_id=session, pick=picked)
+        request = TurnRequest(question, domains=allowed, session_id=session, pick=picked,
+                              pick_hint="Pass --domain NAME to ask one directly.")
         result = run_and_print(request, printer, backend)
         if events:
             for event in result.events:

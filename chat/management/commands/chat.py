@@ -6,6 +6,7 @@ from chat.backends import BACKENDS
 from chat.console import EventPrinter, timing_lines
 from chat.models import ChatSession
 from chat.pipeline import TurnRequest
+from domains.text import blank
 
 from ._turns import allowed_domains, run_and_print
 
@@ -54,9 +55,10 @@ class Command(BaseCommand):
                 session = ChatSession.objects.create(title="").pk
                 self.stdout.write(f"Session {session}.")
                 continue
-            if not question:
+            if blank(question):  # nothing visible (spaces, zero-width characters): ask again
                 continue
-            request = TurnRequest(question, domains=allowed, session_id=session, pick=picked)
+            request = TurnRequest(question, domains=allowed, session_id=session, pick=picked,
+                                  pick_hint="Start the chat with --domain NAME to ask one directly.")
             result = run_and_print(request, printer, backend)
             if timings and result.done:
                 self.stdout.write("\n".join(timing_lines(result.done)))

@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from chat import mcp_server
+from chat.mcp_stdio import run_stdio
 
 
 class Command(BaseCommand):
@@ -24,4 +25,4 @@ class Command(BaseCommand):
         if not account.is_active:
             raise CommandError(f"user {user!r} is inactive")
         mcp_server.stdio_user.set(account)
-        asyncio.run(mcp_server.server.run_stdio_async())
+        asyncio.run(run_stdio())

@@ -11,15 +11,12 @@ DECLINE_TEXT = "I'm sorry, but I can't help with that request."
 GUARD_FAILED_TEXT = "I can't check this question for safety right now, so I won't answer it. Please try again later."
 
 
-REFUSAL_HINT = "Tick a domain to ask it directly."  # (API clients: name it in "domains")
-
-
-def refusal_text(domains: list[str]) -> str:
-    """The reply when no domain fits; the hint says how to ask one anyway (a chosen
-    domain is asked without classification)."""
+def refusal_text(domains: list[str], hint: str) -> str:
+    """The reply when no domain fits; ``hint`` says how to ask one anyway (a chosen
+    domain is asked without classification; TurnRequest.pick_hint)."""
     if not domains:
         return "This question does not match any of the available domains (none available)."
-    return f"This question does not match any of the available domains ({', '.join(domains)}). {REFUSAL_HINT}"
+    return f"This question does not match any of the available domains ({', '.join(domains)}). {hint}"
 
 
 def clarify_text(domains: list[str]) -> str:
@@ -38,7 +35,7 @@ async def decline(state: TurnState) -> Step:
 @declare(reads={"allowed"}, writes=SAID)
 async def refuse(state: TurnState) -> Step:
     names = [d.name for d in state.allowed]
-    await say(state, refusal_text(names))
+    await say(state, refusal_text(names, state.request.pick_hint))
     return Step("next", "lists " + (", ".join(names) or "no domain"))
 
 

@@ -233,7 +233,8 @@
     if (state.running) return;
     const box = $("question");
     const text = box.value.trim();
-    if (!text) {  // nothing but spaces or new lines: say so, send nothing
+    // nothing visible (spaces, new lines, zero-width characters; as domains/text.py blank()): say so, send nothing
+    if (!/[^\s\p{Cc}\p{Cf}\p{Z}]/u.test(text)) {
       showQuestionHint("Type a question first: there is nothing to send.");
       box.focus();
       return;
