@@ -26,9 +26,9 @@ than ub_t = w_t * (max impact of t + 1) / 32767 * max(1, r) from term t.
    non-essential terms (the smallest ub, as many as sum below theta, so rest < theta
    afterwards) and go back to 2 (one aggregation over all the read lists). With every
    list read, lo is the score: the exhaustive query itself.
-5. Survivors: while there are more than ``max(10 k, 500)`` and scanning the unread lists
-   costs less than scoring them from their tsvectors (``SCAN_PER_SCORE``), the unread
-   list of the highest ub is scanned in a hash semi-join with the survivors (no sum per
+5. Survivors: while there are more than ``max(10 k, 500)`` and scanning the next unread
+   list costs less than scoring them from their tsvectors (``SCAN_PER_SCORE``), the
+   unread list of the highest ub is scanned in a hash semi-join with the survivors (no sum per
    chunk of the list: a scanned posting costs ~1/6 of a summed one), its contributions
    are added to their lo, rest loses its ub, and the survivors with lo + rest < theta
    are dropped: rest falls fastest that way, and the long lists (lowest ub) come last,
@@ -55,16 +55,15 @@ SLACK = 1e-9
 # Chunks scored exactly for theta: the max(THETA_PER_K k, THETA_MIN) of best partial sum.
 THETA_PER_K = 2
 THETA_MIN = 20
-# Survivors are scored from their tsvectors when at most max(SURVIVORS_PER_K k,
-# SURVIVORS_MIN), or when scanning the unread lists would cost more: a chunk scored from
-# its tsvector (~80 us on 2 busy cores) costs about what scanning SCAN_PER_SCORE postings
-# in a hash semi-join does (~0.5 us each; summing a posting into a per-chunk hash costs
-# ~3 us). Otherwise the unread lists are scanned one at a time (best bound first), each
-# adding its contributions to the survivors and dropping those that can no longer reach
-# theta.
+# Step 5 scans the next unread list while more than max(SURVIVORS_PER_K k, SURVIVORS_MIN)
+# chunks survive and the list has fewer than SCAN_PER_SCORE postings per survivor:
+# scoring a chunk from its tsvector (a random heap read; 0.03 ms cached, 0.2-0.5 ms when
+# its page is not in shared buffers, measured at 220k chunks under load) costs about what
+# scanning 100-400 postings in the semi-join does (0.3-1.2 us each), and a stage has a
+# fixed cost (the survivors' arrays go through SQL).
 SURVIVORS_PER_K = 10
 SURVIVORS_MIN = 500
-SCAN_PER_SCORE = 100
+SCAN_PER_SCORE = 200
 
 # Exact BM25 scores of chunks ``p_ids`` of lengths ``p_dl`` (dl as the postings store it):
 # tf of each query lexeme from the chunk's tsvector, terms summed in ``p_lex`` order (term-id
@@ -98,7 +97,7 @@ DECLARE
     v_n float8; v_c1 float8; v_c2 float8; v_factor float8;
     v_ids bigint[]; v_w float8[]; v_lex text[]; v_df bigint[]; v_ub float8[];
     v_read boolean[];
-    v_theta float8 := 0; v_rest float8; v_sum float8; v_unread bigint;
+    v_theta float8 := 0; v_rest float8; v_sum float8;
     v_survivors bigint[]; v_lo float8[]; v_dl integer[]; v_kth float8;
     v_top integer := greatest({THETA_PER_K} * p_k, {THETA_MIN});
     v_cap integer := greatest({SURVIVORS_PER_K} * p_k, {SURVIVORS_MIN});
@@ -193,9 +192,8 @@ BEGIN
     -- reach theta
     FOR v_i IN SELECT u.ord FROM unnest(v_ub, v_read) WITH ORDINALITY AS u(ub, r, ord)
                WHERE NOT u.r ORDER BY u.ub DESC, u.ord LOOP
-        SELECT coalesce(sum(u.df), 0) INTO v_unread FROM unnest(v_df, v_read) AS u(df, r) WHERE NOT u.r;
         EXIT WHEN cardinality(v_survivors) <= v_cap
-            OR cardinality(v_survivors)::bigint * {SCAN_PER_SCORE} <= v_unread;
+            OR cardinality(v_survivors)::bigint * {SCAN_PER_SCORE} <= v_df[v_i];
         v_read[v_i] := true;
         SELECT coalesce(sum(u.ub), 0) INTO v_rest FROM unnest(v_ub, v_read) AS u(ub, r) WHERE NOT u.r;
         SELECT coalesce(array_agg(x.id), '{{}}'), coalesce(array_agg(x.lo), '{{}}'), coalesce(array_agg(x.dl), '{{}}')

@@ -139,21 +139,21 @@ def test_pruned_top_k_equals_exhaustive(zipf_store, monkeypatch, seed):
 
 @pytest.mark.parametrize("path", ["tsvectors", "lists"])
 def test_every_way_of_scoring_the_survivors_is_exact(zipf_store, path):
-    """The survivors are scored from their tsvectors (up to a cap, or when the unread lists
-    are long), or the unread lists are scanned one by one until every list is read (the
-    partial sums are then the scores): the choice is forced here so that each path answers
-    every query (the exhaustive path: test_pruned_top_k_equals_exhaustive, seed 20,000)."""
+    """The survivors are scored from their tsvectors (when the next unread list is long),
+    or the unread lists are scanned one by one until every list is read (the partial sums
+    are then the scores): the choice is forced here so that each path answers every query
+    (the exhaustive path: test_pruned_top_k_equals_exhaustive, seed 20,000)."""
     from domains import bm25_topk_sql
     from domains.retrieval import query_lexemes
 
     store, vocabulary, rng = zipf_store
-    cap = f"greatest({bm25_topk_sql.SURVIVORS_PER_K} * p_k, {bm25_topk_sql.SURVIVORS_MIN})"
-    scan = f"* {bm25_topk_sql.SCAN_PER_SCORE} <= v_unread"
-    sql = {
-        "tsvectors": bm25_topk_sql.TOPK_FUNCTION.replace(cap, "1000000"),
-        "lists": bm25_topk_sql.TOPK_FUNCTION.replace(cap, "0").replace(scan, "* 0 < 0"),
-    }[path]
-    assert sql.count("1000000" if path == "tsvectors" else "* 0 < 0") == 1
+    scan = (
+        "cardinality(v_survivors) <= v_cap\n"
+        f"            OR cardinality(v_survivors)::bigint * {bm25_topk_sql.SCAN_PER_SCORE} <= v_df[v_i]"
+    )
+    forced = {"tsvectors": "true", "lists": "false"}[path]
+    sql = bm25_topk_sql.TOPK_FUNCTION.replace(scan, forced)
+    assert sql.count(f"EXIT WHEN {forced};") == 1
     with connection.cursor() as cursor:
         cursor.execute(sql)  # rolled back with the test
     for words in random_queries(vocabulary, rng, 25):
