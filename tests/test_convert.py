@@ -269,3 +269,23 @@ def test_markdown_nested_past_the_parser_limit_fails_instead_of_losing_the_rest(
         convert_markdown("# Deep\n\n" + "> " * 120 + "quoted\n\n# After\n\nlost\n")
     assert (info.value.reason, str(info.value)) == (
         "broken", "lists or quotes nested too deeply at line 3 (over 100 levels of markup)")
+
+
+def test_html_nested_too_deeply_fails_naming_the_file_and_line(tmp_path):
+    """A bare RecursionError ended a page of 1,000 nested divs; now over 500 levels fail
+    the file as Markdown does, and both messages name the file."""
+    ok = "<html><body>\n<h1>Deep</h1>\n" + "<div>" * 400 + "deep text" + "</div>" * 400 + "\n</body></html>\n"
+    assert [b.text for b in convert_html(ok).blocks] == ["deep text"]
+    page = tmp_path / "deep.html"
+    page.write_text("<html><body>\n<h1>Deep</h1>\n<p>Intro.</p>\n" + "<div>\n" * 1000 + "x" + "</div>" * 1000,
+                    encoding="utf-8")
+    with pytest.raises(ConversionError) as info:
+        convert_file(page)
+    assert (info.value.reason, str(info.value)) == (
+        "broken", "deep.html: elements nested too deeply at line 504 (over 500 levels)")  # the 501st div
+    notes = tmp_path / "deep.md"
+    notes.write_text("# Deep\n\n" + "> " * 120 + "quoted\n", encoding="utf-8")
+    with pytest.raises(ConversionError) as info:
+        convert_file(notes)
+    assert (info.value.reason, str(info.value)) == (
+        "broken", "deep.md: lists or quotes nested too deeply at line 3 (over 100 levels of markup)")

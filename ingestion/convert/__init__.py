@@ -58,7 +58,10 @@ def convert_file(
     elif suffix in TEXT_CONVERTERS:
         converter = TEXT_CONVERTERS[suffix]
         text = read_text(path)
-        document = convert_rst(text, str(path)) if converter is convert_rst else converter(text)
+        try:
+            document = convert_rst(text, str(path)) if converter is convert_rst else converter(text)
+        except ConversionError as exc:  # the text converters see text, not the file: name it
+            raise ConversionError(exc.reason, f"{path.name}: {exc}") from None
     else:
         raise ConversionError("unsupported", f"{path.name}: unsupported file type '{path.suffix}'")
     if not document.blocks:

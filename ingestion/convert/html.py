@@ -6,13 +6,17 @@ import re
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
-from .base import BlockCollector, ConvertedDocument, line_offsets
+from .base import BlockCollector, ConversionError, ConvertedDocument, line_offsets
 
 CHROME = ["script", "style", "noscript", "nav", "header", "footer", "aside", "form", "svg", "template"]
 BLOCK_TAGS = {"p", "pre", "ul", "ol", "dl", "table", "blockquote", "figcaption"}
 HEADINGS = {f"h{i}": i for i in range(1, 7)}
 _SPACES = re.compile(r"\s+")
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?)\]])")
+# Elements nested deeper than this fail the file (as Markdown's MAX_NESTING does): the walk
+# takes a stack frame per level, and Python's limit (1,000 frames) ended it with a bare
+# RecursionError. Real pages nest a few dozen levels.
+MAX_NESTING = 500
 
 
 def _text(tag: Tag) -> str:
@@ -37,7 +41,9 @@ class _Walker(BlockCollector):
         if tag.sourceline is not None:
             self.source_lines = (tag.sourceline, tag.sourceline + str(tag).count("\n"))
 
-    def walk(self, node: Tag) -> None:
+    def walk(self, node: Tag, depth: int = 0) -> None:
+        """Blocks of ``node``'s children. :raises ConversionError: ``broken``, elements nested
+        over MAX_NESTING levels, naming the line."""
         for child in node.children:
             if isinstance(child, NavigableString):
                 if child.strip() and child.__class__ is NavigableString:
@@ -67,12 +73,17 @@ class _Walker(BlockCollector):
                     self.add(_text(child))
             elif name == "br":
                 self.loose.append("\n")
+            elif depth >= MAX_NESTING:
+                raise ConversionError("broken", f"elements nested too deeply at line {child.sourceline} "
+                                                f"(over {MAX_NESTING} levels)")
             else:
-                self.walk(child)
+                self.walk(child, depth + 1)
 
 
 def convert_html(text: str) -> ConvertedDocument:
-    """Convert an HTML page. :returns: blocks; title from ``<title>`` or the first ``<h1>``."""
+    """Convert an HTML page. :returns: blocks; title from ``<title>`` or the first ``<h1>``.
+
+    :raises ConversionError: ``broken``, elements nested over MAX_NESTING levels."""
     # html.parser (not lxml) records each element's source line, for provenance.
     soup = BeautifulSoup(text, "html.parser")
     for tag in soup(CHROME):
