@@ -19,7 +19,8 @@ MIN_MAX_TOKENS = 32
 # 2: chunks carry their provenance (pages and line boxes, source lines and anchor).
 # 3: chunk text is Markdown: fenced code, pipe tables with their header, inline code in
 #    backticks (docs/ingestion.md, "Chunk text").
-CHUNK_FORMAT = 3
+# 4: ordered list items keep their source's numbers ("3.", "1." repeated, "2)").
+CHUNK_FORMAT = 4
 
 
 def default_max_tokens() -> int:

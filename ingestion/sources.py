@@ -14,6 +14,8 @@ from .outcomes import FileOutcome, IngestError
 OWN_FILES = {"metadata-map.template.json", "metadata-map.json"}
 # Reference-manager libraries (ingestion.metadata.library): metadata, not sources.
 LIBRARY_SUFFIXES = (".bib", ".json")
+# The reason of a symbolic link out of the ingested folder (skipped, never read).
+OUTSIDE_FOLDER = "outside_folder"
 
 
 def checked_path(raw, what: str = "path") -> str | Path:
@@ -51,8 +53,27 @@ def writable(directory: Path) -> bool:
     return os.access(directory, os.W_OK) and bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
+def _hidden(path: Path, root: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def _target(path: Path) -> Path | None:
+    """Where ``path`` leads once every link is followed; None for a link loop."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python 3.11)
+        return None
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` resolves inside ``root`` (an absolute, resolved folder): a symbolic
+    link out of the folder (to /etc/passwd, or a folder elsewhere) is never followed."""
+    target = _target(path)
+    return target is not None and target.is_relative_to(root)
+
+
 def _visible(path: Path, root: Path) -> bool:
-    return path.is_file() and not any(part.startswith(".") for part in path.relative_to(root).parts)
+    return path.is_file() and not _hidden(path, root) and inside(path, root)
 
 
 def list_source_files(directory: Path) -> list[Path]:
@@ -79,6 +100,23 @@ def list_unsupported(directory: Path) -> list[Path]:
         if _visible(p, directory) and p.suffix.lower() not in SUPPORTED_EXTENSIONS
         and not is_library(p) and p.name not in OWN_FILES
     )
+
+
+def list_outside_links(directory: Path) -> list[Path]:
+    """Visible symbolic links under ``directory`` (to files or folders) that lead outside it:
+    not followed, reported as :func:`outside_link` outcomes. Broken links and loops are left out."""
+    return sorted(
+        p
+        for p in directory.rglob("*")
+        if p.is_symlink() and not _hidden(p, directory) and _target(p) is not None and p.exists()
+        and not inside(p, directory)
+    )
+
+
+def outside_link(file_name: str) -> FileOutcome:
+    """The outcome of a link out of the ingested folder: skipped, never read."""
+    error = f"{file_name}: symbolic link to a path outside the folder; not followed"
+    return FileOutcome(file_name, "skipped", error=error, reason=OUTSIDE_FOLDER)
 
 
 def is_library(path: Path) -> bool:

@@ -93,6 +93,16 @@ def test_myst_eval_rst_body_is_read_as_rst():
     assert {b.anchor for b in doc.blocks} == {"strategies"}
 
 
+def test_ordered_list_items_keep_the_numbers_their_source_wrote():
+    """A list resumed at 3 after a note, "1." written twice and ")" markers are quoted as
+    written (they were renumbered from 1, so a quoted step 3 read as step 1 and was not
+    found in the file)."""
+    doc = convert_markdown("# Bread\n\n1. Mix.\n1. Knead.\n2. Rest.\n\nNote: flour.\n\n3. Shape.\n4. Bake.\n\n"
+                           "7) Cool.\n- loose item\n")
+    assert [b.text for b in doc.blocks] == [
+        "1. Mix.\n1. Knead.\n2. Rest.", "Note: flour.", "3. Shape.\n4. Bake.", "7) Cool.", "- loose item"]
+
+
 def test_hugo_front_matter_title_becomes_the_top_heading():
     doc = convert_markdown("---\ntitle: Okonomiyaki\ndate: 2021-04-06\n---\n\nA pancake.\n\n## Ingredients\n\n- flour\n")
     assert doc.title == "Okonomiyaki"

@@ -26,7 +26,16 @@ from ingestion.metadata.layers import CASCADE, apply_sources, refresh_generated
 from ingestion.models import StagedFile
 from ingestion.options import IngestOptions
 from ingestion.outcomes import FileOutcome, StepReport
-from ingestion.sources import list_unsupported, relative_name, require_files, resolve_directory, sha256, unreadable
+from ingestion.sources import (
+    list_outside_links,
+    list_unsupported,
+    outside_link,
+    relative_name,
+    require_files,
+    resolve_directory,
+    sha256,
+    unreadable,
+)
 
 from .chunker import chunk_document
 from .lines import narrow_lines
@@ -189,6 +198,7 @@ def chunk_directory(
         message = f"{path.name}: unsupported file type '{path.suffix}'"
         name = relative_name(path, directory)
         report.outcomes.append(FileOutcome(name, "unsupported", reason="unsupported", error=message))
+    report.outcomes.extend(outside_link(relative_name(p, directory)) for p in list_outside_links(directory))
     with transaction.atomic():
         pruned = prune_staged(directory, {relative_name(p, directory) for p in files})
     report.outcomes.extend(FileOutcome(name, "pruned") for name in pruned)

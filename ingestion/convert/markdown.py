@@ -177,7 +177,10 @@ class _Walker(BlockCollector):
         lines = []
         ordered = node.type == "ordered_list"
         for number, item in enumerate(node.children, start=1):
-            marker = f"{number}." if ordered else "-"
+            # An ordered item keeps the number its source wrote ("3." of a list resumed
+            # after a note, "1." repeated): a quoted step then reads, and is found in
+            # the file, as written.
+            marker = (f"{item.info}{item.markup}" if item.info else f"{number}.") if ordered else "-"
             texts, nested = [], []
             for child in item.children:
                 if child.type in ("bullet_list", "ordered_list"):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingestion.outcomes import IngestError
-from ingestion.sources import resolve_directory, writable
+from ingestion.sources import inside, resolve_directory, writable
 
 from . import ConversionError
 from .pdf import inspect_pdf
@@ -46,6 +46,7 @@ def list_pdfs(directory: Path) -> list[Path]:
         and p.suffix.lower() == ".pdf"
         and not any(part.startswith(".") for part in p.relative_to(directory).parts)
         and p.relative_to(directory).parts[0] not in ORGANISED
+        and inside(p, directory)  # a link out of the folder is never read
     )
 
 

@@ -26,7 +26,15 @@ from ingestion.convert import SUPPORTED_EXTENSIONS
 from ingestion.models import IngestionJob
 from ingestion.options import IngestOptions
 from ingestion.outcomes import FileOutcome, IngestError, StepReport
-from ingestion.sources import checked_path, relative_name, require_files, resolve_directory
+from ingestion.sources import (
+    checked_path,
+    inside,
+    list_outside_links,
+    outside_link,
+    relative_name,
+    require_files,
+    resolve_directory,
+)
 from ingestion.store.step import store_directory
 from ingestion.store.target import resolve_store
 
@@ -118,6 +126,9 @@ def _add_files(report: StepReport, work: list[tuple[Path, str]], store, options:
     closes with the last one. An unexpected error fails the job, naming the file."""
     supported = []
     for folder, name in work:
+        if not inside(folder / name, folder):
+            _add(report, outside_link(name), on_file)
+            continue
         if Path(name).suffix.lower() not in SUPPORTED_EXTENSIONS:
             error = f"{name}: unsupported file type '{Path(name).suffix}'"
             _add(report, FileOutcome(name, "unsupported", reason="unsupported", error=error), on_file)
@@ -164,7 +175,8 @@ def _work(items: list[str | Path]) -> list[tuple[Path, str]]:
     for raw in items:
         path = Path(checked_path(raw)).expanduser().resolve()
         if path.is_dir():
-            work += [(path, relative_name(p, path)) for p in require_files(path)]
+            files = require_files(path) + list_outside_links(path)
+            work += [(path, relative_name(p, path)) for p in files]
         elif path.is_file():
             work.append((path.parent, path.name))
         elif path.exists():  # a device, a pipe, a socket: nothing to read to an end

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tqdm import tqdm
 
 from ingestion.outcomes import FileOutcome, StepReport
+from ingestion.sources import OUTSIDE_FOLDER
 
 # Outcomes printed above the progress bar as they happen.
 LOUD = {"failed", "needs_ocr", "skipped"}
@@ -77,5 +78,7 @@ def summary_lines(report: StepReport, header: str) -> list[str]:
     lines.append(f"  {'files/s':<15} {files / seconds:>8.2f}")
     lines.append(f"  {'chunks/s':<15} {report.chunks / seconds:>8.1f}")
     lines.extend(f"  {note}" for note in report.notes + report.errors)
+    # Listed after the walk, never through on_file: the summary is where they are said.
+    lines.extend(f"  skipped: {o.error}" for o in report.outcomes if o.reason == OUTSIDE_FOLDER)
     lines.extend(f"  {o.file_name}: {note}" for o in report.outcomes for note in o.notes)
     return lines
