@@ -72,6 +72,8 @@ def test_a_near_tie_quotes_both_passages_in_the_order_of_their_section():
     ("What do I need installed before installing NeuroML?", {"listing"}),
     ("What does a release of the tools require?", {"listing"}),
     ("What is a LEMS file?", {"definition:lems file"}),
+    ("What is a domain and what is a store?", {"definition:domain", "definition:store"}),
+    ("What are domains and stores?", {"definition:domains", "definition:stores", "listing"}),
     ("How strong is homemade kvass?", {"number"}),
     ("What ratio of water to vinegar for pickled onions?", {"number"}),
     ("How old is the NeuroML project?", {"number"}),
@@ -95,6 +97,31 @@ def test_a_number_in_digits_or_words_answers_how_many(text, fits):
     value = bonus(shapes("How many levels of compliance are there?"), "prose", text, False)
     assert value == (NUMBER_FOR_HOW_MANY if fits else 0.0)
 
+
+
+GLOSSARY = (
+    "- Domain — a knowledge area (\"NeuroML documentation\"). Its description tells the classifier what it "
+    "covers. Each domain has stores and, optionally, filter fields.\n"
+    "- Store (collection) — the chunks of a set of documents, searched by vector, BM25 or both.\n"
+    "- Document — one source file of a store; chunk — a piece of at most about 450 tokens under its heading chain.\n"
+    "- Filter field — a metadata field (year, authors, ...) questions may filter on."
+)
+USAGE = (
+    "Describe your domain in a JSON file, load it, then build a store from a folder. "
+    "A store of a domain is searched whenever a question is routed to that domain."
+)
+
+
+def test_what_is_x_and_what_is_y_quotes_the_entry_defining_each():
+    # Two subjects: the glossary entry defining the one, then the entry defining the other
+    # (whose cosine to the whole question is low), not the sentences merely naming both.
+    assert answer("What is a domain and what is a store?", source(1, USAGE, ["Getting started", "Your own documents"],
+                                                                  score=0.9),
+                  source(2, GLOSSARY, ["Getting started", "Concepts"], score=0.5)) == (
+        "- Domain — a knowledge area (\"NeuroML documentation\"). Its description tells the classifier what it "
+        "covers. Each domain has stores and, optionally, filter fields.\n\n"
+        "- Store (collection) — the chunks of a set of documents, searched by vector, BM25 or both. [2]"
+    )
 
 
 def test_a_passage_repeated_in_another_file_is_quoted_once():

@@ -11,7 +11,8 @@ the question's shape (:mod:`.shapes`). The best passage is the answer; a second 
 when it scores within :data:`NEAR_TIE` of the first (the evidence cannot tell them apart;
 of several, the one adding most of the question terms the first lacks), or else when it
 adds such terms and scores nearly as well, unless the first defines what "what is X"
-asks about; two passages of one chunk are quoted in their order there. When no
+asks about (to "what is X and what is Y", the best passage defining Y follows the one
+defining X); two passages of one chunk are quoted in their order there. When no
 passage reaches :data:`MIN_SIMILARITY`, nothing is said (the caller says that no source
 answers). Every passage is verbatim source text cited by its source's marker, placed
 where it reads as part of the passage (:func:`with_marker`).
@@ -27,7 +28,7 @@ import numpy as np
 from domains import embeddings
 
 from .candidates import Chunk, Passage, candidates, evidence, extend, lean_back, overlap, units_of
-from .shapes import bonus, defines, shapes
+from .shapes import bonus, defined, shapes, subjects
 from .text import matches, terms
 
 # Cosine similarity (question vs. heading chain + passage) below which a passage does
@@ -131,11 +132,19 @@ class Composer:
         kept.sort(key=lambda p: (-p.score, p.chunk.rank, p.start))
         best = lean_back(extend(kept[0], self.wanted, idf))
         chosen = [best]
-        if "generic" not in self.shapes and not defines(self.shapes, best.text):
+        first = defined(self.shapes, best.text)
+        pair = len(subjects(self.shapes)) > 1
+        second = None
+        if first and pair:
+            # "What is X and what is Y?": the best passage defining Y follows the one defining X
+            # (its cosine to the whole question may be low: it answers half of it).
+            second = next((p for p in kept[1:] if defined(self.shapes, p.text) not in ("", first)
+                           and not overlap(best, p) and len(best.text) + len(p.text) <= SECOND_CHARS), None)
+        if second is None and "generic" not in self.shapes and (pair or not first):
             # A passage that defines what "what is X" asks about says it all.
             second = self._second(best, kept[1:], idf, total)
-            if second is not None:
-                chosen.append(lean_back(second))
+        if second is not None:
+            chosen.append(lean_back(second))
         if len(chosen) == 2 and chosen[0].chunk is chosen[1].chunk:
             chosen.sort(key=lambda p: (p.start, p.part))  # one section reads in its own order
         return chosen

@@ -50,9 +50,11 @@ NUMBER = re.compile(
     r"proportion|share|fraction|speed|weight|length|duration)\b|\bwhich\s+(version|port)\b",
     re.I,
 )
-# "What is X?", "What is a X in Y?" (Y names the field: "in Klea", "of NeuroML").
+# "What is X?", "What is a X in Y?" (Y names the field: "in Klea", "of NeuroML"); two
+# subjects: "What is X and what is Y?", "What are Xs and Ys?".
 DEFINITION = re.compile(
     r"^\s*what\s+(is|are)\s+(an?\s+|the\s+)?(?P<subject>[\w.-]+(\s+[\w.-]+)?)"
+    r"(,?\s+and\s+(what\s+(is|are)\s+)?(an?\s+|the\s+)?(?P<other>[\w.-]+(\s+[\w.-]+)?))?"
     r"(\s+(in|of|for|within)\s+[\w.'-]+(\s+[\w.'-]+)?)?\s*\??\s*$",
     re.I,
 )
@@ -129,7 +131,8 @@ NAME_FOR_WHO = 0.06
 
 def shapes(question: str) -> frozenset[str]:
     """The shapes of a question: any of "generic", "howto", "listing", "year", "number",
-    "name", "reason" ("why"), "definition:<subject>" ("what is X?")."""
+    "name", "reason" ("why"), "definition:<subject>" ("what is X?"; one per subject of
+    "what is X and what is Y?")."""
     found = {"generic"} if is_generic(question) else set()
     if HOWTO.search(question):
         found.add("howto")
@@ -144,25 +147,36 @@ def shapes(question: str) -> frozenset[str]:
     if REASON.search(question):
         found.add("reason")
     if match := DEFINITION.match(question):
-        found.add("definition:" + match.group("subject").lower())
+        found.update("definition:" + subject.lower() for subject in match.group("subject", "other") if subject)
     return frozenset(found)
 
 
+def subjects(question_shapes: frozenset[str]) -> list[str]:
+    """The subjects a "what is X (and what is Y)" question asks to define, sorted."""
+    return sorted(s.split(":", 1)[1] for s in question_shapes if s.startswith("definition:"))
+
+
 def defines(question_shapes: frozenset[str], text: str) -> bool:
-    """Whether ``text`` opens by defining the subject of a "what is X" question: "X is a
-    ...", "X (the ...) is the ...", "X are ...", "X refers to ...", a glossary entry "X:
-    ..." or "**X** — ...", or a definition-list entry (the term, its definition indented
-    on the next line); a list item's marker aside."""
-    subject = next((s.split(":", 1)[1] for s in question_shapes if s.startswith("definition:")), "")
-    if not subject:
-        return False
-    name = re.escape(subject[:-1] if subject.endswith("s") and len(subject) > 3 else subject) + "s?"
-    return bool(re.match(
-        rf"^([-*+]\s+)?(the\s+|an?\s+)?[*_`]*{name}[*_`]*(\s+\([^)\n]*\))?"
-        r"(\s+(is|was)\s+(an?|the|one)\b|\s+(are|refers?\s+to|means|stands\s+for|denotes)\b|\s*[:\u2014\u2013]\s|\s*\n\s+\S)",
-        text,
-        re.I,
-    ))
+    """Whether ``text`` opens by defining a subject of a "what is X" question
+    (:func:`defined`)."""
+    return bool(defined(question_shapes, text))
+
+
+def defined(question_shapes: frozenset[str], text: str) -> str:
+    """The subject of a "what is X" question that ``text`` opens by defining ("" = none):
+    "X is a ...", "X (the ...) is the ...", "X are ...", "X refers to ...", a glossary
+    entry "X: ..." or "**X** — ...", or a definition-list entry (the term, its definition
+    indented on the next line); a list item's marker aside."""
+    for subject in subjects(question_shapes):
+        name = re.escape(subject[:-1] if subject.endswith("s") and len(subject) > 3 else subject) + "s?"
+        if re.match(
+            rf"^([-*+]\s+)?(the\s+|an?\s+)?[*_`]*{name}[*_`]*(\s+\([^)\n]*\))?"
+            r"(\s+(is|was)\s+(an?|the|one)\b|\s+(are|refers?\s+to|means|stands\s+for|denotes)\b|\s*[:\u2014\u2013]\s|\s*\n\s+\S)",
+            text,
+            re.I,
+        ):
+            return subject
+    return ""
 
 
 def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) -> float:
