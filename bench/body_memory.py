@@ -19,20 +19,16 @@ import argparse
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.common import daphne  # noqa: E402
+
 PIECE = 2**20
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def memory_mib(pid: int) -> dict[str, int]:
@@ -58,26 +54,13 @@ def send(port: int, head: bytes, size: int, chunked: bool) -> tuple[str, float]:
 
 
 def case(root: Path, name: str, head_for, size: int, chunked: bool, log: Path) -> dict:
-    port = free_port()
     env = {**os.environ, "KLEA_WARM_START": "false", "REDIS_URL": "", "PYTHONPATH": str(root)}
-    server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                               "klea_site.asgi:application"], cwd=root, env=env, stdout=log.open("ab"),
-                              stderr=subprocess.STDOUT)
-    try:
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
-                break
-            except OSError:
-                time.sleep(0.2)
+    with daphne(root, env, log) as (port, server):
         before = memory_mib(server.pid)["VmRSS"]
         status, seconds = send(port, head_for(size), size, chunked)
         time.sleep(1.0)  # let the app finish with the body
         return {"case": name, "body_mib": size // PIECE, "answer": status, "seconds": round(seconds, 1),
                 "rss_before_mib": before, "peak_rss_mib": memory_mib(server.pid)["VmHWM"]}
-    finally:
-        server.terminate()
-        server.wait(30)
 
 
 def form_head(size: int) -> bytes:

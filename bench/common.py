@@ -8,11 +8,15 @@ cached under ``var/bench-cache`` (keyed by model and file hash) so reruns are fa
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import socket
+import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -115,3 +119,29 @@ def cached_embeddings(name: str, texts: list[str], source: Path) -> np.ndarray:
 
 def command_line() -> str:
     return " ".join([Path(sys.executable).name, *sys.argv])
+
+
+@contextlib.contextmanager
+def daphne(root: Path, env: dict, log: Path):
+    """A real daphne serving ``root``'s klea_site on a free local port, up once /health
+    answers (at most about 2 minutes); terminated on exit.
+
+    :yields: (port, the server's subprocess.Popen).
+    """
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                               "klea_site.asgi:application"], cwd=root, env=env, stdout=log.open("ab"),
+                              stderr=subprocess.STDOUT)
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield port, server
+    finally:
+        server.terminate()
+        server.wait(30)

@@ -18,18 +18,15 @@ import argparse
 import asyncio
 import json
 import os
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import setup_django  # noqa: E402
+from bench.common import daphne, setup_django  # noqa: E402
 
 USER = "bench-handshake"
 JUNK = "klea_" + "x" * 43
@@ -82,27 +79,12 @@ def main() -> None:
     args = parser.parse_args()
     setup_django()
     database_url, token = prepare()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     env = {**os.environ, "DATABASE_URL": database_url, "KLEA_WARM_START": "false", "REDIS_URL": "",
            "PYTHONPATH": str(args.root.resolve())}
     log = Path("/tmp") / f"handshake-burst-{os.getpid()}.log"
-    server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                               "klea_site.asgi:application"], cwd=args.root.resolve(), env=env,
-                              stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    try:
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
-                break
-            except OSError:
-                time.sleep(0.2)
+    with daphne(args.root.resolve(), env, log) as (port, _):
         print(f"$ python bench/handshake_burst.py --sockets {args.sockets} --root {args.root}")
         print(json.dumps(asyncio.run(burst(port, args.sockets, token))))
-    finally:
-        server.terminate()
-        server.wait(30)
 
 
 if __name__ == "__main__":
