@@ -171,3 +171,62 @@ def test_the_parts_of_an_identifier_in_a_passage_match_question_terms():
     assert matches(terms("Which setting selects the LLM backend?"),
                    "| `KLEA_LLM_BACKEND` | `extractive` | which backend answers |") == {"llm", "backend"}
     assert terms("What does extract_bibliography do?") == {"extract_bibliography"}
+
+
+LEVELS_LEAD = (
+    "The Foo format has been stable since 2011.\n\n"
+    "There are three levels of compliance to the Foo specification:"
+)
+LEVELS_LIST = "- Level 1: metadata only\n- Level 2: morphology\n- Level 3: whole networks"
+
+
+def _document(*texts: str) -> list[int]:
+    from domains.models import Chunk as StoredChunk, Document, Domain, Store
+
+    domain = Domain.objects.create(name="colon", description="colon")
+    store = Store.objects.create(name="colon-store", domain=domain)
+    document = Document.objects.create(store=store, file_name="foo.md")
+    return [StoredChunk.objects.create(store=store, document=document, ordinal=n, text=text).id
+            for n, text in enumerate(texts)]
+
+
+def _answer_with_ids(question: str, chunk_id: int, text: str) -> tuple[str, list]:
+    from types import SimpleNamespace
+
+    from asgiref.sync import async_to_sync
+
+    chunk = SimpleNamespace(text=text, headings=["Foo", "Compliance"], score=0.5, chunk_id=chunk_id)
+    sources = [SimpleNamespace(number=1, file_name="foo.md", chunks=[chunk])]
+    composer = Composer(embeddings.embed_query(question), sources, question)
+    cited: list = []
+
+    def cite(number, quoted=(), passages=()):
+        cited.append(list(quoted))
+        return f"[{number}]"
+
+    async def collect():
+        return "".join([piece async for piece in composer.pieces(cite)])
+
+    return async_to_sync(collect)(), cited
+
+
+@pytest.mark.django_db
+def test_a_lead_in_ending_its_chunk_is_quoted_with_the_block_opening_the_next_chunk():
+    # The colon's list is the first block of the document's next chunk: quoted with it,
+    # both chunks cited under one marker.
+    first, second = _document(LEVELS_LEAD, f"{LEVELS_LIST}\n\nAny level 1 file is also a level 2 file.")
+    text, cited = _answer_with_ids("How many levels of compliance does Foo define?", first, LEVELS_LEAD)
+    assert text == (
+        "There are three levels of compliance to the Foo specification:\n\n"
+        "- Level 1: metadata only\n- Level 2: morphology\n- Level 3: whole networks [1]"
+    )
+    assert cited == [[first, second]]
+
+
+@pytest.mark.django_db
+def test_a_lead_in_ending_its_chunk_stays_out_when_the_next_chunk_opens_with_prose():
+    # Nothing it introduces follows: the colon would hang, so the other sentence answers.
+    first, _ = _document(LEVELS_LEAD, "Any level 1 file is also a level 2 file.")
+    text, cited = _answer_with_ids("How many levels of compliance does Foo define?", first, LEVELS_LEAD)
+    assert text == "The Foo format has been stable since 2011. [1]"
+    assert cited == [[first]]

@@ -4,6 +4,7 @@ from .bm25 import Bm25Params, bm25_search, query_lexemes, shared_results
 from .engine import retrieve
 from .filters import CompiledFilter, FieldSpec, compile_filter
 from .fusion import RRF_K, RRF_WEIGHTS, convex_fusion, fuse, reciprocal_rank_fusion
+from .neighbours import next_chunks
 from .probe import document_coverage, lexical_coverage, nearest_chunk_similarity
 from .references import ReferenceMaterial, Source, page_label, page_span, serialize_reference_material
 from .types import RetrievalResult, RetrievedChunk
@@ -27,6 +28,7 @@ __all__ = [
     "fuse",
     "lexical_coverage",
     "nearest_chunk_similarity",
+    "next_chunks",
     "page_label",
     "page_span",
     "query_lexemes",

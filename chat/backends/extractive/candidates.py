@@ -7,7 +7,8 @@ whole lists, tables and code blocks. Candidate passages are
 - a sentence (and the next one of its paragraph when that one carries on, :func:`extend`;
   the one before when it leans on it, :func:`lean_back`);
 - a sentence ending in ":" (or in a dangling word: "..., which provides") with the block
-  it introduces (a colon or a fragment is never left hanging);
+  it introduces (a colon or a fragment is never left hanging); a colon's block may open
+  the document's next chunk (:attr:`Chunk.follow`);
 - a whole list, table or code block (after a sentence ending in ":" only with it). A table
   too long to quote is cut to its header and the rows that hold question words (whole
   rows, never a row alone); a code block too long to quote is left out;
@@ -76,17 +77,22 @@ class Chunk:
     headings: str  # heading chain (and file name) as one line
     units: list[Unit]
     chunk_id: int | None = None  # the stored chunk's id (None for chunks not stored)
+    # The first unit of the document's next chunk and that chunk's id, when this chunk
+    # ends in a colon's lead-in (:func:`trails_colon`) and the next one opens with a block.
+    follow: Unit | None = None
+    follow_id: int | None = None
 
 
 @dataclass
 class Passage:
     chunk: Chunk
     start: int  # first unit
-    end: int  # last unit (inclusive)
+    end: int  # last unit (inclusive); len(chunk.units) = the chunk's ``follow``
     kind: str  # "prose" | "list" | "item" (one item of a list) | "table" | "rows" (header + some rows) | "code"
     text: str
     part: int = -1  # an "item": its index among the list's items
     opening: bool = False  # starts at the chunk's first quotable unit
+    next_id: int | None = None  # runs on into the document's next chunk (its id; ``end`` = len(chunk.units))
     found: set[str] = field(default_factory=set)
     lexical: float = 0.0
     cheap: float = 0.0
@@ -192,10 +198,31 @@ def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> li
             if previous is not None and previous.kind == "sentence" and leads_on(previous.text):
                 continue  # quoted with its lead-in above
             add(i, i, "rows" if unit.kind == "table" and texts[i] != unit.text else unit.kind)
+    last = len(units) - 1
+    if chunk.follow is not None and trails_colon(chunk) and texts[last]:
+        block = _quotable(chunk.follow, wanted, front_matter)
+        if block:  # the lead-in with the block it introduces, which opens the next chunk
+            kind = "rows" if chunk.follow.kind == "table" and block != chunk.follow.text else chunk.follow.kind
+            found[(last, last + 1, -1)] = Passage(chunk, last, last + 1, kind, f"{texts[last]}\n\n{block}",
+                                                  next_id=chunk.follow_id)
     first = next((i for i, text in enumerate(texts) if text), -1)
     for passage in found.values():
         passage.opening = passage.start == first
     return list(found.values())
+
+
+def trails_colon(chunk: Chunk) -> bool:
+    """The chunk ends in a sentence ending in ":" (what it introduces opens the next chunk)."""
+    return bool(chunk.units) and chunk.units[-1].kind == "sentence" and chunk.units[-1].text.rstrip().endswith(":")
+
+
+def following(chunk: Chunk, text: str | None, chunk_id: int | None) -> None:
+    """Record the next chunk's first unit as ``chunk.follow`` when it is a block (a list,
+    table or code block); a next chunk opening with prose leaves the colon hanging, so
+    the lead-in stays unquoted."""
+    units = units_of(text or "")
+    if units and units[0].kind != "sentence":
+        chunk.follow, chunk.follow_id = units[0], chunk_id
 
 
 def lean_back(passage: Passage) -> Passage:

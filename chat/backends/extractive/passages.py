@@ -25,9 +25,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 import numpy as np
 
-from domains import embeddings
+from asgiref.sync import sync_to_async
 
-from .candidates import Chunk, Passage, candidates, evidence, extend, lean_back, overlap, units_of
+from domains import embeddings
+from domains.retrieval import next_chunks
+
+from .candidates import (Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap, trails_colon,
+                         units_of)
 from .shapes import bonus, defined, shapes, subjects
 from .text import matches, terms
 
@@ -171,28 +175,43 @@ class Composer:
             return max(ties, key=lambda pair: pair[0])[1]
         return max(adding, key=lambda pair: pair[0])[1] if adding else None
 
+    def follow(self, nexts: dict[int, tuple[int, str]]) -> None:
+        """Give each chunk ending in a colon's lead-in the block opening its document's next
+        chunk (``nexts``: chunk id -> (next chunk's id, text), :func:`next_chunks`)."""
+        for chunk in self.chunks:
+            if chunk.chunk_id in nexts and trails_colon(chunk):
+                following(chunk, nexts[chunk.chunk_id][1], nexts[chunk.chunk_id][0])
+
     async def pieces(self, cite: Callable[..., str]) -> AsyncIterator[str]:
         """The chosen passages as text pieces, verbatim, each followed by
         ``cite(source number, quoted chunk ids, passages)`` (a run of passages of one
         chunk cited once, with that chunk's id and the run's texts; passages of two chunks
         of one source each get their own marker, so that each marker opens the chunk its
         passage came from). Yields nothing when no passage answers. Scoring embeds
-        passages only (no database), so any worker thread will do."""
+        passages only (no database), so any worker thread will do; a passage running on
+        into the next chunk cites both chunks' ids under one marker."""
+        leads = [chunk.chunk_id for chunk in self.chunks if chunk.chunk_id is not None and trails_colon(chunk)]
+        if leads:
+            self.follow(await sync_to_async(next_chunks)(leads))
         chosen = await asyncio.to_thread(self.choose)
         run: list[str] = []
+        quoted: list[int | None] = []
         for index, passage in enumerate(chosen):
             if index:  # prose runs on after a full stop; a list, table or code block stands apart
                 previous = chosen[index - 1]
                 runs_on = passage.kind == previous.kind == "prose" and previous.text.rstrip()[-1:] in ".!?)"
                 yield " " if runs_on else "\n\n"
             run.append(passage.text)
-            following = chosen[index + 1] if index + 1 < len(chosen) else None
-            if following is None or following.chunk is not passage.chunk:
-                marker = cite(passage.chunk.number, [passage.chunk.chunk_id], run)
+            quoted.append(passage.chunk.chunk_id)
+            if passage.next_id is not None:  # its block opens the next chunk
+                quoted.append(passage.next_id)
+            after = chosen[index + 1] if index + 1 < len(chosen) else None
+            if after is None or after.chunk is not passage.chunk:
+                marker = cite(passage.chunk.number, list(dict.fromkeys(quoted)), run)
                 before, marked = with_marker(passage.text, marker)
                 yield before
                 yield marked
-                run = []
+                run, quoted = [], []
             else:
                 yield passage.text
 
