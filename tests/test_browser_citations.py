@@ -103,3 +103,51 @@ def test_each_marker_opens_the_chunk_and_lines_of_its_own_passage(world, raft_no
         expect(view.locator("mark.source-line")).to_have_count(8)
         page.keyboard.press("Escape")
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()
+
+
+PORTS = "# Services\n\nEach service listens on its own port.\n\n| service | port |\n| --- | --- |\n" + "".join(
+    f"| relay-{n:02d} | {7000 + n} |\n" for n in range(1, 61)) + "| ledger | 9440 |\n"
+
+
+@pytest.fixture
+def port_table(world, tmp_path):
+    """ports.md (a table of 61 rows whose last row is the ledger's) ingested as domain ``wsports``."""
+    root = tmp_path / "wsports"
+    root.mkdir()
+    (root / "ports.md").write_text(PORTS)
+
+    with group_domain(root, "wsports", "Service ports: which port each service listens on."):
+        yield root
+
+
+def test_a_quoted_row_far_below_its_header_is_scrolled_into_view(world, port_table, tmp_path):
+    frames: list[dict] = []
+    with LiveDaphne(tmp_path / "daphne.log") as server, browser_page() as page:
+        page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(json.loads(data))))
+        sign_in(page, server, world.alice)
+        page.get_by_label("wsports").check()
+        page.get_by_label("Your question").fill("Which port does the ledger service listen on?")
+        page.get_by_label("Your question").press("Enter")
+        expect(page.locator(".message.assistant.streaming")).to_have_count(0)
+        final = next(f for f in frames if f["type"] == "answer")
+        (reference,) = next(f for f in frames if f["type"] == "references")["references"]
+        quoted = "| service | port |\n| --- | --- |\n| ledger | 9440 |"
+        assert final["text"] == ("| service | port |\n| --- | --- |\n| ledger | 9440 [1] |\n\n"
+                                 "Each service listens on its own port. [1]")
+        assert reference["markers"][0]["passages"] == [quoted]
+        page.locator(".message.assistant .text button.cite").first.click()
+        view = page.locator("#source-view")
+        expect(view.locator(".source-where")).to_have_text("lines 5–67 · quoted passage highlighted")
+        marks = view.locator("mark.source-line")
+        expect(marks).to_have_count(2)
+        assert marks.evaluate_all("(ms) => ms.map((m) => m.dataset.line)") == ["5", "67"]
+        # header (5) and row (67) do not fit in the view together: the row, the last run, is shown
+        expect(view.locator('mark.source-line[data-line="67"]')).to_be_in_viewport()
+        expect(view.locator('mark.source-line[data-line="5"]')).not_to_be_in_viewport()
+        screenshot(page, "cite-table-row")
+        page.keyboard.press("Escape")
+        # a range that fits is shown whole: the second [1] quotes line 3, above the table
+        page.locator(".message.assistant .text button.cite").nth(1).click()
+        expect(view.locator(".source-where")).to_have_text("line 3 · quoted passage highlighted")
+        expect(view.locator('mark.source-line[data-line="3"]')).to_be_in_viewport()
+    assert "Traceback" not in (tmp_path / "daphne.log").read_text()

@@ -129,8 +129,27 @@ const KleaSource = (() => {
     const shown = quoted.size ? [Math.min(...quoted), Math.max(...quoted)] : [first, last];
     dialog().querySelector(".source-where").textContent = (shown[0] === shown[1] ? `line ${shown[0]}`
       : `lines ${shown[0]}–${shown[1]}`) + (quoted.size ? " · quoted passage highlighted" : "");
-    const mark = pre.querySelector("mark");
-    if (mark) mark.scrollIntoView({ block: "center" });
+    scrollToMarks(body, pre);
+  }
+
+  /* Scroll `body` (the scroller) to the highlighted lines of `pre`: the whole range, centred,
+     when it fits in the view; else the start of the last run of highlighted lines near the
+     top, so a quoted table row far below its quoted header is on screen (and a single long
+     passage opens at its start). */
+  function scrollToMarks(body, pre) {
+    const marks = [...pre.querySelectorAll("mark.source-line")];
+    if (!marks.length) return;
+    const origin = body.getBoundingClientRect().top - body.scrollTop;
+    const at = (node) => node.getBoundingClientRect().top - origin;
+    const final = marks[marks.length - 1];
+    const start = at(marks[0]), span = at(final) + final.offsetHeight - start, view = body.clientHeight;
+    if (span <= view) {
+      body.scrollTop = Math.max(0, start - (view - span) / 2);
+      return;
+    }
+    let run = marks.length - 1;  // back to the first of the adjacent marked lines ending the range
+    while (run > 0 && marks[run].previousElementSibling === marks[run - 1]) run--;
+    body.scrollTop = Math.max(0, at(marks[run]) - 2 * final.offsetHeight);
   }
 
   function showText(info) {
