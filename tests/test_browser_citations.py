@@ -50,17 +50,24 @@ def raft_notes(world, tmp_path):
         yield root
 
 
-def test_each_marker_opens_the_chunk_and_lines_of_its_own_passage(world, raft_notes, tmp_path):
+def ask(page, server, user, domain: str, question: str) -> tuple[dict, dict]:
+    """Sign ``user`` in, ask ``question`` of ``domain`` on the chat page and wait for the
+    answer: (the final ``answer`` frame, the one source of the ``references`` frame)."""
     frames: list[dict] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(json.loads(data))))
+    sign_in(page, server, user)
+    page.get_by_label(domain).check()
+    page.get_by_label("Your question").fill(question)
+    page.get_by_label("Your question").press("Enter")
+    expect(page.locator(".message.assistant.streaming")).to_have_count(0)
+    final = next(f for f in frames if f["type"] == "answer")
+    (reference,) = next(f for f in frames if f["type"] == "references")["references"]
+    return final, reference
+
+
+def test_each_marker_opens_the_chunk_and_lines_of_its_own_passage(world, raft_notes, tmp_path):
     with LiveDaphne(tmp_path / "daphne.log") as server, browser_page() as page:
-        page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(json.loads(data))))
-        sign_in(page, server, world.alice)
-        page.get_by_label("wsraft").check()
-        page.get_by_label("Your question").fill(QUESTION)
-        page.get_by_label("Your question").press("Enter")
-        expect(page.locator(".message.assistant.streaming")).to_have_count(0)
-        final = next(f for f in frames if f["type"] == "answer")
-        (reference,) = next(f for f in frames if f["type"] == "references")["references"]
+        final, reference = ask(page, server, world.alice, "wsraft", QUESTION)
         # both sections are retrieved (in an order the fusion decides)
         chunks = {chunk["heading_chain"]: chunk for chunk in reference["chunks"]}
         timing, election = chunks["Raft > Timing"], chunks["Raft > Leader election"]
@@ -121,16 +128,8 @@ def port_table(world, tmp_path):
 
 
 def test_a_quoted_row_far_below_its_header_is_scrolled_into_view(world, port_table, tmp_path):
-    frames: list[dict] = []
     with LiveDaphne(tmp_path / "daphne.log") as server, browser_page() as page:
-        page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(json.loads(data))))
-        sign_in(page, server, world.alice)
-        page.get_by_label("wsports").check()
-        page.get_by_label("Your question").fill("Which port does the ledger service listen on?")
-        page.get_by_label("Your question").press("Enter")
-        expect(page.locator(".message.assistant.streaming")).to_have_count(0)
-        final = next(f for f in frames if f["type"] == "answer")
-        (reference,) = next(f for f in frames if f["type"] == "references")["references"]
+        final, reference = ask(page, server, world.alice, "wsports", "Which port does the ledger service listen on?")
         quoted = "| service | port |\n| --- | --- |\n| ledger | 9440 |"
         assert final["text"] == ("| service | port |\n| --- | --- |\n| ledger | 9440 [1] |\n\n"
                                  "Each service listens on its own port. [1]")

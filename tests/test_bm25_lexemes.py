@@ -1,0 +1,81 @@
+"""BM25 lexemes of scientific tokens: the index and queries agree on hyphenated, joined
+and spaced forms, signed numbers, ligatures and invisible characters (issue 18)."""
+
+import pytest
+
+from domains.models import Chunk, Document, Domain, Store
+from domains.retrieval import bm25_search, query_lexemes
+from domains.retrieval.bm25 import indexed_statistics, recomputed_statistics
+
+
+@pytest.mark.parametrize(
+    "query, lexemes",
+    [
+        # hyphenated, joined and spaced forms share the parts; the first two also the joined form
+        ("COVID-19", ["covid", "19", "covid19"]),
+        ("covid19", ["covid", "19", "covid19"]),
+        ("COVID 19", ["covid", "19"]),
+        ("IL-6 levels", ["il", "6", "il6", "level"]),
+        ("IL6", ["il", "6", "il6"]),
+        ("IL\u20106", ["il", "6", "il6"]),  # U+2010 HYPHEN
+        ("anti-IL-6", ["anti-il", "anti", "il", "6", "il6"]),
+        ("SARS-CoV-2", ["sars-cov", "sar", "cov", "2", "cov2"]),
+        ("SARS-CoV2", ["sars-cov", "sar", "cov", "2", "cov2"]),
+        # a hyphen between numbers joins; a free-standing sign stays (U+2212 MINUS too)
+        ("10-20 mg", ["10", "20", "mg"]),
+        ("2020-03-15", ["2020", "03", "15"]),
+        ("cooled to -5 C", ["cool", "-5", "c"]),
+        ("cooled to \u22125 C", ["cool", "-5", "c"]),
+        # ligatures and full-width digits fold (NFKC) and then stem
+        ("\ufb01nding \ufb02uorescence", ["find", "fluoresc"]),
+        ("\uff15 mg", ["5", "mg"]),
+        ("p53 H1N1", ["p", "53", "p53", "h1n1"]),
+        # soft hyphen and zero-width characters split no word
+        ("infor\u00admation re\u200btrieval", ["inform", "retriev"]),
+        ("\ufeffneu\u200cro\u200dnal net\u2060work", ["neuron", "network"]),
+    ],
+)
+def test_query_lexemes_of_scientific_tokens(db, query, lexemes):
+    assert query_lexemes(query) == lexemes
+
+
+def test_query_lexemes_refuse_nul_and_lone_surrogates_and_the_transaction_stays_usable(db):
+    for text in ("what \x00 is final flow", "what \ud800 flows"):
+        with pytest.raises(ValueError, match="^text contains a NUL character or a lone surrogate$"):
+            query_lexemes(text)
+    assert query_lexemes("final flow") == ["final", "flow"]
+
+
+def test_scientific_tokens_match_in_every_written_form(db):
+    """Chunks written one way are found by queries written another (index and query
+    lexemes agree); the joined form ranks the chunks that have it first."""
+    domain = Domain.objects.create(name="sci-tokens", description="d")
+    store = Store.objects.create(name="sci-tokens", domain=domain, mode=Store.Mode.BM25)
+    doc = Document.objects.create(store=store, file_name="a.md")
+    texts = [
+        "Patients with COVID-19 were admitted.",  # 0
+        "Serum IL-6 rose in covid19 patients.",  # 1
+        "IL6 and TNF were measured.",  # 2
+        "The \ufb01brosis score was high.",  # 3
+        "Samples were kept at \u22125 degrees for 10-20 days.",  # 4
+        "Unrelated text about neurons.",  # 5
+    ]
+    chunks = Chunk.objects.bulk_create(
+        Chunk(store=store, document=doc, ordinal=i, text=t) for i, t in enumerate(texts)
+    )
+    ids = [c.id for c in chunks]
+
+    def found(query):
+        return [ids.index(cid) for cid, _ in bm25_search(store.id, query_lexemes(query), 10)]
+
+    assert Chunk.objects.get(id=ids[0]).search_vector is not None
+    assert str(Chunk.objects.get(id=ids[3]).search_vector) == "'fibrosi':2 'high':5 'score':3"
+    for query in ["COVID-19", "covid19", "COVID 19", "Covid\u201019"]:
+        assert sorted(found(query)) == [0, 1], query
+    for query in ["IL-6", "IL6", "il 6"]:
+        assert sorted(found(query)) == [1, 2], query
+    assert found("fibrosis") == [3] and found("\ufb01brosis") == [3]
+    assert found("-5 degrees") == [4] and found("20 days") == [4]
+    Chunk.objects.filter(id=ids[5]).update(text="Unrelated infor\u00admation about neu\u200bron\ufeffs.")
+    assert found("information") == [5] and found("neurons") == [5] and found("infor\u00admation") == [5]
+    assert indexed_statistics(store.id) == recomputed_statistics(store.id)
