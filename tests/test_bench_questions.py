@@ -22,7 +22,8 @@ def corpus_root(domain: str) -> Path:
 
 
 SETS = {"neuroml": 30, "xarray": 30, "cooking": 30, "klea-docs": 30,
-        "neuroml-2": 20, "xarray-2": 20, "cooking-2": 20, "klea-docs-2": 15}  # set -> least size
+        "neuroml-2": 20, "xarray-2": 20, "cooking-2": 20, "klea-docs-2": 15,
+        "neuroml-3": 20, "xarray-3": 20, "cooking-3": 20, "klea-docs-3": 20}  # set -> least size
 
 
 def set_domain(name: str) -> str:
