@@ -97,7 +97,7 @@ def test_a_table_row_is_never_quoted_without_its_header():
     result = answer("What is the default chunk size in tokens?", source(1, TABLE, ["Configuration"]))
     assert result == (
         "| variable | default | meaning |\n| --- | --- | --- |\n"
-        "| `KLEA_CHUNK_MAX_TOKENS` | `450` | chunk size budget, heading chain included [1] |"
+        "| `KLEA_CHUNK_MAX_TOKENS` | `450` | chunk size budget, heading chain included |\n\n[1]"
     )
 
 
@@ -337,10 +337,13 @@ def test_prose_runs_on_only_after_a_full_stop():
 @pytest.mark.parametrize("text, expected", [
     ("Firing rates doubled.", "Firing rates doubled. [1]"),
     ("Steps:\n\n- one\n- two", "Steps:\n\n- one\n- two [1]"),
-    ("| a | b |\n| --- | --- |\n| 1 | 2 |\n", "| a | b |\n| --- | --- |\n| 1 | 2 [1] |"),
-    ("| a | b\n| --- | ---\n| 1 | 2", "| a | b\n| --- | ---\n| 1 | 2 [1]"),  # rows without a closing pipe
+    # A table's marker is never inside a cell (it would read as the value) nor on the
+    # line under the table (Markdown reads that as one more row).
+    ("| a | b |\n| --- | --- |\n| 1 | 2 |\n", "| a | b |\n| --- | --- |\n| 1 | 2 |\n\n[1]"),
+    ("| a | b\n| --- | ---\n| 1 | 2", "| a | b\n| --- | ---\n| 1 | 2\n\n[1]"),  # rows without a closing pipe
+    ("The defaults:\n\n| a | b |\n| --- | --- |\n| 1 | 2 |", "The defaults [1]:\n\n| a | b |\n| --- | --- |\n| 1 | 2 |"),
     ("Use pip:\n\n```\npip install x\n```", "Use pip [1]:\n\n```\npip install x\n```"),
     ("```\npip install x\n```", "```\npip install x\n```\n\n[1]"),  # no lead-in to carry it
 ])
-def test_the_marker_reads_as_part_of_the_passage_never_alone_after_a_block(text, expected):
+def test_the_marker_reads_as_part_of_the_passage_and_never_inside_a_block(text, expected):
     assert "".join(with_marker(text, "[1]")) == expected

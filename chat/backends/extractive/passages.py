@@ -217,17 +217,14 @@ class Composer:
 
 
 def with_marker(text: str, marker: str) -> tuple[str, str]:
-    """``text`` with its citation ``marker`` where it reads as part of it, never alone
-    on a line, as (the text before the marker, the marker and the rest): after prose or
-    a list's last item (``"... item [1]"``); inside the last cell of a table (``"| a |
-    b [1] |"``); in the lead-in of a code block (``"use pip [1]:"``), or after the block
-    when it has none. Two parts, so that the text streams before the marker is known."""
+    """``text`` with its citation ``marker`` where it reads as part of it, as (the text
+    before the marker, the marker and the rest): after prose or a list's last item
+    (``"... item [1]"``); in the lead-in of a table or code block (``"use pip [1]:"``), or
+    in a paragraph of its own after the block when it has none (in Markdown a line under
+    a table is one more row of it, and inside a cell the marker would read as the cell's
+    value). Two parts, so that the text streams before the marker is known."""
     text = text.rstrip()
-    head, _, last = text.rpartition("\n")
-    if last.startswith("|") and last.endswith("|"):  # a table row: the marker goes into its last cell
-        row = last[:-1].rstrip()
-        return (f"{head}\n{row}" if head else row), f" {marker} |"
-    if text.endswith("```"):
+    if text.endswith("```") or text.rpartition("\n")[2].lstrip().startswith("|"):
         lead, gap, block = text.partition("\n\n")
         if gap and lead.endswith(":") and not lead.startswith(("```", "|")):
             return lead[:-1], f" {marker}:{gap}{block}"
