@@ -10,7 +10,7 @@ the way the bench does (evidence in answer: ``chat.scoring.metrics.coverage`` >=
 Changes to passage choice are measured in seconds, without retrieval's noise.
 
     python bench/passage_replay.py record /tmp/inputs.pickle       # about as long as answers.py
-    python bench/passage_replay.py replay /tmp/inputs.pickle -v 2  # a few seconds after the model loads
+    python bench/passage_replay.py replay /tmp/inputs.pickle -v 2  # seconds once inputs.pickle.vectors holds the passages
     python bench/passage_replay.py replay /tmp/inputs.pickle --misses   # misses with the evidence in the references
 """
 
@@ -153,8 +153,17 @@ def explain(inputs: dict, evidence: str) -> None:
 def replay(path: Path, verbosity: int, misses: bool, only: str = "") -> None:
     from chat.scoring.metrics import EVIDENCE_COVERAGE, coverage, strip_citations
 
+    from domains import embeddings
+
     data = pickle.loads(path.read_bytes())
     print(f"recorded by: {data['command']}")
+    # Passage vectors persist beside the recording (keyed as the process cache keys them:
+    # backend, model, text), so a replay embeds only the passages the code now offers anew:
+    # on a loaded machine a first replay takes minutes, the next ones seconds.
+    vectors = path.with_name(path.name + ".vectors")
+    embeddings.cache.maxsize = 10**6
+    if vectors.exists():
+        embeddings.cache._rows.update(pickle.loads(vectors.read_bytes()))
     totals: dict[str, list] = {}
     for row in data["rows"]:
         inputs = row["inputs"]
@@ -175,6 +184,7 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "") -> None:
                 print("   answer:   " + text.replace("\n", " ")[:500])
                 if misses and inputs:
                     explain(inputs, row["evidence"])
+    vectors.write_bytes(pickle.dumps(dict(embeddings.cache._rows)))
     first = [t for name in FIRST for t in totals.get(name, [])]
     second = [t for name in totals if name not in FIRST for t in totals[name]]
     for name, rows in [*totals.items(), ("first sets", first), ("second sets", second),
