@@ -16,7 +16,8 @@ whole lists, tables and code blocks. Candidate passages are
 - one item of a list longer than :data:`ITEM_LIST_CHARS` (a step of a method, an entry of a
   long list of facts), or an entry of a definition list, with its nested items and marker.
 
-A paper's front matter (journal header, affiliation) is a candidate only when asked for.
+A paper's front matter (journal header, affiliation) is a candidate only when asked for;
+its title line never is.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 
 from .text import (
     is_definition_list,
@@ -81,6 +83,7 @@ class Chunk:
     # ends in a lead-in (:func:`trails_lead_in`) and the next one opens with a block.
     follow: Unit | None = None
     follow_id: int | None = None
+    title: str = ""  # its document's title (metadata), "" = unknown
 
 
 @dataclass
@@ -156,11 +159,39 @@ def _quotable(unit: Unit, wanted: set[str], front_matter: bool) -> str:
     return unit.text
 
 
+def _fold(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def _title_paragraphs(units: Sequence[Unit], title: str) -> set[int]:
+    """The paragraphs of ``units`` that are the document's title (letters and digits the
+    same but for a few OCR slips): a paper's title line names its subject with all the
+    question's words and answers nothing (a question about the title is answered from the
+    metadata, :mod:`.biblio`)."""
+    wanted = _fold(title)
+    if len(wanted) < 12:
+        return set()
+    texts: dict[int, str] = {}
+    for unit in units:
+        if unit.kind == "sentence":
+            texts[unit.paragraph] = texts.get(unit.paragraph, "") + unit.text
+    out = set()
+    for paragraph, text in texts.items():
+        folded = _fold(text)
+        if abs(len(folded) - len(wanted)) <= 0.1 * len(wanted) and (
+            folded == wanted or SequenceMatcher(None, folded, wanted).ratio() >= 0.9
+        ):
+            out.add(paragraph)
+    return out
+
+
 def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> list[Passage]:
     """The chunk's candidate passages (see the module docstring); ``opening`` marks those
     that start at its first quotable unit."""
     units = chunk.units
     texts = [_quotable(unit, wanted, front_matter) for unit in units]
+    for paragraph in _title_paragraphs(units, chunk.title):
+        texts = ["" if unit.paragraph == paragraph else text for unit, text in zip(units, texts)]
     found: dict[tuple[int, int, int], Passage] = {}
 
     def add(start: int, end: int, kind: str) -> None:

@@ -78,7 +78,8 @@ class Composer:
     :param query_vector: the question's embedding, shape (384,), L2-normalised.
     :param sources: numbered sources (``number``; ``chunks`` best first, each with
         ``text``, ``score`` in [0, 1] and optionally ``headings``), best source first;
-        a source may also carry ``file_name``.
+        a source may also carry ``file_name`` and ``metadata`` (its ``title`` is never
+        quoted as an answer).
     :param question: the user's question (its shape: a year, a list, how-to ...).
     :param search_text: a follow-up together with the question(s) before it, whose
         terms the passage should hold too; "" = the question alone.
@@ -91,12 +92,13 @@ class Composer:
         self.wanted = terms(search_text or question)
         self.chunks: list[Chunk] = []
         for source in sources:
+            title = (getattr(source, "metadata", None) or {}).get("title") or ""
             for chunk in source.chunks:
                 headings = " > ".join(getattr(chunk, "headings", None) or ())
                 label = f"{headings} ({getattr(source, 'file_name', '')})" if headings else getattr(source, "file_name", "")
                 self.chunks.append(
                     Chunk(source.number, len(self.chunks), float(chunk.score or 0.0), label, units_of(chunk.text),
-                          getattr(chunk, "chunk_id", None))
+                          getattr(chunk, "chunk_id", None), title=str(title))
                 )
 
     def _idf(self) -> dict[str, float]:
