@@ -317,3 +317,17 @@ def test_a_sentence_pointing_back_at_the_answer_does_not_replace_it():
 ])
 def test_a_passage_pointing_back_scores_lower(text, points_back):
     assert bonus(frozenset(), "prose", text, False) == (POINTS_BACK if points_back else 0.0)
+
+
+@pytest.mark.django_db
+def test_a_lead_in_ending_its_chunk_in_a_dangling_word_is_quoted_with_the_next_chunks_block():
+    # No colon, but "which are" introduces what follows as surely: the list opening the
+    # next chunk is quoted with it, under one marker for both chunks.
+    lead = "The Foo format has been stable since 2011.\n\nThe Foo specification has three levels of compliance, which are"
+    first, second = _document(lead, f"{LEVELS_LIST}\n\nAny level 1 file is also a level 2 file.")
+    text, cited = _answer_with_ids("How many levels of compliance does Foo define?", first, lead)
+    assert text == (
+        "The Foo specification has three levels of compliance, which are\n\n"
+        "- Level 1: metadata only\n- Level 2: morphology\n- Level 3: whole networks [1]"
+    )
+    assert cited == [[first, second]]
