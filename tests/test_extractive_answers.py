@@ -189,8 +189,17 @@ def test_one_domain_takes_the_generic_question_and_refuses_off_topic(one_domain)
     assert howto.answer.text == "Install it with pip [1]:\n\n```\npip install stellar-catalogue\n```"
     off = run("What is the capital of Australia?", one_domain)
     assert off.answer.route == "refused"
-    assert off.answer.text == ("This question does not match any of the available domains (stellar). "
-                               "Tick a domain to ask it directly.")
+    assert off.answer.text == "No source in stellar answers this question."  # the only domain there is
+
+
+def test_one_domain_takes_a_question_naming_its_subject_it_when_its_sources_hold_the_words(one_domain):
+    # "it" leaves the question one content word: the dense evidence is low (no subject to
+    # match), the lexical evidence whole (the sources say "install"); a dummy "it" with
+    # words the sources never use stays out
+    pronoun = run("How do I install it?", one_domain)
+    assert (pronoun.answer.route, pronoun.answer.domains) == ("domains", ["stellar"])
+    rain = run("Is it going to rain tomorrow?", one_domain)
+    assert (rain.answer.route, rain.answer.domains) == ("refused", [])
 
 
 def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_domain, monkeypatch):
