@@ -28,7 +28,9 @@ from bench.common import ROOT, command_line, setup_django  # noqa: E402
 
 QUESTIONS = ROOT / "bench" / "questions"
 # A set is named after its domain, or domain-N for a later set written apart (reported beside it).
-SETS = ("neuroml", "neuroml-2", "xarray", "xarray-2", "cooking", "cooking-2", "klea-docs", "klea-docs-2", "off-topic")
+# terse.json (pronoun and few-word questions over all four domains) is for bench/routing.py.
+SETS = ("neuroml", "neuroml-2", "neuroml-3", "xarray", "xarray-2", "xarray-3", "cooking", "cooking-2", "cooking-3",
+        "klea-docs", "klea-docs-2", "klea-docs-3", "off-topic", "off-topic-2")
 CORPORA = {"neuroml": "neuroml", "xarray": "xarray", "cooking": "based_cooking"}  # domain -> docs/ folder
 
 

@@ -14,7 +14,7 @@ retrieves each domain's N best chunks without the reference budget, ``replay --k
 keeps each domain's M best of them (by score) and numbers the sources again.
 
     python bench/passage_replay.py record /tmp/inputs.pickle       # about as long as answers.py
-    python bench/passage_replay.py replay /tmp/inputs.pickle -v 2  # a few seconds after the model loads
+    python bench/passage_replay.py replay /tmp/inputs.pickle -v 2  # seconds once inputs.pickle.vectors holds the passages
     python bench/passage_replay.py replay /tmp/inputs.pickle --misses   # misses with the evidence in the references
     python bench/passage_replay.py record /tmp/deep.pickle --k 24  # each domain's 24 best chunks, no budget
     python bench/passage_replay.py replay /tmp/deep.pickle --k 12  # answered from the 12 best of them
@@ -200,8 +200,17 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "", k: int | No
 
     from chat.scoring.metrics import EVIDENCE_COVERAGE, coverage, strip_citations
 
+    from domains import embeddings
+
     data = pickle.loads(path.read_bytes())
     print(f"recorded by: {data['command']}" + (f"; replayed with each domain's {k} best chunks" if k else ""))
+    # Passage vectors persist beside the recording (keyed as the process cache keys them:
+    # backend, model, text), so a replay embeds only the passages the code now offers anew:
+    # on a loaded machine a first replay takes minutes, the next ones seconds.
+    vectors = path.with_name(path.name + ".vectors")
+    embeddings.cache.maxsize = 10**6
+    if vectors.exists():
+        embeddings.cache._rows.update(pickle.loads(vectors.read_bytes()))
     totals: dict[str, list] = {}
     for row in data["rows"]:
         inputs = row["inputs"]
@@ -232,6 +241,7 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "", k: int | No
                 print("   answer:   " + text.replace("\n", " ")[:500])
                 if misses and inputs:
                     explain(inputs, row["evidence"])
+    vectors.write_bytes(pickle.dumps(dict(embeddings.cache._rows)))
     first = [t for name in FIRST for t in totals.get(name, [])]
     second = [t for name in totals if name not in FIRST for t in totals[name]]
     where = "in the chunks given" if k else "in references"

@@ -5,7 +5,11 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
+
+import pathspec
 
 from .convert import SUPPORTED_EXTENSIONS
 from .outcomes import FileOutcome, IngestError
@@ -16,6 +20,9 @@ OWN_FILES = {"metadata-map.template.json", "metadata-map.json"}
 LIBRARY_SUFFIXES = (".bib", ".json")
 # The reason of a symbolic link out of the ingested folder (skipped, never read).
 OUTSIDE_FOLDER = "outside_folder"
+# A folder's list of paths that are not sources (gitignore patterns, relative to the
+# folder; docs/ingestion.md, "Leaving files out"). Only the ingested folder's own file is read.
+IGNORE_FILE = ".kleaignore"
 
 
 def checked_path(raw, what: str = "path") -> str | Path:
@@ -53,8 +60,37 @@ def writable(directory: Path) -> bool:
     return os.access(directory, os.W_OK) and bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
-def _hidden(path: Path, root: Path) -> bool:
-    return any(part.startswith(".") for part in path.relative_to(root).parts)
+@lru_cache(maxsize=32)
+def _ignore_spec(ignore_file: Path, mtime_ns: int, size: int) -> pathspec.GitIgnoreSpec:
+    # keyed on the file's mtime and size too, so an edited file is read again
+    with open(ignore_file, encoding="utf-8", errors="replace") as lines:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _ignored(root: Path) -> pathspec.GitIgnoreSpec | None:
+    """The patterns of ``root``'s :data:`IGNORE_FILE`, or None when it has none."""
+    ignore_file = root / IGNORE_FILE
+    try:
+        status = ignore_file.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(status.st_mode):
+        return None
+    return _ignore_spec(ignore_file, status.st_mtime_ns, status.st_size)
+
+
+def folder_paths(directory: Path) -> Iterator[Path]:
+    """Every path under ``directory`` (an absolute folder), recursively, except hidden ones
+    (a part starting with ".") and those its :data:`IGNORE_FILE` names. Links are not
+    checked here (see :func:`inside`)."""
+    spec = _ignored(directory)
+    for path in directory.rglob("*"):
+        relative = path.relative_to(directory)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        if spec is not None and spec.match_file(relative.as_posix()):
+            continue
+        yield path
 
 
 def _target(path: Path) -> Path | None:
@@ -72,15 +108,15 @@ def inside(path: Path, root: Path) -> bool:
     return target is not None and target.is_relative_to(root)
 
 
-def _visible(path: Path, root: Path) -> bool:
-    return path.is_file() and not _hidden(path, root) and inside(path, root)
+def _files(directory: Path) -> Iterator[Path]:
+    """:func:`folder_paths` that are files inside the folder."""
+    return (p for p in folder_paths(directory) if p.is_file() and inside(p, directory))
 
 
 def list_source_files(directory: Path) -> list[Path]:
-    """Supported files under ``directory``, recursively, hidden folders skipped, sorted."""
-    return sorted(
-        p for p in directory.rglob("*") if _visible(p, directory) and p.suffix.lower() in SUPPORTED_EXTENSIONS
-    )
+    """Supported files under ``directory``, recursively, sorted; hidden paths and those
+    named by its :data:`IGNORE_FILE` skipped."""
+    return sorted(p for p in _files(directory) if p.suffix.lower() in SUPPORTED_EXTENSIONS)
 
 
 def require_files(directory: Path) -> list[Path]:
@@ -96,9 +132,8 @@ def list_unsupported(directory: Path) -> list[Path]:
     reported but never ingested. Libraries and our map files are not listed: they are metadata."""
     return sorted(
         p
-        for p in directory.rglob("*")
-        if _visible(p, directory) and p.suffix.lower() not in SUPPORTED_EXTENSIONS
-        and not is_library(p) and p.name not in OWN_FILES
+        for p in _files(directory)
+        if p.suffix.lower() not in SUPPORTED_EXTENSIONS and not is_library(p) and p.name not in OWN_FILES
     )
 
 
@@ -107,9 +142,8 @@ def list_outside_links(directory: Path) -> list[Path]:
     not followed, reported as :func:`outside_link` outcomes. Broken links and loops are left out."""
     return sorted(
         p
-        for p in directory.rglob("*")
-        if p.is_symlink() and not _hidden(p, directory) and _target(p) is not None and p.exists()
-        and not inside(p, directory)
+        for p in folder_paths(directory)
+        if p.is_symlink() and _target(p) is not None and p.exists() and not inside(p, directory)
     )
 
 

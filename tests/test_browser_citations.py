@@ -131,7 +131,7 @@ def test_a_quoted_row_far_below_its_header_is_scrolled_into_view(world, port_tab
     with LiveDaphne(tmp_path / "daphne.log") as server, browser_page() as page:
         final, reference = ask(page, server, world.alice, "wsports", "Which port does the ledger service listen on?")
         quoted = "| service | port |\n| --- | --- |\n| ledger | 9440 |"
-        assert final["text"] == ("| service | port |\n| --- | --- |\n| ledger | 9440 [1] |\n\n"
+        assert final["text"] == ("| service | port |\n| --- | --- |\n| ledger | 9440 |\n\n[1]\n\n"
                                  "Each service listens on its own port. [1]")
         assert reference["markers"][0]["passages"] == [quoted]
         page.locator(".message.assistant .text button.cite").first.click()

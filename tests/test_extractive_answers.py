@@ -97,7 +97,7 @@ def test_a_table_row_is_never_quoted_without_its_header():
     result = answer("What is the default chunk size in tokens?", source(1, TABLE, ["Configuration"]))
     assert result == (
         "| variable | default | meaning |\n| --- | --- | --- |\n"
-        "| `KLEA_CHUNK_MAX_TOKENS` | `450` | chunk size budget, heading chain included [1] |"
+        "| `KLEA_CHUNK_MAX_TOKENS` | `450` | chunk size budget, heading chain included |\n\n[1]"
     )
 
 
@@ -189,8 +189,17 @@ def test_one_domain_takes_the_generic_question_and_refuses_off_topic(one_domain)
     assert howto.answer.text == "Install it with pip [1]:\n\n```\npip install stellar-catalogue\n```"
     off = run("What is the capital of Australia?", one_domain)
     assert off.answer.route == "refused"
-    assert off.answer.text == ("This question does not match any of the available domains (stellar). "
-                               "Tick a domain to ask it directly.")
+    assert off.answer.text == "No source in stellar answers this question."  # the only domain there is
+
+
+def test_one_domain_takes_a_question_naming_its_subject_it_when_its_sources_hold_the_words(one_domain):
+    # "it" leaves the question one content word: the dense evidence is low (no subject to
+    # match), the lexical evidence whole (the sources say "install"); a dummy "it" with
+    # words the sources never use stays out
+    pronoun = run("How do I install it?", one_domain)
+    assert (pronoun.answer.route, pronoun.answer.domains) == ("domains", ["stellar"])
+    rain = run("Is it going to rain tomorrow?", one_domain)
+    assert (rain.answer.route, rain.answer.domains) == ("refused", [])
 
 
 def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_domain, monkeypatch):
@@ -337,10 +346,13 @@ def test_prose_runs_on_only_after_a_full_stop():
 @pytest.mark.parametrize("text, expected", [
     ("Firing rates doubled.", "Firing rates doubled. [1]"),
     ("Steps:\n\n- one\n- two", "Steps:\n\n- one\n- two [1]"),
-    ("| a | b |\n| --- | --- |\n| 1 | 2 |\n", "| a | b |\n| --- | --- |\n| 1 | 2 [1] |"),
-    ("| a | b\n| --- | ---\n| 1 | 2", "| a | b\n| --- | ---\n| 1 | 2 [1]"),  # rows without a closing pipe
+    # A table's marker is never inside a cell (it would read as the value) nor on the
+    # line under the table (Markdown reads that as one more row).
+    ("| a | b |\n| --- | --- |\n| 1 | 2 |\n", "| a | b |\n| --- | --- |\n| 1 | 2 |\n\n[1]"),
+    ("| a | b\n| --- | ---\n| 1 | 2", "| a | b\n| --- | ---\n| 1 | 2\n\n[1]"),  # rows without a closing pipe
+    ("The defaults:\n\n| a | b |\n| --- | --- |\n| 1 | 2 |", "The defaults [1]:\n\n| a | b |\n| --- | --- |\n| 1 | 2 |"),
     ("Use pip:\n\n```\npip install x\n```", "Use pip [1]:\n\n```\npip install x\n```"),
     ("```\npip install x\n```", "```\npip install x\n```\n\n[1]"),  # no lead-in to carry it
 ])
-def test_the_marker_reads_as_part_of_the_passage_never_alone_after_a_block(text, expected):
+def test_the_marker_reads_as_part_of_the_passage_and_never_inside_a_block(text, expected):
     assert "".join(with_marker(text, "[1]")) == expected

@@ -9,7 +9,7 @@ import pytest
 
 from chat.backends.extractive.candidates import Chunk, Passage
 from chat.backends.extractive.passages import NEAR_TIE, Composer
-from chat.backends.extractive.shapes import NUMBER_FOR_HOW_MANY, bonus, shapes
+from chat.backends.extractive.shapes import NUMBER_FOR_HOW_MANY, POINTS_BACK, bonus, field, shapes
 from chat.backends.extractive.text import matches, terms
 
 from domains import embeddings
@@ -230,3 +230,104 @@ def test_a_lead_in_ending_its_chunk_stays_out_when_the_next_chunk_opens_with_pro
     text, cited = _answer_with_ids("How many levels of compliance does Foo define?", first, LEVELS_LEAD)
     assert text == "The Foo format has been stable since 2011. [1]"
     assert cited == [[first]]
+
+
+TIDY = (
+    "Tidy data is a standard way of mapping the meaning of a dataset to its structure. A dataset is messy or tidy "
+    "depending on how rows, columns and tables are matched up with observations, variables and types. In tidy data:\n\n"
+    "1. Each variable forms a column.\n2. Each observation forms a row.\n3. Each type of observational unit forms a table.\n\n"
+    "This is Codd's 3rd normal form (Codd 1990), but with the constraints framed in statistical language, and the focus "
+    "put on a single dataset rather than the many connected datasets common in relational databases. Messy data is any "
+    "other arrangement of the data."
+)
+
+
+def test_a_list_of_as_many_items_as_the_question_counts_is_quoted_with_its_lead_in():
+    assert "count:3" in shapes("What are the three rules of tidy data?")
+    assert not any(s.startswith("count:") for s in shapes("What are three-dimensional arrays?"))
+    assert answer("What are the three rules of tidy data?", source(1, TIDY, ["2. Tidy data", "2.3. Tidy data"])) == (
+        "A dataset is messy or tidy depending on how rows, columns and tables are matched up with observations, "
+        "variables and types.\n\nIn tidy data:\n\n1. Each variable forms a column.\n2. Each observation forms a row.\n"
+        "3. Each type of observational unit forms a table. [1]"
+    )
+
+
+def test_the_documents_title_line_is_never_the_answer():
+    """A scanned paper's title (not recognised as one: OCR has no font sizes to tell) holds
+    every word of a question about its subject; the answer is in its body."""
+    title = "Hydrogen incorporation in a-Si:H - growth studies on an Expanding Thermal Plasma"
+    text = (
+        f"{title}\n\nR.J. Severens, F. van de Pas, J. Bastiaanssen, W.M.M. Kessels\n\n"
+        "In order to understand the possible contribution of the flux of atomic hydrogen towards the substrate, "
+        "a number of isotope studies have been carried out. From this we can conclude that by far the dominant "
+        "part of the hydrogen remaining in the film originates from the silane radical but that there still is a "
+        "contribution from the atomic hydrogen in the plasma."
+    )
+    paper = source(1, text, file_name="severens_asih_scan.pdf")
+    question = "How is hydrogen incorporated in a-Si:H films grown by expanding thermal plasma?"
+    assert answer(question, paper) == f"{title} [1]"  # no title known: the line that matches most
+    paper.metadata = {"title": "Hydrogen incorporation in a-Si:H: growth studies on an expanding thermal plasma."}
+    assert answer(question, paper) == (
+        "From this we can conclude that by far the dominant part of the hydrogen remaining in the film originates from "
+        "the silane radical but that there still is a contribution from the atomic hydrogen in the plasma. [1]"
+    )
+
+
+FRONT_MATTER = "Authors: Quill editor developers\nDate: March 3, 2019"
+
+
+@pytest.mark.parametrize("question, expected", [
+    # The field's label says what it holds: the date answers "when", the authors "who"
+    # (MiniLM alone ranks the authors' line first: its value repeats the question's words).
+    ("When was the Quill editor plan written?", "Date: March 3, 2019 [1]"),
+    ("Who wrote the Quill editor plan?", "Authors: Quill editor developers [1]"),
+])
+def test_a_field_line_answers_by_its_label(question, expected):
+    assert answer(question, source(1, FRONT_MATTER, ["Quill editor plan"])) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Date: March 3, 2019", "year"),
+    ("**Published**: 2019", "year"),
+    ("Authors: Quill editor developers", "name"),
+    ("Zarr V2 Format: Quill uses an attribute.", ""),  # a label, but of no field kind
+    ("The date was set in March: late, as always.", ""),  # prose, not a field
+])
+def test_the_kind_of_value_a_field_line_holds(text, expected):
+    assert field(text) == expected
+
+
+NEEDS = (
+    "The toolkit is written in Rust and Lua, and so requires:\n\n- a recent Rust compiler\n- a Lua 5.4 interpreter\n\n"
+    "Once you have these two languages installed, all you need to do is install the toolkit on your computer with cargo."
+)
+
+
+def test_a_sentence_pointing_back_at_the_answer_does_not_replace_it():
+    # "these two languages" names nothing: the lead-in and its list do, then the sentence.
+    assert answer("What do I need installed on my computer before installing the toolkit?",
+                  source(1, NEEDS, ["Installing the toolkit"])) == f"{NEEDS} [1]"
+
+
+@pytest.mark.parametrize("text, points_back", [
+    ("Quill arrays can wrap these array libraries.", True),
+    ("The features above make it easy.", True),
+    ("These libraries wrap arrays.", False),  # opening so, it takes the sentence before (lean_back)
+    ("Quill wraps Cupy and Sparse arrays.", False),
+])
+def test_a_passage_pointing_back_scores_lower(text, points_back):
+    assert bonus(frozenset(), "prose", text, False) == (POINTS_BACK if points_back else 0.0)
+
+
+@pytest.mark.django_db
+def test_a_lead_in_ending_its_chunk_in_a_dangling_word_is_quoted_with_the_next_chunks_block():
+    # No colon, but "which are" introduces what follows as surely: the list opening the
+    # next chunk is quoted with it, under one marker for both chunks.
+    lead = "The Foo format has been stable since 2011.\n\nThe Foo specification has three levels of compliance, which are"
+    first, second = _document(lead, f"{LEVELS_LIST}\n\nAny level 1 file is also a level 2 file.")
+    text, cited = _answer_with_ids("How many levels of compliance does Foo define?", first, lead)
+    assert text == (
+        "The Foo specification has three levels of compliance, which are\n\n"
+        "- Level 1: metadata only\n- Level 2: morphology\n- Level 3: whole networks [1]"
+    )
+    assert cited == [[first, second]]

@@ -113,7 +113,7 @@ def test_the_rows_that_hold_the_fact_answer_not_the_whole_table():
     assert answer("Which chat model is used by default?", prose, source(2, SETTINGS, ["Configuration"])) == (
         "| variable | default | meaning |\n| --- | --- | --- |\n"
         "| `KLEA_RAG_CHAT_MODEL` | `qwen3:0.6b` | the chat model |\n"
-        "| `KLEA_RAG_GUARD_MODEL` | empty | the safety model [2] |"
+        "| `KLEA_RAG_GUARD_MODEL` | empty | the safety model |\n\n[2]"
     )
 
 

@@ -79,6 +79,29 @@ def test_rerun_skips_unchanged_replaces_changed_and_prunes_removed(domain, tmp_p
     assert Chunk.objects.filter(store__name="ingest-store").count() == 3
 
 
+def test_kleaignore_leaves_files_out_of_every_step_and_prunes_them_once_named(domain, tmp_path):
+    root = make_tree(tmp_path)
+    (root / "drafts").mkdir()
+    (root / "drafts" / "plan.md").write_text("# Plan\n\nNot a source.\n", encoding="utf-8")
+    (root / "guide" / "old.md").write_text("# Old\n\nOutdated page.\n", encoding="utf-8")
+    (root / ".kleaignore").write_text("# not sources\ndrafts/\n*.png\n", encoding="utf-8")
+    first = ingest(root, "ingest-store", "ingest-test", mirror=True)
+    assert {o.file_name: o.status for o in first.outcomes} == {
+        "api.rst": "stored", "guide/intro.md": "stored", "guide/old.md": "stored", "notes.txt": "stored",
+        "page.html": "stored",
+    }  # drafts/ and image.png (no longer "unsupported") are named by the ignore file
+
+    (root / ".kleaignore").write_text("drafts/\n*.png\nguide/old.md\n", encoding="utf-8")
+    second = ingest(root, "ingest-store", "ingest-test", mirror=True)
+    assert {o.file_name: o.status for o in second.outcomes} == {
+        "api.rst": "unchanged", "guide/intro.md": "unchanged", "guide/old.md": "pruned", "notes.txt": "unchanged",
+        "page.html": "unchanged",
+    }
+    assert sorted(Document.objects.filter(store__name="ingest-store").values_list("file_name", flat=True)) == [
+        "api.rst", "guide/intro.md", "notes.txt", "page.html",
+    ]
+
+
 def test_bad_files_fail_alone(domain, tmp_path):
     root = make_tree(tmp_path)
     (root / "binary.md").write_bytes(b"\x00\x01\x02 binary")

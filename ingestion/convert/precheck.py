@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingestion.outcomes import IngestError
-from ingestion.sources import inside, resolve_directory, writable
+from ingestion.sources import folder_paths, inside, resolve_directory, writable
 
 from . import ConversionError
 from .pdf import inspect_pdf
@@ -38,13 +38,12 @@ class PrecheckRow:
 
 
 def list_pdfs(directory: Path) -> list[Path]:
-    """PDFs under ``directory`` (recursively), skipping hidden and organised folders."""
+    """PDFs under ``directory`` (recursively), skipping hidden, ignored and organised folders."""
     return sorted(
         p
-        for p in directory.rglob("*")
+        for p in folder_paths(directory)
         if p.is_file()
         and p.suffix.lower() == ".pdf"
-        and not any(part.startswith(".") for part in p.relative_to(directory).parts)
         and p.relative_to(directory).parts[0] not in ORGANISED
         and inside(p, directory)  # a link out of the folder is never read
     )

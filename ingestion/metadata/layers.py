@@ -32,7 +32,7 @@ from pathlib import Path
 from django.db import transaction
 
 from ingestion.models import StagedFile
-from ingestion.sources import OWN_FILES, is_library, resolve_directory
+from ingestion.sources import OWN_FILES, folder_paths, is_library, resolve_directory
 
 from .biblio.doi import doi_url
 from .library import LibraryError, Record, read_library
@@ -182,11 +182,11 @@ class SourcesReport:
 
 def folder_libraries(directory: Path) -> list[Path]:
     """``*.bib`` files under the folder, and ``*.json`` files holding a JSON array (CSL-JSON;
-    other JSON files are not libraries). Hidden folders and our own map files skipped."""
+    other JSON files are not libraries). Hidden and ignored paths (ingestion.sources.folder_paths)
+    and our own map files skipped."""
     found = []
-    for path in sorted(directory.rglob("*")):
-        rel = path.relative_to(directory)
-        if not path.is_file() or any(p.startswith(".") for p in rel.parts) or path.name in OWN_FILES:
+    for path in sorted(folder_paths(directory)):
+        if not path.is_file() or path.name in OWN_FILES:
             continue
         if is_library(path):
             found.append(path)

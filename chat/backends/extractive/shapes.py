@@ -7,7 +7,9 @@ A how-to question is answered by a command or code block (or numbered steps) rat
 by prose about it; "which ... are" (or "what goes in ...") by a whole list or table;
 "when" by a passage holding a year; "how many" ("how strong", "what ratio") by one
 holding a number, in digits or words; "who" by one holding a name; "what is X" by the
-sentence that says "X is ..."; "why" by one that gives a cause. The bonus is added
+sentence that says "X is ..."; "why" by one that gives a cause; a field line ("Date: ...",
+"Authors: ...") by its label. A passage pointing back at what it is about ("these
+arrays") names nothing and scores lower. The bonus is added
 to a passage's score (:mod:`.passages`), so it only breaks near-ties of evidence.
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from .text import terms
+from .text import list_items, segment, terms
 
 HOWTO = re.compile(
     r"^\s*(how\s+(do|can|should|would|could|to|does\s+one)\b|what\s+(command|commands)\b)"
@@ -95,6 +97,13 @@ _NUMBER_IN = re.compile(
     re.I,
 )
 _YEAR_IN = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+# "the three rules", "its 5 main steps", "which four kinds": the question asks for so many things.
+_COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_COUNTED = re.compile(
+    r"\b(?:the|these|those|its|their|his|her|which|what)\s+(?P<n>two|three|four|five|six|seven|eight|nine|ten|[2-9])"
+    r"\s+(?:[a-z-]+\s+){0,2}[a-z-]+s\b",
+    re.I,
+)
 _PROPER_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?\s+[A-Z][a-z]+\b")
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 # A list written as prose ("the seasons DJF, MAM, JJA and SON"): three or more short
@@ -110,6 +119,21 @@ _IMPERATIVE = re.compile(
     re.I,
 )
 
+# A field line ("Date: September 7, 2021", "Authors: ...") says by its label which kind
+# of value it holds: the label answers "when" or "who", whatever MiniLM makes of the value
+# (it scores "Authors: Xarray developers" above "Date: ..." for "when was the xarray
+# roadmap written?": the value's words match the heading chain's).
+_FIELD_LABELS = {
+    "year": re.compile(r"(date|year|released?|release date|published|updated|last updated|created|written|since)", re.I),
+    "name": re.compile(r"(authors?|written by|by|maintainers?|editors?|creators?|contributors?|contacts?|owners?)", re.I),
+}
+_FIELD = re.compile(r"^[*_]*(?P<label>[A-Za-z][\w ]{0,30}?)[*_]*\s*:\s+[^\n]+$")
+# A passage pointing back at what it is about ("can wrap these numpy-like arrays", "once
+# you have these languages installed", "the features above") does not name it: the list
+# or sentence it points at does. (A passage opening so takes the sentence before:
+# :func:`.candidates.lean_back`.)
+_POINTS_BACK = re.compile(r"(?<!^)\b(these|those|such)\s+[\w-]+|\b(the|all)\s+(above|former|latter)\b|\babove\b(?=[\s,.])", re.I)
+
 OPENING_FOR_GENERIC = 0.15
 # MiniLM scores a short sentence naming the subject above the sentence defining it, by up
 # to 0.35 ("Please cite ... libNeuroML" 0.79, "libNeuroML is a Python package ..." 0.45):
@@ -123,15 +147,29 @@ INLINE_FOR_HOWTO = 0.04
 IMPERATIVE_FOR_HOWTO = 0.06
 CODE_OTHERWISE = -0.05  # code answers "how do I"; to other questions it is rarely the answer
 LIST_FOR_LISTING = 0.10
+LIST_OF_COUNT = 0.10  # "the three rules": a list of exactly three items
 YEAR_FOR_WHEN = 0.12
 NO_YEAR_FOR_WHEN = -0.05
 NUMBER_FOR_HOW_MANY = 0.08
 NAME_FOR_WHO = 0.06
+FIELD_FOR_SHAPE = 0.25  # a field line whose label holds what the question asks for
+FIELD_OTHERWISE = -0.15  # a date or name field asked for the other
+POINTS_BACK = -0.08
+
+
+def field(text: str) -> str:
+    """The kind of value a field line holds ("year" for "Date: ...", "name" for
+    "Authors: ..."; "" = none or not a field line)."""
+    match = _FIELD.match(text.strip())
+    if match is None:
+        return ""
+    label = match.group("label").strip()
+    return next((kind for kind, pattern in _FIELD_LABELS.items() if pattern.fullmatch(label)), "")
 
 
 def shapes(question: str) -> frozenset[str]:
     """The shapes of a question: any of "generic", "howto", "listing", "year", "number",
-    "name", "reason" ("why"), "definition:<subject>" ("what is X?"; one per subject of
+    "name", "reason" ("why"), "count:<n>" ("the three rules": n things), "definition:<subject>" ("what is X?"; one per subject of
     "what is X and what is Y?")."""
     found = {"generic"} if is_generic(question) else set()
     if HOWTO.search(question):
@@ -146,6 +184,9 @@ def shapes(question: str) -> frozenset[str]:
         found.add("name")
     if REASON.search(question):
         found.add("reason")
+    if match := _COUNTED.search(question):
+        count = match.group("n").lower()
+        found.add(f"count:{_COUNTS.get(count, count)}")
     if match := DEFINITION.match(question):
         found.update("definition:" + subject.lower() for subject in match.group("subject", "other") if subject)
     return frozenset(found)
@@ -202,10 +243,19 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
             value += IMPERATIVE_FOR_HOWTO
     if "listing" in question_shapes and (kind in ("list", "table") or _ENUMERATION.search(text)):
         value += LIST_FOR_LISTING
+    if kind == "list" and f"count:{len(list_items(segment(text)[-1].text))}" in question_shapes:
+        value += LIST_OF_COUNT
     if "year" in question_shapes:
         value += YEAR_FOR_WHEN if _YEAR_IN.search(text) else NO_YEAR_FOR_WHEN
     if "number" in question_shapes and _NUMBER_IN.search(text):
         value += NUMBER_FOR_HOW_MANY
     if "name" in question_shapes and _PROPER_NAME.search(text):
         value += NAME_FOR_WHO
+    if kind == "prose" and (holds := field(text)):
+        if holds in question_shapes:
+            value += FIELD_FOR_SHAPE
+        elif question_shapes & _FIELD_LABELS.keys():
+            value += FIELD_OTHERWISE
+    if kind in ("prose", "item") and _POINTS_BACK.search(text):
+        value += POINTS_BACK
     return value

@@ -10,7 +10,7 @@ DEMO_STORE = "klea-docs"
 DEMO_DESCRIPTION = (
     "The documentation of this Klea RAG server: installing and running it, configuration "
     "settings, domains, stores and filter fields, ingesting documents, asking questions, "
-    "the HTTP and Python APIs, retrieval (BM25, vectors, RRF) and benchmarks."
+    "the HTTP and Python APIs, retrieval (BM25, vectors, RRF) and deployment."
 )
 
 
