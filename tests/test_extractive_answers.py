@@ -327,6 +327,8 @@ def test_the_citation_names_the_chunk_it_quotes_not_the_sources_first():
     assert composition.cleaner.quoted == {1: [204]}
     (item,) = reference_list(composition.cited)
     assert (item["quoted"], [c["chunk_id"] for c in item["chunks"]]) == ([204], [201, 204])
+    # The reference names the pages of the quoted passage, not p. 1-4 over every chunk.
+    assert item["pages"] == [4, 4]
     assert paper.quoted == []  # the material's own source is left as it was
 
 
