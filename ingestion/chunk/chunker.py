@@ -6,7 +6,7 @@ lists, tables) boundaries, and a single overlong sentence or line at word bounda
 Token counts are those of the embedding model's tokenizer, for the text as it is
 embedded: the heading chain line plus the chunk text.
 
-Chunk text is Markdown (:data:`ingestion.options.CHUNK_FORMAT` 3, docs/ingestion.md
+Chunk text is Markdown (:data:`ingestion.options.CHUNK_FORMAT`, docs/ingestion.md
 "Chunk text"): blocks are separated by a blank line, code is fenced with three
 backticks, a table is a pipe table whose first row is its header (repeated on every part
 of a split table), lists keep their ``- `` / ``1.`` items. So an answer can quote a whole

@@ -17,7 +17,7 @@ from docutils.parsers.rst import Directive, directives, roles
 from docutils.utils import unescape
 
 from .base import Block, ConvertedDocument, line_offsets
-from .markdown import CODE_DIRECTIVES, render_role
+from .markdown import ADMONITIONS, CODE_DIRECTIVES, lead_blocks, render_role
 
 _ROLE_USE = re.compile(r":(?P<name>[A-Za-z][\w:.+-]*):`")
 _DIRECTIVE_USE = re.compile(r"^\s*\.\.\s+(?P<name>[A-Za-z][\w:.+-]*)::", re.M)
@@ -157,6 +157,13 @@ class _Walker:
         elif isinstance(node, (nodes.title, nodes.comment, nodes.target, nodes.system_message,
                                nodes.substitution_definition, nodes.raw, nodes.image)):
             return
+        elif isinstance(node, nodes.Admonition):
+            # Led by its title in bold, as in Markdown: "**Note:** Labels must be unique."
+            title = next((c for c in node.children if isinstance(c, nodes.title)), None)
+            lead = _text(title) if title is not None else ADMONITIONS.get(node.tagname, "")
+            first = len(self.blocks)
+            self.walk(node)
+            self.blocks[first:] = lead_blocks(self.blocks[first:], lead, tuple(self.headings))
         elif isinstance(node, nodes.paragraph):
             self.add(_text(node))
         elif isinstance(node, (nodes.literal_block, nodes.doctest_block, nodes.math_block)):
