@@ -16,6 +16,10 @@ import warnings
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
+# pgserver logs each start and reuse at INFO with whole PostmasterInfo(...) dumps. The
+# server starts while settings load, before Django applies LOGGING, under daphne's and
+# Celery's own INFO-level logging; so its level is set here: warnings and errors only.
+logging.getLogger("pgserver").setLevel(logging.WARNING)
 
 DATABASE_NAME = "klea"
 

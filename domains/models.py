@@ -104,8 +104,8 @@ class FilterField(models.Model):
 
     class ValueType(models.TextChoices):
         STRING = "string"
-        INT = "int"
-        FLOAT = "float"
+        INT = "int", "Integer"
+        FLOAT = "float", "Number (float)"
         LIST = "list"
 
     domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="filter_fields")
@@ -139,9 +139,9 @@ class Store(models.Model):
     """A collection of chunks (the ``--collection`` name), searched by vector, BM25 or both."""
 
     class Mode(models.TextChoices):
-        VECTOR = "vector"
-        BM25 = "bm25"
-        BOTH = "both"
+        VECTOR = "vector", "Vector (dense embeddings)"
+        BM25 = "bm25", "BM25 (keywords)"
+        BOTH = "both", "Both (vector and BM25, fused)"
 
     name = models.CharField(
         max_length=100,
@@ -183,7 +183,7 @@ class Document(models.Model):
         CHUNKED = "chunked"
         STORED = "stored"
         FAILED = "failed"
-        NEEDS_OCR = "needs_ocr"
+        NEEDS_OCR = "needs_ocr", "Needs OCR"
 
     store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="documents")
     file_name = models.CharField(max_length=500, help_text="Path relative to the ingested folder.")

@@ -100,8 +100,8 @@ class StagedFile(models.Model):
     class Status(models.TextChoices):
         CHUNKED = "chunked"
         FAILED = "failed"
-        NEEDS_OCR = "needs_ocr"
-        SKIPPED = "skipped", "skipped (no text)"
+        NEEDS_OCR = "needs_ocr", "Needs OCR"
+        SKIPPED = "skipped", "Skipped (no text)"
 
     directory = models.CharField(max_length=1000, help_text="Absolute path of the chunked folder.")
     file_name = models.CharField(max_length=500, help_text="Path relative to the folder.")

@@ -1,6 +1,7 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
-Websockets pass the allowed-hosts origin check, then the session/auth middleware, then
+Websockets pass the same-origin check (klea_site/ws_origin.py: the site's own scheme,
+host and port, or ``CSRF_TRUSTED_ORIGINS``), then the session/auth middleware, then
 the API token check (``Authorization: Bearer``, chat/tokens.py). The
 embedding model starts loading as the server process starts, then the answer backend
 warms up (the extractive one routes a question once); ``/health`` says ``"ready": true``
@@ -18,7 +19,6 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs apps loaded)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from django.conf import settings  # noqa: E402
 
@@ -29,13 +29,14 @@ from chat.checks import W001_HINT, W001_MSG, insecure_secret_key  # noqa: E402
 from chat.backends import warm_up_backend  # noqa: E402
 from domains.embeddings import start_warm_up  # noqa: E402
 from klea_site import body_limits  # noqa: E402
+from klea_site.ws_origin import SameOriginValidator  # noqa: E402
 
 body_limits.install()  # daphne refuses an oversized body before reading it (413)
 
 application = ProtocolTypeRouter(
     {
         "http": with_mcp(django_asgi_app),  # /mcp/: the MCP server (docs/clients.md)
-        "websocket": AllowedHostsOriginValidator(
+        "websocket": SameOriginValidator(
             AuthMiddlewareStack(BearerTokenWebsocketMiddleware(URLRouter(websocket_urlpatterns)))
         ),
     }

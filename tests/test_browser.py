@@ -19,7 +19,7 @@ from domains.models import Domain
 from ingestion.models import IngestionJob, StagedFile
 from ingestion.runs.ingest import ingest
 
-from .browser import PHONE, browser_page, screenshot, sign_in
+from .browser import DESKTOP, PHONE, browser_page, screenshot, sign_in
 from .chat_world import PASSWORD, in_thread, world  # noqa: F401
 from .fake_ollama import FakeOllama, Reply
 from .live_daphne import LiveDaphne
@@ -186,9 +186,22 @@ def test_stop_a_streaming_answer_then_rename_reopen_and_delete_the_conversation(
             page.once("dialog", lambda dialog: dialog.accept("Cheap models"))
             page.get_by_role("button", name="Rename Which neuron model is cheap?").click()
             expect(page.locator("#session-list .open")).to_have_text(["Cheap models"])
-            page.reload()  # the most recent conversation opens by itself
+            page.reload()  # a reload reopens the conversation this tab had open
             expect(page.locator(".message.user .text")).to_have_text("Which neuron model is cheap?")
             expect(page.locator("#empty-hint")).to_be_hidden()
+            expect(page.locator("#session-list li.current .open")).to_have_text("Cheap models")
+
+            # a fresh visit (a new browser session) starts a new conversation; the old one stays listed
+            visit = page.context.browser.new_context(viewport=DESKTOP)
+            fresh = visit.new_page()
+            sign_in(fresh, server, world.alice)
+            expect(fresh.locator("#session-list .open")).to_have_text(["Cheap models"])
+            names = fresh.evaluate("fetch('/api/domains').then((r) => r.json())")["domains"]
+            expect(fresh.locator("#empty-hint")).to_have_text(
+                "Ask a question about: " + ", ".join(d["name"] for d in names))
+            expect(fresh.locator(".message")).to_have_count(0)
+            expect(fresh.locator("#session-list li.current")).to_have_count(0)
+            visit.close()
             page.get_by_role("button", name="Cheap models", exact=True).click()
             expect(page.locator(".message.user .text")).to_have_text("Which neuron model is cheap?")
             expect(page.locator(".message.assistant .text")).to_have_text("The Izhikevich model is cheap")

@@ -1,4 +1,4 @@
-"""Answers as Markdown in a real browser, safely, and the chat layout on a phone.
+"""Answers as Markdown in a real browser, safely, and the chat layout on a laptop and a phone.
 
 A fake Ollama (tests/fake_ollama.py) streams chosen answers through the real pipeline and
 a real daphne; Chromium renders them (tests/browser.py). Screenshots: test-artifacts/.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from domains.models import Domain
@@ -168,6 +169,21 @@ def test_markdown_answers_render_safely_stream_progressively_and_cite(world, hos
         assert fake.unexpected == [] and fake.pending == 0
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()
 
+# The header's items (menu button, brand, user name, links, the sign-out button): their text,
+# how many lines the account items take, whether the name is cut short, whether all are on screen.
+HEADER_LINE = """(header) => {
+  const items = [...header.querySelectorAll(".top-start > *, nav > span, nav > a, nav button")];
+  const account = [...header.querySelectorAll("nav > span, nav > a, nav button")];
+  const who = header.querySelector(".who");
+  return {
+    items: items.map((item) => item.textContent.trim()),
+    lines: new Set(account.map((item) => Math.round(item.getBoundingClientRect().top))).size,
+    nameCut: who.scrollWidth > who.clientWidth,
+    inside: items.every((item) => item.getBoundingClientRect().left >= 0
+      && item.getBoundingClientRect().right <= innerWidth),
+  };
+}"""
+
 
 def test_phone_layout_keeps_the_question_box_and_collapses_the_conversation_list(world, hostile, tmp_path):
     wide = "| " + " | ".join(f"column{i}" for i in range(1, 13)) + " |\n" + "| --- " * 12 + "|\n| " + " | ".join(
@@ -179,7 +195,12 @@ def test_phone_layout_keeps_the_question_box_and_collapses_the_conversation_list
         env = {"KLEA_LLM_BACKEND": "ollama", "OLLAMA_HOST": fake.url}
         with LiveDaphne(tmp_path / "daphne.log", **env) as server, browser_page(PHONE) as page:
             page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(json.loads(payload))))
+            in_thread(lambda: User.objects.filter(pk=world.bob.pk).update(is_staff=True))  # all four header items
             sign_in(page, server, world.bob)
+            # the header is one line: the menu button, the brand, the name and the three links
+            header = page.locator(".top").evaluate(HEADER_LINE)
+            assert header == {"items": ["Conversations", "Klea", "ws-bob", "API tokens", "Admin", "Sign out"],
+                              "lines": 1, "nameCut": False, "inside": True}
             toggle = page.get_by_role("button", name="Conversations", exact=True)
             expect(toggle).to_have_attribute("aria-expanded", "false")
             expect(page.locator("#sessions")).to_be_hidden()  # collapsed behind the toggle
@@ -244,5 +265,61 @@ def test_phone_layout_keeps_the_question_box_and_collapses_the_conversation_list
             expect(toggle).to_be_hidden()
             expect(box).to_be_in_viewport()
         assert [(frame["type"], frame["text"]) for frame in sent] == [("query", "What do the rendering notes say?")]
+        assert fake.unexpected == [] and fake.pending == 0
+    assert "Traceback" not in (tmp_path / "daphne.log").read_text()
+
+
+LAPTOP = {"width": 1366, "height": 768}
+SETTINGS_ANSWER = (
+    "Set these [{n}]:\n\n| variable | default | meaning |\n|---|---|---|\n"
+    "| `KLEA_LLM_BACKEND` | `ollama` if `OLLAMA_HOST` is set, `openai` if `KLEA_OPENAI_BASE_URL` is, else "
+    "`extractive` | which backend answers the questions, and with it whether a model server is asked at all |\n"
+    "| `REDIS_URL` | unset: eager Celery tasks, an in-memory channel layer | Celery broker, Channels layer and the "
+    "per-session turn locks, e.g. `redis://127.0.0.1:6379/0`; then several daphne processes can serve one site |\n"
+    "| `KLEA_RAG_EMBEDDING_MODEL` | `all-minilm` | the model servers' embedding model |\n\n"
+    "Then start it:\n\n```\nOLLAMA_HOST=http://127.0.0.1:11434 KLEA_RAG_CHAT_MODEL=qwen3:0.6b "
+    "KLEA_RAG_EMBEDDING_MODEL=all-minilm make run PORT=8001\n```\n"
+)
+GEOMETRY = """(body) => {
+  const box = (node) => node.getBoundingClientRect();
+  const scroller = body.querySelector(".table-scroll"), pre = body.querySelector("pre");
+  return {
+    body: Math.round(box(body).width),
+    tableHidden: scroller.scrollWidth - scroller.clientWidth,
+    cellsPastTheEdge: [...scroller.querySelectorAll("th, td")]
+      .filter((cell) => box(cell).right > box(scroller).right + 0.5).length,
+    meaningWraps: (() => {  // the long "meaning" text of the second row runs over several lines
+      const range = document.createRange();
+      range.selectNodeContents(scroller.querySelectorAll("tbody tr")[1].lastElementChild);
+      return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size > 1;
+    })(),
+    codeHidden: pre.scrollWidth - pre.clientWidth > 0,
+    codeInside: box(pre).right <= box(body).right,
+    page: document.documentElement.scrollWidth,
+  };
+}"""
+
+
+def test_on_a_laptop_the_answer_is_wide_its_table_wraps_and_its_code_scrolls(world, hostile, tmp_path):
+    with FakeOllama() as fake:
+        fake.script(queries(), cited(SETTINGS_ANSWER, pieces=60), scores())
+        env = {"KLEA_LLM_BACKEND": "ollama", "OLLAMA_HOST": fake.url}
+        with LiveDaphne(tmp_path / "daphne.log", **env) as server, browser_page(LAPTOP) as page:
+            sign_in(page, server, world.bob)
+            page.get_by_label("wshtml").check()
+            page.get_by_label("Your question").fill("How do I configure an Ollama model?")
+            page.get_by_label("Your question").press("Enter")
+            expect(page.locator(".message.assistant.streaming")).to_have_count(0)
+            body = page.locator(".message.assistant .body")
+            # the answer takes the width beside the conversation list (64rem); the table fits
+            # it, its cells' text wrapping, with no sideways scroll; the long command scrolls
+            assert body.evaluate(GEOMETRY) == {"body": 1024, "tableHidden": 0, "cellsPastTheEdge": 0,
+                                               "meaningWraps": True, "codeHidden": True, "codeInside": True,
+                                               "page": LAPTOP["width"]}
+            table = body.locator(".table-scroll")
+            expect(table).to_have_class("table-scroll")  # no faded edge: nothing to scroll to
+            expect(table).not_to_have_attribute("aria-label", "Table, scrolls sideways")
+            expect(table.locator("th")).to_have_text(["variable", "default", "meaning"])
+            screenshot(page, "chat-laptop-table")
         assert fake.unexpected == [] and fake.pending == 0
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()

@@ -9,7 +9,7 @@ import pytest
 
 from chat.backends.extractive.candidates import Chunk, Passage
 from chat.backends.extractive.passages import NEAR_TIE, Composer
-from chat.backends.extractive.shapes import NUMBER_FOR_HOW_MANY, bonus, shapes
+from chat.backends.extractive.shapes import NUMBER_FOR_HOW_MANY, POINTS_BACK, bonus, field, shapes
 from chat.backends.extractive.text import matches, terms
 
 from domains import embeddings
@@ -230,3 +230,49 @@ def test_a_lead_in_ending_its_chunk_stays_out_when_the_next_chunk_opens_with_pro
     text, cited = _answer_with_ids("How many levels of compliance does Foo define?", first, LEVELS_LEAD)
     assert text == "The Foo format has been stable since 2011. [1]"
     assert cited == [[first]]
+
+
+FRONT_MATTER = "Authors: Quill editor developers\nDate: March 3, 2019"
+
+
+@pytest.mark.parametrize("question, expected", [
+    # The field's label says what it holds: the date answers "when", the authors "who"
+    # (MiniLM alone ranks the authors' line first: its value repeats the question's words).
+    ("When was the Quill editor plan written?", "Date: March 3, 2019 [1]"),
+    ("Who wrote the Quill editor plan?", "Authors: Quill editor developers [1]"),
+])
+def test_a_field_line_answers_by_its_label(question, expected):
+    assert answer(question, source(1, FRONT_MATTER, ["Quill editor plan"])) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Date: March 3, 2019", "year"),
+    ("**Published**: 2019", "year"),
+    ("Authors: Quill editor developers", "name"),
+    ("Zarr V2 Format: Quill uses an attribute.", ""),  # a label, but of no field kind
+    ("The date was set in March: late, as always.", ""),  # prose, not a field
+])
+def test_the_kind_of_value_a_field_line_holds(text, expected):
+    assert field(text) == expected
+
+
+NEEDS = (
+    "The toolkit is written in Rust and Lua, and so requires:\n\n- a recent Rust compiler\n- a Lua 5.4 interpreter\n\n"
+    "Once you have these two languages installed, all you need to do is install the toolkit on your computer with cargo."
+)
+
+
+def test_a_sentence_pointing_back_at_the_answer_does_not_replace_it():
+    # "these two languages" names nothing: the lead-in and its list do, then the sentence.
+    assert answer("What do I need installed on my computer before installing the toolkit?",
+                  source(1, NEEDS, ["Installing the toolkit"])) == f"{NEEDS} [1]"
+
+
+@pytest.mark.parametrize("text, points_back", [
+    ("Quill arrays can wrap these array libraries.", True),
+    ("The features above make it easy.", True),
+    ("These libraries wrap arrays.", False),  # opening so, it takes the sentence before (lean_back)
+    ("Quill wraps Cupy and Sparse arrays.", False),
+])
+def test_a_passage_pointing_back_scores_lower(text, points_back):
+    assert bonus(frozenset(), "prose", text, False) == (POINTS_BACK if points_back else 0.0)

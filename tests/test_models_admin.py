@@ -1,10 +1,13 @@
 """Models, database objects and the admin."""
 
+import re
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
 
 from domains.models import Chunk, Document, Domain, FilterField, Store
+from ingestion.models import StagedFile
 
 
 @pytest.mark.django_db
@@ -88,6 +91,32 @@ def test_admin_pages_show_inlines_counts_and_errors(admin_client):
     assert response.status_code == 200
     assert "k_max (3) must be at least default_k (8)." in body
     assert "Filter field name must be an identifier" in body
+
+
+def options(page: str, name: str) -> list[tuple[str, str]]:
+    """(value, label) of each option of the select named ``name`` in an admin page."""
+    select = re.search(rf'<select name="{name}"[^>]*>(.*?)</select>', page, re.S).group(1)
+    return re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', select)
+
+
+@pytest.mark.django_db
+def test_admin_choices_are_labelled_as_the_field_names_them(admin_client):
+    """Labels say BM25 and OCR, not Django's title-cased "Bm25" and "Needs ocr"; the values stay."""
+    domain = Domain.objects.create(name="d-labels", description="Labels")
+    FilterField.objects.create(domain=domain, name="year", value_type="int")
+    store = Store.objects.create(name="s-labels", domain=domain)
+    document = Document.objects.create(store=store, file_name="scan.pdf", status=Document.Status.NEEDS_OCR)
+
+    page = admin_client.get(f"/admin/domains/store/{store.pk}/change/").content.decode()
+    assert options(page, "mode") == [("vector", "Vector (dense embeddings)"), ("bm25", "BM25 (keywords)"),
+                                     ("both", "Both (vector and BM25, fused)")]
+    page = admin_client.get(f"/admin/domains/domain/{domain.pk}/change/").content.decode()
+    assert options(page, "filter_fields-0-value_type") == [
+        ("string", "String"), ("int", "Integer"), ("float", "Number (float)"), ("list", "List")]
+    assert options(page, "stores-0-mode")[1] == ("bm25", "BM25 (keywords)")
+    page = admin_client.get(f"/admin/domains/document/{document.pk}/change/").content.decode()
+    assert options(page, "status")[-1] == ("needs_ocr", "Needs OCR")
+    assert [label for _, label in StagedFile.Status.choices] == ["Chunked", "Failed", "Needs OCR", "Skipped (no text)"]
 
 
 @pytest.mark.django_db

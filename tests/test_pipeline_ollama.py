@@ -266,19 +266,45 @@ def test_undefined_without_general_chat_lists_only_allowed_domains(fake, domains
     settings.KLEA_RAG_GUARD_MODEL = ""
     settings.KLEA_RAG_NON_DOMAIN_CHAT = False
     fake.script(domains_reply("undefined"))
-    result = run("What is the capital of Australia?", [domains["neuro"]])
-    text = "This question does not match any of the available domains (neuro). Tick a domain to ask it directly."
+    result = run("What is the capital of Australia?", [domains["neuro"], domains["empty"]])
+    text = ("This question does not match any of the available domains (empty, neuro). "
+            "Tick a domain to ask it directly.")
     assert trace(result, tokens=False)[2:7] == [
         "classify: undefined",
         "route: refusal",
         "> refuse",
         f"token 1: {text}",
-        "< refuse: lists neuro",
+        "< refuse: lists empty, neuro",
     ]
     assert (result.answer.route, result.answer.text) == ("refused", text)
     enum = fake.bodies()[0]["format"]["properties"]["query_domains"]["items"]["enum"]
-    assert enum == ["neuro", "undefined"]
+    assert enum == ["empty", "neuro", "undefined"]
     assert "arrays" not in fake.bodies()[0]["messages"][0]["content"]
+
+
+@pytest.mark.parametrize(("question", "allowed", "named"), [
+    # the only domain there is: whatever was asked, it was asked of that one
+    ("What is the capital of Australia?", ["neuro"], "neuro"),
+    # a name of the description's subject ("... arrays in Python: ...")
+    ("Does it need Python 3.12?", ["neuro", "arrays", "empty"], "arrays"),
+    # the domain's name
+    ("Which neuro models run on a GPU?", ["neuro", "arrays"], "neuro"),
+])
+def test_a_refused_question_about_a_domain_says_no_source_there_answers(fake, domains, settings, question,
+                                                                          allowed, named):
+    settings.KLEA_RAG_GUARD_MODEL = ""
+    settings.KLEA_RAG_NON_DOMAIN_CHAT = False
+    fake.script(domains_reply("undefined"))
+    result = run(question, [domains[name] for name in allowed])
+    text = f"No source in {named} answers this question."
+    assert trace(result, tokens=False)[2:7] == [
+        "classify: undefined",
+        "route: refusal",
+        "> refuse",
+        f"token 1: {text}",
+        f"< refuse: no source in {named}",
+    ]
+    assert (result.answer.route, result.answer.text, result.references) == ("refused", text, [])
 
 
 def test_two_domains_are_searched_and_cited(fake, domains, settings):

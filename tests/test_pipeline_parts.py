@@ -15,6 +15,7 @@ from chat.pipeline.filters import FieldSpec, merge_filters, query_schema, to_fil
 from chat.pipeline.flow import EDGES, build_graph
 from chat.pipeline.graph import END, Graph, GraphError, Node, Step, declare
 from chat.pipeline.nodes.guard import GuardVerdict, parse_verdict
+from chat.pipeline.nodes.replies import named_domains, subject_words
 from chat.pipeline.references import labelled_urls, primary_url
 from chat.pipeline.state import TurnState, UndeclaredAccess
 
@@ -310,3 +311,32 @@ def test_reference_urls():
     ]
     assert primary_url(metadata) == "https://doi.org/1"
     assert primary_url({"doi": "10.1/x"}) == "https://doi.org/10.1/x"
+
+
+@pytest.mark.parametrize(("name", "description", "words"), [
+    ("klea-docs", "The documentation of this Klea RAG server: installing and running it, the HTTP and Python APIs.",
+     {"klea-docs", "klea", "docs", "rag"}),  # names before the colon; not "The", nor Python after it
+    ("neuroml", "NeuroML: a standard XML-based language (pyNeuroML, LEMS) for computational models.", {"neuroml"}),
+    ("xarray", "xarray: a Python library for labelled N-dimensional arrays.", {"xarray"}),
+    ("cooking", "based.cooking: home-cooking recipes for breads and soups.", {"cooking", "based.cooking"}),
+    ("my-library", "My reading: recipes, xarray pages and two papers.", {"my-library", "library"}),
+    ("papers", "Documents of the store papers.", {"papers"}),
+    ("lab_notes", "Zorblax lab notes. Folding times of the ZX-9 protein.", {"lab_notes", "lab", "notes"}),
+])
+def test_a_domains_subject_words_are_its_name_and_the_names_of_its_descriptions_subject(name, description, words):
+    assert subject_words(name, description) == words
+
+
+def test_a_question_names_the_domains_whose_subject_words_it_uses():
+    class Row:
+        def __init__(self, name, description):
+            self.name, self.description = name, description
+
+    rows = [Row("klea-docs", "The documentation of this Klea RAG server: configuration."),
+            Row("cooking", "based.cooking: recipes."), Row("my-library", "My reading: a few papers.")]
+    assert named_domains("Does Klea need a GPU?", rows) == ["klea-docs"]
+    assert named_domains("Does klea's server run on Windows?", rows) == ["klea-docs"]  # any case, possessive
+    assert named_domains("Is based.cooking free? And Klea?", rows) == ["klea-docs", "cooking"]  # in their order
+    assert named_domains("Where is my data stored?", rows) == []  # "my" names nothing
+    assert named_domains("What is this based on?", rows) == []  # "based" alone is not "based.cooking"
+    assert named_domains("What is the capital of France?", rows) == []

@@ -45,7 +45,8 @@ class Knowledge:
     :param domain: the store's domain; with ``store`` it is checked (and used when the
         store is created); alone, searches span all the domain's stores.
     :param create: ``add`` may create the store, and the domain (named after the store
-        unless ``domain`` is given, described by ``description``).
+        unless ``domain`` is given, described by ``description``, by default
+        "Documents of the store <store>.").
     :raises ValueError: neither ``store`` nor ``domain`` given.
     """
 

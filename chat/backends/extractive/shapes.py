@@ -7,7 +7,9 @@ A how-to question is answered by a command or code block (or numbered steps) rat
 by prose about it; "which ... are" (or "what goes in ...") by a whole list or table;
 "when" by a passage holding a year; "how many" ("how strong", "what ratio") by one
 holding a number, in digits or words; "who" by one holding a name; "what is X" by the
-sentence that says "X is ..."; "why" by one that gives a cause. The bonus is added
+sentence that says "X is ..."; "why" by one that gives a cause; a field line ("Date: ...",
+"Authors: ...") by its label. A passage pointing back at what it is about ("these
+arrays") names nothing and scores lower. The bonus is added
 to a passage's score (:mod:`.passages`), so it only breaks near-ties of evidence.
 """
 
@@ -110,6 +112,21 @@ _IMPERATIVE = re.compile(
     re.I,
 )
 
+# A field line ("Date: September 7, 2021", "Authors: ...") says by its label which kind
+# of value it holds: the label answers "when" or "who", whatever MiniLM makes of the value
+# (it scores "Authors: Xarray developers" above "Date: ..." for "when was the xarray
+# roadmap written?": the value's words match the heading chain's).
+_FIELD_LABELS = {
+    "year": re.compile(r"(date|year|released?|release date|published|updated|last updated|created|written|since)", re.I),
+    "name": re.compile(r"(authors?|written by|by|maintainers?|editors?|creators?|contributors?|contacts?|owners?)", re.I),
+}
+_FIELD = re.compile(r"^[*_]*(?P<label>[A-Za-z][\w ]{0,30}?)[*_]*\s*:\s+[^\n]+$")
+# A passage pointing back at what it is about ("can wrap these numpy-like arrays", "once
+# you have these languages installed", "the features above") does not name it: the list
+# or sentence it points at does. (A passage opening so takes the sentence before:
+# :func:`.candidates.lean_back`.)
+_POINTS_BACK = re.compile(r"(?<!^)\b(these|those|such)\s+[\w-]+|\b(the|all)\s+(above|former|latter)\b|\babove\b(?=[\s,.])", re.I)
+
 OPENING_FOR_GENERIC = 0.15
 # MiniLM scores a short sentence naming the subject above the sentence defining it, by up
 # to 0.35 ("Please cite ... libNeuroML" 0.79, "libNeuroML is a Python package ..." 0.45):
@@ -127,6 +144,19 @@ YEAR_FOR_WHEN = 0.12
 NO_YEAR_FOR_WHEN = -0.05
 NUMBER_FOR_HOW_MANY = 0.08
 NAME_FOR_WHO = 0.06
+FIELD_FOR_SHAPE = 0.25  # a field line whose label holds what the question asks for
+FIELD_OTHERWISE = -0.15  # a date or name field asked for the other
+POINTS_BACK = -0.08
+
+
+def field(text: str) -> str:
+    """The kind of value a field line holds ("year" for "Date: ...", "name" for
+    "Authors: ..."; "" = none or not a field line)."""
+    match = _FIELD.match(text.strip())
+    if match is None:
+        return ""
+    label = match.group("label").strip()
+    return next((kind for kind, pattern in _FIELD_LABELS.items() if pattern.fullmatch(label)), "")
 
 
 def shapes(question: str) -> frozenset[str]:
@@ -208,4 +238,11 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
         value += NUMBER_FOR_HOW_MANY
     if "name" in question_shapes and _PROPER_NAME.search(text):
         value += NAME_FOR_WHO
+    if kind == "prose" and (holds := field(text)):
+        if holds in question_shapes:
+            value += FIELD_FOR_SHAPE
+        elif question_shapes & _FIELD_LABELS.keys():
+            value += FIELD_OTHERWISE
+    if kind in ("prose", "item") and _POINTS_BACK.search(text):
+        value += POINTS_BACK
     return value

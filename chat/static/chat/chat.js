@@ -19,6 +19,19 @@
     return match ? decodeURIComponent(match[1]) : "";
   }
 
+  /* The open conversation is remembered per browser tab (sessionStorage): a reload
+     reopens it, a fresh visit (a new tab or browser session) starts a new one. */
+  const OPEN_KEY = "klea.openSession";
+  function remember(id) {
+    try {
+      if (id === null) sessionStorage.removeItem(OPEN_KEY);
+      else sessionStorage.setItem(OPEN_KEY, String(id));
+    } catch (error) { /* storage disabled: every visit starts a new conversation */ }
+  }
+  function remembered() {
+    try { return Number(sessionStorage.getItem(OPEN_KEY)) || null; } catch (error) { return null; }
+  }
+
   async function api(path, options = {}) {
     const headers = { "Content-Type": "application/json", "X-CSRFToken": csrf() };
     const response = await fetch(path, { credentials: "same-origin", ...options, headers });
@@ -36,9 +49,14 @@
     const list = $("session-list");
     list.replaceChildren();
     for (const session of body.sessions) list.append(sessionItem(session));
-    if (!state.opened) {  // on page load: the most recent conversation
+    if (!state.opened) {  // on page load: the conversation this tab had open, if any
       state.opened = true;
-      if (body.sessions.length && state.session === null && !state.running) openSession(body.sessions[0].id);
+      const id = remembered();
+      if (body.sessions.some((session) => session.id === id) && state.session === null && !state.running) {
+        openSession(id);
+      } else {
+        remember(null);
+      }
     }
   }
 
@@ -80,6 +98,7 @@
     const body = await api(`/api/sessions/${id}/messages`);
     if (!body) return;
     state.session = id;
+    remember(id);
     const conversation = $("conversation");
     conversation.replaceChildren();
     for (const message of body.messages) conversation.append(R.fill(R.message(message.role), message));
@@ -93,6 +112,7 @@
   function newSession() {
     if (state.running) return;
     state.session = null;
+    remember(null);
     $("conversation").replaceChildren();
     showHint();
     state.showSessions(false);
@@ -188,6 +208,7 @@
     switch (event.type) {
       case "session":
         state.session = event.session;
+        remember(event.session);
         loadSessions();
         break;
       case "stage":
