@@ -375,3 +375,17 @@ def test_html_nested_too_deeply_fails_naming_the_file_and_line(tmp_path):
         convert_file(notes)
     assert (info.value.reason, str(info.value)) == (
         "broken", "deep.md: lists or quotes nested too deeply at line 3 (over 100 levels of markup)")
+
+
+def test_rst_card_label_is_a_heading_and_options_stay_out_of_it():
+    # An empty option_spec dict is false to docutils: the option lines were read as the
+    # argument ("Get started! :img-top: _static/..." in xarray's index).
+    text = (
+        "Top\n===\n\n.. grid-item-card:: Get started!\n    :img-top: _static/a.svg\n    :link: guide\n\n"
+        "    *New?* Start here.\n\n.. margin:: Aside\n    :class: c\n\n    Plain.\n"
+    )
+    assert [(b.headings, b.text) for b in convert_rst(text).blocks] == [
+        (("Top", "Get started!"), "New? Start here."),
+        (("Top",), "Aside"),
+        (("Top",), "Plain."),
+    ]
