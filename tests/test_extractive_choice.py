@@ -232,6 +232,47 @@ def test_a_lead_in_ending_its_chunk_stays_out_when_the_next_chunk_opens_with_pro
     assert cited == [[first]]
 
 
+TIDY = (
+    "Tidy data is a standard way of mapping the meaning of a dataset to its structure. A dataset is messy or tidy "
+    "depending on how rows, columns and tables are matched up with observations, variables and types. In tidy data:\n\n"
+    "1. Each variable forms a column.\n2. Each observation forms a row.\n3. Each type of observational unit forms a table.\n\n"
+    "This is Codd's 3rd normal form (Codd 1990), but with the constraints framed in statistical language, and the focus "
+    "put on a single dataset rather than the many connected datasets common in relational databases. Messy data is any "
+    "other arrangement of the data."
+)
+
+
+def test_a_list_of_as_many_items_as_the_question_counts_is_quoted_with_its_lead_in():
+    assert "count:3" in shapes("What are the three rules of tidy data?")
+    assert not any(s.startswith("count:") for s in shapes("What are three-dimensional arrays?"))
+    assert answer("What are the three rules of tidy data?", source(1, TIDY, ["2. Tidy data", "2.3. Tidy data"])) == (
+        "A dataset is messy or tidy depending on how rows, columns and tables are matched up with observations, "
+        "variables and types.\n\nIn tidy data:\n\n1. Each variable forms a column.\n2. Each observation forms a row.\n"
+        "3. Each type of observational unit forms a table. [1]"
+    )
+
+
+def test_the_documents_title_line_is_never_the_answer():
+    """A scanned paper's title (not recognised as one: OCR has no font sizes to tell) holds
+    every word of a question about its subject; the answer is in its body."""
+    title = "Hydrogen incorporation in a-Si:H - growth studies on an Expanding Thermal Plasma"
+    text = (
+        f"{title}\n\nR.J. Severens, F. van de Pas, J. Bastiaanssen, W.M.M. Kessels\n\n"
+        "In order to understand the possible contribution of the flux of atomic hydrogen towards the substrate, "
+        "a number of isotope studies have been carried out. From this we can conclude that by far the dominant "
+        "part of the hydrogen remaining in the film originates from the silane radical but that there still is a "
+        "contribution from the atomic hydrogen in the plasma."
+    )
+    paper = source(1, text, file_name="severens_asih_scan.pdf")
+    question = "How is hydrogen incorporated in a-Si:H films grown by expanding thermal plasma?"
+    assert answer(question, paper) == f"{title} [1]"  # no title known: the line that matches most
+    paper.metadata = {"title": "Hydrogen incorporation in a-Si:H: growth studies on an expanding thermal plasma."}
+    assert answer(question, paper) == (
+        "From this we can conclude that by far the dominant part of the hydrogen remaining in the film originates from "
+        "the silane radical but that there still is a contribution from the atomic hydrogen in the plasma. [1]"
+    )
+
+
 FRONT_MATTER = "Authors: Quill editor developers\nDate: March 3, 2019"
 
 
@@ -276,3 +317,17 @@ def test_a_sentence_pointing_back_at_the_answer_does_not_replace_it():
 ])
 def test_a_passage_pointing_back_scores_lower(text, points_back):
     assert bonus(frozenset(), "prose", text, False) == (POINTS_BACK if points_back else 0.0)
+
+
+@pytest.mark.django_db
+def test_a_lead_in_ending_its_chunk_in_a_dangling_word_is_quoted_with_the_next_chunks_block():
+    # No colon, but "which are" introduces what follows as surely: the list opening the
+    # next chunk is quoted with it, under one marker for both chunks.
+    lead = "The Foo format has been stable since 2011.\n\nThe Foo specification has three levels of compliance, which are"
+    first, second = _document(lead, f"{LEVELS_LIST}\n\nAny level 1 file is also a level 2 file.")
+    text, cited = _answer_with_ids("How many levels of compliance does Foo define?", first, lead)
+    assert text == (
+        "The Foo specification has three levels of compliance, which are\n\n"
+        "- Level 1: metadata only\n- Level 2: morphology\n- Level 3: whole networks [1]"
+    )
+    assert cited == [[first, second]]

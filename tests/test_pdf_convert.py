@@ -233,3 +233,48 @@ def test_tex_ligature_codes_are_read_as_letters(tmp_path):
         "An effective confining method is efficient, baffling and final in every case.",
         "A second line of plain text.",
     ]
+
+
+def test_line_text_writes_bullet_glyphs_as_one_bullet_and_drops_control_characters():
+    from ingestion.convert.textclean import line_text
+
+    # A symbol font without a ToUnicode map hands its bullet out as U+0088 (JSS papers).
+    assert line_text("\x88 Column headers are values") == "\u2022 Column headers are values"
+    assert line_text("\u25cf Each variable") == "\u2022 Each variable"
+    assert line_text("\ue020 Private-use bullet") == "\u2022 Private-use bullet"
+    # Math-font codes are dropped; pdfium's hyphen mark stays only at the line's end.
+    assert line_text("a\x01b\x16c\x85d\ue001e\x02f appli\x02") == "abcdef appli\x02"
+    # The dots of a scatter plot are no list.
+    assert line_text("\u25cf \u25cf \u25cf") == "\u25cf \u25cf \u25cf"
+
+
+def test_bulleted_and_numbered_pdf_lines_become_one_list_block_each(tmp_path):
+    """List items set as PDF lines (a bullet glyph, or 1. 2. 3.) are one Markdown list
+    block after their lead-in, so an answer can quote the list whole."""
+    from .biblio_pdfs import line, write_pdf
+
+    lines = [
+        line(72, 100, "A dataset is tidy when it follows three rules. In tidy data:", 11),
+        line(72, 115, "1. Each variable forms a column.", 11),
+        line(72, 130, "2. Each observation forms a row.", 11),
+        line(72, 145, "3. Each type of observational unit forms a table.", 11),
+        line(72, 175, "The five most common problems with messy datasets are:", 11),
+        line(72, 190, "\u2022 Column headers are values, not variable names.", 11),
+        line(72, 205, "\u2022 Multiple variables are stored in one column", 11),
+        line(72, 220, "\u2022 Variables are stored in both rows and columns", 11),
+        line(72, 250, "Each problem has its own remedy.", 11),
+    ]
+    doc = convert_pdf(write_pdf(tmp_path / "lists.pdf", [lines]), pipeline="native")
+    assert [(block.kind, block.text) for block in doc.blocks] == [
+        ("text", "A dataset is tidy when it follows three rules. In tidy data:"),
+        ("list", "1. Each variable forms a column.\n2. Each observation forms a row.\n"
+                 "3. Each type of observational unit forms a table."),
+        ("text", "The five most common problems with messy datasets are:"),
+        ("list", "- Column headers are values, not variable names.\n- Multiple variables are stored in one column\n"
+                 "- Variables are stored in both rows and columns"),
+        ("text", "Each problem has its own remedy."),
+    ]
+    # Each item keeps its printed line: character ranges (without white space) of the list text.
+    numbered = doc.blocks[1]
+    assert [(box.start, box.end, box.page) for box in numbered.boxes] == [(0, 27, 1), (27, 54, 1), (54, 95, 1)]
+    assert [round(box.box[1] * 792) for box in numbered.boxes] == [107, 122, 137]

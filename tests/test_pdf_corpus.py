@@ -4,6 +4,7 @@ and the text-layer PDFs chunk under their real section headings (model-free path
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -89,3 +90,14 @@ def test_text_layer_pdfs_chunk_under_their_section_headings():
     for name in ("flajolet1985_jcss_scan.pdf", "lynch1989_mit_tm394_scan.pdf", "severens_asih_scan.pdf"):
         assert (staged[name].status, staged[name].chunks) == ("needs_ocr", [])
     assert all("<!-- image -->" not in c["text"] for s in staged.values() for c in s.chunks)
+    # Symbol-font codes never reach chunk text (C0 and C1 controls, private use).
+    junk = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\ue000-\uf8ff]")
+    assert [(s.file_name, c["text"]) for s in staged.values() for c in s.chunks if junk.search(c["text"])] == []
+    # Lists printed as bulleted or numbered lines are Markdown lists after their lead-in.
+    tidy = "\n\n".join(c["text"] for c in staged["wickham2014_jss_tidydata.pdf"].chunks)
+    assert ("In tidy data:\n\n1. Each variable forms a column.\n2. Each observation forms a row.\n"
+            "3. Each type of observational unit forms a table.\n\n") in tidy
+    assert ("along with their remedies:\n\n- Column headers are values, not variable names.\n"
+            "- Multiple variables are stored in one column.\n- Variables are stored in both rows and columns.\n"
+            "- Multiple types of observational units are stored in the same table.\n"
+            "- A single observational unit is stored in multiple tables.\n\n") in tidy

@@ -14,12 +14,39 @@ from dataclasses import dataclass, field
 from statistics import median
 
 from .pdf_lines import PDFIUM_HYPHEN, Line
+from .textclean import BULLET
 
 # Minimum width of a column gutter, in points.
 MIN_GUTTER = 6.0
 # A horizontal cut needs a gap of at least this many times the median font size.
 MIN_BAND_GAP = 0.9
 _SENTENCE_END = re.compile(r"[.!?:]['\")\]]?$")
+# A list item's marker: the bullet (:func:`.textclean.line_text` writes every bullet glyph
+# so) or an item number ("2." or "2)").
+_ITEM = re.compile(rf"^(?:{BULLET}|(\d{{1,2}})[.)])\s+\S")
+
+
+def item_number(text: str) -> int | None:
+    """The number of a numbered list item (``"2. Each observation"`` -> 2), 0 for a
+    bulleted one, None for any other text."""
+    match = _ITEM.match(text)
+    if not match:
+        return None
+    return int(match.group(1)) if match.group(1) else 0
+
+
+def _opens_item(first: Line, previous: Line, line: Line) -> bool:
+    """Whether ``line`` opens a list item that the paragraph opened by ``first`` cannot
+    hold: any bulleted one, a ``1.`` after a lead-in ending in ":", or the numbered item
+    after the one ``first`` opens (``3.`` after ``2.``). A list item never runs on into
+    the next, nor into the sentence that introduces the list."""
+    number = item_number(line.text)
+    if number is None:
+        return False
+    if number == 0 or (number == 1 and previous.text.endswith(":")):
+        return True
+    this = item_number(first.text)
+    return this is not None and this > 0 and number == this + 1
 
 
 @dataclass
@@ -190,7 +217,7 @@ def paragraphs(region: list[Line]) -> list[Paragraph]:
     right_edge = max(line.x1 for line in region)
     out = [Paragraph([region[0]])]
     for previous, line in zip(region, region[1:]):
-        if _starts_paragraph(previous, line, right_edge):
+        if _starts_paragraph(previous, line, right_edge) or _opens_item(out[-1].lines[0], previous, line):
             out.append(Paragraph([line]))
         else:
             out[-1].lines.append(line)

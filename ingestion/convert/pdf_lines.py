@@ -11,7 +11,6 @@ above its baseline (affiliation and footnote marks) are left out of ``plain``.
 
 from __future__ import annotations
 
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from statistics import median
@@ -19,7 +18,7 @@ from statistics import median
 import pypdfium2 as pdfium
 
 from .pdf_chars import LINE_BREAKS, Style, read_chars, upright_frame
-from .textclean import repair_ligatures
+from .textclean import line_text
 
 # pdfium marks a hyphen it found at a line end with U+0002.
 PDFIUM_HYPHEN = "\x02"
@@ -151,21 +150,17 @@ class _LineBuilder:
         return out
 
     def end(self) -> None:
-        text = _normal("".join(self.chars))
+        text = line_text("".join(self.chars))
         if text and self.box is not None:
             size = self.sizes.most_common(1)[0][0] if self.sizes else self._estimate()
             bold = self.letters > 0 and self.bold_letters >= 0.9 * self.letters
             scripts = self._scripts(size)
-            plain = _normal("".join(" " if i in scripts else ch for i, ch in enumerate(self.chars)))
+            plain = line_text("".join(" " if i in scripts else ch for i, ch in enumerate(self.chars)))
             self.lines.append(
                 Line(self.page, *self.box, size=size, bold=bold, text=text, estimated=not self.sizes,
                      plain=" ".join(plain.split()), rotated=self.rotated)
             )
         self._reset()
-
-
-def _normal(text: str) -> str:
-    return unicodedata.normalize("NFKC", repair_ligatures(text)).strip()
 
 
 def _build(items: list, orientation, transform, page_index: int, rotated: bool) -> list[Line]:

@@ -10,6 +10,9 @@ font size):
   is larger than the body (by 12 %; 40 % for sizes guessed from glyph heights; 25 % for
   OCR lines, which have no bold), or entirely bold, or in capitals, or numbered like
   ``2.1 Neurons`` / ``IV. RESULTS`` and bold or larger (for OCR lines, by 12 %);
+- list: consecutive body paragraphs that are list items (bulleted, or numbered 1., 2.,
+  ... in sequence) under one heading chain are one list block, an item a line, bullets
+  written ``- ``, so chunk text holds a Markdown list (docs/ingestion.md, "Chunk text");
 - level: from the numbering depth (``2`` -> 1, ``2.1`` -> 2, ``II.`` -> 1, ``A.`` ->
   2); unnumbered headings by style rank (larger, then capitals, then bold first).
 """
@@ -21,8 +24,9 @@ from collections import Counter
 from statistics import median
 
 from .base import Block, LineBox
-from .pdf_layout import Paragraph, line_spans, merge_continued, page_paragraphs
+from .pdf_layout import Paragraph, item_number, line_spans, merge_continued, page_paragraphs
 from .pdf_lines import Line
+from .textclean import BULLET
 
 FURNITURE_ZONE = 0.15
 FURNITURE_SHARE = 0.30
@@ -247,6 +251,26 @@ def line_boxes(paragraph: Paragraph, widths: list[float], heights: list[float]) 
     return tuple(boxes)
 
 
+def _same_list(items: list[Paragraph], paragraph: Paragraph) -> bool:
+    """Whether ``paragraph`` is the next item of the list ``items`` (a bullet after
+    bullets, ``n + 1.`` after ``n.``)."""
+    last, number = item_number(items[-1].text), item_number(paragraph.text)
+    return number is not None and last is not None and (number == last == 0 or (last > 0 and number == last + 1))
+
+
+def _list_block(headings: tuple[str, ...], items: list[Paragraph], widths, heights) -> Block:
+    """List items as one block, an item a line (its bullet written ``-``, one visible
+    character as the glyph was, so the line boxes keep their character ranges)."""
+    texts, boxes, offset = [], [], 0
+    for item in items:
+        text = item.text
+        texts.append("-" + text[1:] if text.startswith(BULLET) else text)
+        if widths is not None:
+            boxes += [LineBox(b.start + offset, b.end + offset, b.page, b.box) for b in line_boxes(item, widths, heights)]
+        offset += sum(1 for ch in text if not ch.isspace())
+    return Block(headings, "\n".join(texts), kind="list", boxes=tuple(boxes))
+
+
 def structure(
     pages: list[list[Line]], heights: list[float], widths: list[float] | None = None,
     printed: frozenset[int] = frozenset(),
@@ -278,16 +302,35 @@ def structure(
     style_level = _style_levels([s for s in styles.values() if s is not None and s not in numbered], numbered)
     blocks: list[Block] = []
     stack: list[tuple[int, str]] = []
+    items: list[Paragraph] = []  # the list being read: consecutive item paragraphs
+
+    def close_list() -> None:
+        if len(items) > 1 or (items and item_number(items[0].text) == 0):
+            blocks.append(_list_block(tuple(text for _, text in stack), items, widths, heights))
+        elif items:
+            boxes = line_boxes(items[0], widths, heights) if widths is not None else ()
+            blocks.append(Block(tuple(text for _, text in stack), items[0].text, boxes=boxes))
+        items.clear()
+
     for p in paragraphs:
         if p in title:
             continue
         style = styles.get(id(p))
         if style is None:
+            if items and _same_list(items, p):
+                items.append(p)
+                continue
+            close_list()
+            if item_number(p.text) is not None:
+                items.append(p)
+                continue
             boxes = line_boxes(p, widths, heights) if widths is not None else ()
             blocks.append(Block(tuple(text for _, text in stack), p.text, boxes=boxes))
             continue
+        close_list()
         level = _level(p.text, roman)
         if level is None:
             level = numbered[style] if style in numbered else style_level[style]
         stack = [(lvl, text) for lvl, text in stack if lvl < level] + [(level, p.text)]
+    close_list()
     return " ".join(p.text for p in title), blocks

@@ -1,4 +1,5 @@
-"""Repairs for text layers: broken ligatures, pdfium hyphen marks, control characters."""
+"""Repairs for text layers: broken ligatures, pdfium hyphen marks, control characters,
+bullet glyphs."""
 
 from __future__ import annotations
 
@@ -15,6 +16,31 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffd]")
 # pdfium marks a hyphen at a line end with U+FFFE (or U+0002 through the raw API).
 _LINE_END_HYPHEN = re.compile(r"(\w)[\ufffe\x02\u00ad]\s*\r?\n\s*(\w)")
 _SPACES = re.compile(r"[ \t\u00a0\u2009\u202f]+")
+
+
+# A list bullet as fonts set it: the Unicode bullets and squares, and the code a symbol font
+# without a ToUnicode map hands out for its bullet (a C1 control such as U+0088, or a
+# private-use code point).
+BULLET = "\u2022"
+_BULLETS = set("\u2022\u25cf\u25e6\u25aa\u25ab\u25a0\u25a1\u2023\u2219\u2043\u25cb\u25ba\u25b6\u27a2\u2713\u2714\u2756\u25c6\u25c7")
+# C0 and C1 controls (pdfium's hyphen mark U+0002 only where it marks a line end) and
+# private-use code points: symbol-font codes without a ToUnicode map, never readable text.
+_LINE_JUNK = re.compile(r"[\x00\x01\x03-\x1f\x7f-\x9f\ue000-\uf8ff\ufffd]|\x02(?!$)")
+
+
+def _bullet_glyph(ch: str) -> bool:
+    return ch in _BULLETS or "\x80" <= ch <= "\x9f" or "\ue000" <= ch <= "\uf8ff"
+
+
+def line_text(text: str) -> str:
+    """One PDF text line made readable: ligatures repaired, NFKC, a bullet glyph opening
+    the line (``"\\x88 Column headers"``, ``"\u25cf Item"``) written :data:`BULLET`,
+    every other control and private-use character dropped (pdfium's hyphen mark U+0002
+    stays at the line's end, where :func:`.pdf_layout.join_lines` needs it)."""
+    text = unicodedata.normalize("NFKC", repair_ligatures(text)).strip()
+    if len(text) > 2 and _bullet_glyph(text[0]) and text[1].isspace() and not _bullet_glyph(text[2]):
+        text = BULLET + text[1:]  # (a run of glyphs is the dots of a plot, not a list)
+    return _LINE_JUNK.sub("", text).strip()
 
 
 def repair_ligatures(text: str) -> str:

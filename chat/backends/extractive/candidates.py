@@ -7,8 +7,8 @@ whole lists, tables and code blocks. Candidate passages are
 - a sentence (and the next one of its paragraph when that one carries on, :func:`extend`;
   the one before when it leans on it, :func:`lean_back`);
 - a sentence ending in ":" (or in a dangling word: "..., which provides") with the block
-  it introduces (a colon or a fragment is never left hanging); a colon's block may open
-  the document's next chunk (:attr:`Chunk.follow`);
+  it introduces (a colon or a fragment is never left hanging); the block of a lead-in
+  ending its chunk may open the document's next chunk (:attr:`Chunk.follow`);
 - a whole list, table or code block (after a sentence ending in ":" only with it). A table
   too long to quote is cut to its header and the rows that hold question words (whole
   rows, never a row alone); a code block too long to quote is left out;
@@ -16,7 +16,8 @@ whole lists, tables and code blocks. Candidate passages are
 - one item of a list longer than :data:`ITEM_LIST_CHARS` (a step of a method, an entry of a
   long list of facts), or an entry of a definition list, with its nested items and marker.
 
-A paper's front matter (journal header, affiliation) is a candidate only when asked for.
+A paper's front matter (journal header, affiliation) is a candidate only when asked for;
+its title line never is.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 
 from .text import (
     is_definition_list,
@@ -78,9 +80,10 @@ class Chunk:
     units: list[Unit]
     chunk_id: int | None = None  # the stored chunk's id (None for chunks not stored)
     # The first unit of the document's next chunk and that chunk's id, when this chunk
-    # ends in a colon's lead-in (:func:`trails_colon`) and the next one opens with a block.
+    # ends in a lead-in (:func:`trails_lead_in`) and the next one opens with a block.
     follow: Unit | None = None
     follow_id: int | None = None
+    title: str = ""  # its document's title (metadata), "" = unknown
 
 
 @dataclass
@@ -156,11 +159,39 @@ def _quotable(unit: Unit, wanted: set[str], front_matter: bool) -> str:
     return unit.text
 
 
+def _fold(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def _title_paragraphs(units: Sequence[Unit], title: str) -> set[int]:
+    """The paragraphs of ``units`` that are the document's title (letters and digits the
+    same but for a few OCR slips): a paper's title line names its subject with all the
+    question's words and answers nothing (a question about the title is answered from the
+    metadata, :mod:`.biblio`)."""
+    wanted = _fold(title)
+    if len(wanted) < 12:
+        return set()
+    texts: dict[int, str] = {}
+    for unit in units:
+        if unit.kind == "sentence":
+            texts[unit.paragraph] = texts.get(unit.paragraph, "") + unit.text
+    out = set()
+    for paragraph, text in texts.items():
+        folded = _fold(text)
+        if abs(len(folded) - len(wanted)) <= 0.1 * len(wanted) and (
+            folded == wanted or SequenceMatcher(None, folded, wanted).ratio() >= 0.9
+        ):
+            out.add(paragraph)
+    return out
+
+
 def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> list[Passage]:
     """The chunk's candidate passages (see the module docstring); ``opening`` marks those
     that start at its first quotable unit."""
     units = chunk.units
     texts = [_quotable(unit, wanted, front_matter) for unit in units]
+    for paragraph in _title_paragraphs(units, chunk.title):
+        texts = ["" if unit.paragraph == paragraph else text for unit, text in zip(units, texts)]
     found: dict[tuple[int, int, int], Passage] = {}
 
     def add(start: int, end: int, kind: str) -> None:
@@ -199,7 +230,7 @@ def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> li
                 continue  # quoted with its lead-in above
             add(i, i, "rows" if unit.kind == "table" and texts[i] != unit.text else unit.kind)
     last = len(units) - 1
-    if chunk.follow is not None and trails_colon(chunk) and texts[last]:
+    if chunk.follow is not None and trails_lead_in(chunk) and texts[last]:
         block = _quotable(chunk.follow, wanted, front_matter)
         if block:  # the lead-in with the block it introduces, which opens the next chunk
             kind = "rows" if chunk.follow.kind == "table" and block != chunk.follow.text else chunk.follow.kind
@@ -211,15 +242,16 @@ def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> li
     return list(found.values())
 
 
-def trails_colon(chunk: Chunk) -> bool:
-    """The chunk ends in a sentence ending in ":" (what it introduces opens the next chunk)."""
-    return bool(chunk.units) and chunk.units[-1].kind == "sentence" and chunk.units[-1].text.rstrip().endswith(":")
+def trails_lead_in(chunk: Chunk) -> bool:
+    """The chunk ends in a lead-in (:func:`.text.leads_on`: a sentence ending in ":" or in
+    a dangling word, "..., which provides"): what it introduces opens the next chunk."""
+    return bool(chunk.units) and chunk.units[-1].kind == "sentence" and leads_on(chunk.units[-1].text)
 
 
 def following(chunk: Chunk, text: str | None, chunk_id: int | None) -> None:
     """Record the next chunk's first unit as ``chunk.follow`` when it is a block (a list,
-    table or code block); a next chunk opening with prose leaves the colon hanging, so
-    the lead-in stays unquoted."""
+    table or code block); a next chunk opening with prose leaves the colon (or dangling
+    word) hanging, so the lead-in stays unquoted."""
     units = units_of(text or "")
     if units and units[0].kind != "sentence":
         chunk.follow, chunk.follow_id = units[0], chunk_id

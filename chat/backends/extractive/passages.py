@@ -30,7 +30,7 @@ from asgiref.sync import sync_to_async
 from domains import embeddings
 from domains.retrieval import next_chunks
 
-from .candidates import (Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap, trails_colon,
+from .candidates import (Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap, trails_lead_in,
                          units_of)
 from .shapes import bonus, defined, shapes, subjects
 from .text import matches, terms
@@ -78,7 +78,8 @@ class Composer:
     :param query_vector: the question's embedding, shape (384,), L2-normalised.
     :param sources: numbered sources (``number``; ``chunks`` best first, each with
         ``text``, ``score`` in [0, 1] and optionally ``headings``), best source first;
-        a source may also carry ``file_name``.
+        a source may also carry ``file_name`` and ``metadata`` (its ``title`` is never
+        quoted as an answer).
     :param question: the user's question (its shape: a year, a list, how-to ...).
     :param search_text: a follow-up together with the question(s) before it, whose
         terms the passage should hold too; "" = the question alone.
@@ -91,12 +92,13 @@ class Composer:
         self.wanted = terms(search_text or question)
         self.chunks: list[Chunk] = []
         for source in sources:
+            title = (getattr(source, "metadata", None) or {}).get("title") or ""
             for chunk in source.chunks:
                 headings = " > ".join(getattr(chunk, "headings", None) or ())
                 label = f"{headings} ({getattr(source, 'file_name', '')})" if headings else getattr(source, "file_name", "")
                 self.chunks.append(
                     Chunk(source.number, len(self.chunks), float(chunk.score or 0.0), label, units_of(chunk.text),
-                          getattr(chunk, "chunk_id", None))
+                          getattr(chunk, "chunk_id", None), title=str(title))
                 )
 
     def _idf(self) -> dict[str, float]:
@@ -176,10 +178,10 @@ class Composer:
         return max(adding, key=lambda pair: pair[0])[1] if adding else None
 
     def follow(self, nexts: dict[int, tuple[int, str]]) -> None:
-        """Give each chunk ending in a colon's lead-in the block opening its document's next
-        chunk (``nexts``: chunk id -> (next chunk's id, text), :func:`next_chunks`)."""
+        """Give each chunk ending in a lead-in (a colon, a dangling word) the block opening
+        its document's next chunk (``nexts``: chunk id -> (next chunk's id, text), :func:`next_chunks`)."""
         for chunk in self.chunks:
-            if chunk.chunk_id in nexts and trails_colon(chunk):
+            if chunk.chunk_id in nexts and trails_lead_in(chunk):
                 following(chunk, nexts[chunk.chunk_id][1], nexts[chunk.chunk_id][0])
 
     async def pieces(self, cite: Callable[..., str]) -> AsyncIterator[str]:
@@ -190,7 +192,7 @@ class Composer:
         passage came from). Yields nothing when no passage answers. Scoring embeds
         passages only (no database), so any worker thread will do; a passage running on
         into the next chunk cites both chunks' ids under one marker."""
-        leads = [chunk.chunk_id for chunk in self.chunks if chunk.chunk_id is not None and trails_colon(chunk)]
+        leads = [chunk.chunk_id for chunk in self.chunks if chunk.chunk_id is not None and trails_lead_in(chunk)]
         if leads:
             self.follow(await sync_to_async(next_chunks)(leads))
         chosen = await asyncio.to_thread(self.choose)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from .text import terms
+from .text import list_items, segment, terms
 
 HOWTO = re.compile(
     r"^\s*(how\s+(do|can|should|would|could|to|does\s+one)\b|what\s+(command|commands)\b)"
@@ -97,6 +97,13 @@ _NUMBER_IN = re.compile(
     re.I,
 )
 _YEAR_IN = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+# "the three rules", "its 5 main steps", "which four kinds": the question asks for so many things.
+_COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_COUNTED = re.compile(
+    r"\b(?:the|these|those|its|their|his|her|which|what)\s+(?P<n>two|three|four|five|six|seven|eight|nine|ten|[2-9])"
+    r"\s+(?:[a-z-]+\s+){0,2}[a-z-]+s\b",
+    re.I,
+)
 _PROPER_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?\s+[A-Z][a-z]+\b")
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 # A list written as prose ("the seasons DJF, MAM, JJA and SON"): three or more short
@@ -140,6 +147,7 @@ INLINE_FOR_HOWTO = 0.04
 IMPERATIVE_FOR_HOWTO = 0.06
 CODE_OTHERWISE = -0.05  # code answers "how do I"; to other questions it is rarely the answer
 LIST_FOR_LISTING = 0.10
+LIST_OF_COUNT = 0.10  # "the three rules": a list of exactly three items
 YEAR_FOR_WHEN = 0.12
 NO_YEAR_FOR_WHEN = -0.05
 NUMBER_FOR_HOW_MANY = 0.08
@@ -161,7 +169,7 @@ def field(text: str) -> str:
 
 def shapes(question: str) -> frozenset[str]:
     """The shapes of a question: any of "generic", "howto", "listing", "year", "number",
-    "name", "reason" ("why"), "definition:<subject>" ("what is X?"; one per subject of
+    "name", "reason" ("why"), "count:<n>" ("the three rules": n things), "definition:<subject>" ("what is X?"; one per subject of
     "what is X and what is Y?")."""
     found = {"generic"} if is_generic(question) else set()
     if HOWTO.search(question):
@@ -176,6 +184,9 @@ def shapes(question: str) -> frozenset[str]:
         found.add("name")
     if REASON.search(question):
         found.add("reason")
+    if match := _COUNTED.search(question):
+        count = match.group("n").lower()
+        found.add(f"count:{_COUNTS.get(count, count)}")
     if match := DEFINITION.match(question):
         found.update("definition:" + subject.lower() for subject in match.group("subject", "other") if subject)
     return frozenset(found)
@@ -232,6 +243,8 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
             value += IMPERATIVE_FOR_HOWTO
     if "listing" in question_shapes and (kind in ("list", "table") or _ENUMERATION.search(text)):
         value += LIST_FOR_LISTING
+    if kind == "list" and f"count:{len(list_items(segment(text)[-1].text))}" in question_shapes:
+        value += LIST_OF_COUNT
     if "year" in question_shapes:
         value += YEAR_FOR_WHEN if _YEAR_IN.search(text) else NO_YEAR_FOR_WHEN
     if "number" in question_shapes and _NUMBER_IN.search(text):
