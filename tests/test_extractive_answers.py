@@ -192,6 +192,16 @@ def test_one_domain_takes_the_generic_question_and_refuses_off_topic(one_domain)
     assert off.answer.text == "No source in stellar answers this question."  # the only domain there is
 
 
+def test_one_domain_takes_a_question_naming_its_subject_it_when_its_sources_hold_the_words(one_domain):
+    # "it" leaves the question one content word: the dense evidence is low (no subject to
+    # match), the lexical evidence whole (the sources say "install"); a dummy "it" with
+    # words the sources never use stays out
+    pronoun = run("How do I install it?", one_domain)
+    assert (pronoun.answer.route, pronoun.answer.domains) == ("domains", ["stellar"])
+    rain = run("Is it going to rain tomorrow?", one_domain)
+    assert (rain.answer.route, rain.answer.domains) == ("refused", [])
+
+
 def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_domain, monkeypatch):
     monkeypatch.setattr(embeddings, "cache", embeddings.VectorCache(embeddings.CACHE_SIZE))  # as a fresh process
     runs = count_model_runs(monkeypatch)
@@ -315,6 +325,8 @@ def test_the_citation_names_the_chunk_it_quotes_not_the_sources_first():
     assert composition.cleaner.quoted == {1: [204]}
     (item,) = reference_list(composition.cited)
     assert (item["quoted"], [c["chunk_id"] for c in item["chunks"]]) == ([204], [201, 204])
+    # The reference names the pages of the quoted passage, not p. 1-4 over every chunk.
+    assert item["pages"] == [4, 4]
     assert paper.quoted == []  # the material's own source is left as it was
 
 

@@ -92,7 +92,8 @@ class References(Event):
     Documents (``"kind": "document"``): ``{"number", "kind", "domain", "store",
     "file_name", "document_id", "title", "authors" (list of str), "year" (int | None),
     "journal", "doi", "url", "urls" ([{"label", "url"}]), "pages" ([first, last] over
-    the cited chunks of a PDF, else None), "chunks" ([{"chunk_id", "headings",
+    the quoted chunks of a PDF, or when the answer quotes none known, over its cited
+    chunks; else None), "chunks" ([{"chunk_id", "headings",
     "heading_chain", "text", "pages" ([first, last] | None), "lines" ([first, last] |
     None, text sources), "anchor" (str)}]), "quoted" (the chunk_ids of the chunks the
     answer quotes, in answer order; [] when not known, as for a model's answer),

@@ -162,6 +162,10 @@ def reference_item(number: int, source: Source | ToolSource) -> dict:
                 c.metadata.get(key) == value for c in source.chunks
             ):
                 metadata[key] = value
+    # The pages of the passages the answer quotes: the union over every retrieved chunk of
+    # a paper reads "p. 1-15", the whole paper (new-user trial).
+    quoted = set(getattr(source, "quoted", None) or [])
+    shown = [chunk for chunk in source.chunks if chunk.chunk_id in quoted] or source.chunks
     return {
         "number": number,
         "kind": "document",
@@ -176,7 +180,7 @@ def reference_item(number: int, source: Source | ToolSource) -> dict:
         "doi": str(metadata.get("doi") or ""),
         "url": primary_url(metadata),
         "urls": labelled_urls(metadata),
-        "pages": page_span(source.chunks),
+        "pages": page_span(shown),
         "chunks": [chunk_item(chunk) for chunk in source.chunks],
         "quoted": list(getattr(source, "quoted", None) or []),
         "markers": [dict(marker) for marker in getattr(source, "markers", None) or []],
