@@ -7,11 +7,17 @@ keeps, per in-domain question, what the backend's ``answer`` was given (the ques
 its search text, its vector, the numbered sources with their chunks); ``replay``
 composes the answer again from those inputs with the code as it is now and scores it
 the way the bench does (evidence in answer: ``chat.scoring.metrics.coverage`` >= 0.8).
-Changes to passage choice are measured in seconds, without retrieval's noise.
+Changes to passage choice are measured in seconds, without retrieval's noise. Both
+report file cited too (the answer cites a source of the question's file in its domain).
+``--k`` asks how a wider or narrower candidate pool would answer: ``record --k N``
+retrieves each domain's N best chunks without the reference budget, ``replay --k M``
+keeps each domain's M best of them (by score) and numbers the sources again.
 
     python bench/passage_replay.py record /tmp/inputs.pickle       # about as long as answers.py
     python bench/passage_replay.py replay /tmp/inputs.pickle -v 2  # seconds once inputs.pickle.vectors holds the passages
     python bench/passage_replay.py replay /tmp/inputs.pickle --misses   # misses with the evidence in the references
+    python bench/passage_replay.py record /tmp/deep.pickle --k 24  # each domain's 24 best chunks, no budget
+    python bench/passage_replay.py replay /tmp/deep.pickle --k 12  # answered from the 12 best of them
 """
 
 from __future__ import annotations
@@ -56,10 +62,22 @@ def _plain(source) -> Source:
                   getattr(source, "domain", "") or "")
 
 
-def record(path: Path) -> None:
+def record(path: Path, k: int | None = None) -> None:
     from chat.backends.extractive import ExtractiveBackend
     from chat.scoring import evaluate, load_questions
     from domains.models import Domain
+
+    domains = list(Domain.objects.filter(active=True))
+    if k is not None:  # a deeper pool without a budget, cut back per domain by ``replay --k``
+        import importlib
+
+        retrieve = importlib.import_module("chat.pipeline.nodes.retrieve")
+        shallow = retrieve.retrieval_entry
+
+        def deeper(*args, **kwargs):
+            return shallow(*args, **{**kwargs, "k": k, "max_chars": 10**9})
+
+        retrieve.retrieval_entry = deeper
 
     seen: dict[str, dict] = {}
     original = ExtractiveBackend.answer
@@ -75,7 +93,7 @@ def record(path: Path) -> None:
     rows = []
     for name in SETS:
         questions = load_questions(QUESTIONS / f"{name}.json")
-        report = evaluate(questions, list(Domain.objects.filter(active=True)))
+        report = evaluate(questions, domains)
         for q, scored in zip(questions, report.scored):
             entry = seen.pop(q.question, None)
             rows.append({"set": name, "evidence": q.evidence, "file": q.file, "inputs": entry,
@@ -86,6 +104,33 @@ def record(path: Path) -> None:
 
 def _cite(number, chunk_ids=None, texts=None) -> str:
     return f"[{number}]"
+
+
+def narrowed(sources: list, k: int | None) -> list:
+    """``sources`` cut to each domain's ``k`` best chunks and numbered again as
+    :func:`domains.retrieval.group_sources` numbers them (a recording at a deeper k
+    replayed at a smaller one); unchanged when ``k`` is None."""
+    if k is None:
+        return sources
+    chunks = [(source, chunk) for source in sources for chunk in source.chunks]
+    chunks.sort(key=lambda pair: -pair[1].score)  # stable: ties keep the recorded order
+    kept: dict[str, int] = {}
+    groups: dict[tuple[str, str], Source] = {}
+    domains: list[str] = []
+    for source, chunk in chunks:
+        if kept.get(source.domain, 0) >= k:
+            continue
+        kept[source.domain] = kept.get(source.domain, 0) + 1
+        if source.domain not in domains:
+            domains.append(source.domain)
+        key = (source.domain, source.file_name)
+        if key not in groups:
+            groups[key] = Source(0, source.file_name, [], source.metadata, source.domain)
+        groups[key].chunks.append(chunk)
+    out = [group for domain in domains for key, group in groups.items() if key[0] == domain]
+    for number, source in enumerate(out, 1):
+        source.number = number
+    return out
 
 
 def compose(inputs: dict) -> str:
@@ -150,13 +195,15 @@ def explain(inputs: dict, evidence: str) -> None:
         print("   (no candidate holds the evidence)")
 
 
-def replay(path: Path, verbosity: int, misses: bool, only: str = "") -> None:
+def replay(path: Path, verbosity: int, misses: bool, only: str = "", k: int | None = None) -> None:
+    import re
+
     from chat.scoring.metrics import EVIDENCE_COVERAGE, coverage, strip_citations
 
     from domains import embeddings
 
     data = pickle.loads(path.read_bytes())
-    print(f"recorded by: {data['command']}")
+    print(f"recorded by: {data['command']}" + (f"; replayed with each domain's {k} best chunks" if k else ""))
     # Passage vectors persist beside the recording (keyed as the process cache keys them:
     # backend, model, text), so a replay embeds only the passages the code now offers anew:
     # on a loaded machine a first replay takes minutes, the next ones seconds.
@@ -169,10 +216,20 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "") -> None:
         inputs = row["inputs"]
         if only and not (inputs and only.lower() in inputs["question"].lower()):
             continue
-        text = compose(inputs) if inputs else row["answer"]
+        domain = row["set"].rsplit("-", 1)[0] if row["set"][-1:].isdigit() else row["set"]
+        if inputs:
+            inputs = dict(inputs, sources=narrowed(inputs["sources"], k))
+            text = compose(inputs)
+            numbers = {int(n) for n in re.findall(r"\[(\d+)\]", text)}
+            cited = any(s.number in numbers and s.domain == domain and s.file_name == row["file"]
+                        for s in inputs["sources"])
+            pool = max((coverage(row["evidence"], "\n".join(c.text for c in s.chunks)) for s in inputs["sources"]),
+                       default=0.0)
+        else:
+            text, cited, pool = row["answer"], False, 0.0
         got = coverage(row["evidence"], strip_citations(text)) >= EVIDENCE_COVERAGE
-        in_refs = (row["references_coverage"] or 0) >= EVIDENCE_COVERAGE
-        totals.setdefault(row["set"], []).append((got, in_refs, len(text)))
+        in_refs = pool >= EVIDENCE_COVERAGE if k else (row["references_coverage"] or 0) >= EVIDENCE_COVERAGE
+        totals.setdefault(row["set"], []).append((got, in_refs, len(text), cited))
         if only:
             print(f"{'ok' if got else 'MISS'} {inputs['question']}\n   answer: " + text.replace("\n", " | "))
             explain(inputs, row["evidence"])
@@ -187,11 +244,12 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "") -> None:
     vectors.write_bytes(pickle.dumps(dict(embeddings.cache._rows)))
     first = [t for name in FIRST for t in totals.get(name, [])]
     second = [t for name in totals if name not in FIRST for t in totals[name]]
+    where = "in the chunks given" if k else "in references"
     for name, rows in [*totals.items(), ("first sets", first), ("second sets", second),
                        ("all", first + second)]:
-        lengths = [n for _, _, n in rows]
-        print(f"{name:12} evidence in answer {sum(g for g, _, _ in rows):3d} / {len(rows):3d}"
-              f"  (in references {sum(r for _, r, _ in rows):3d})"
+        lengths = [n for _, _, n, _ in rows]
+        print(f"{name:12} evidence in answer {sum(r[0] for r in rows):3d} / {len(rows):3d}"
+              f"  file cited {sum(r[3] for r in rows):3d}  ({where} {sum(r[1] for r in rows):3d})"
               f"  median chars {statistics.median(lengths) if lengths else 0:.0f}")
 
 
@@ -202,12 +260,14 @@ def main() -> None:
     parser.add_argument("-v", "--verbosity", type=int, default=1, help="2: one line per question; 3: misses' texts.")
     parser.add_argument("--misses", action="store_true", help="Show misses whose evidence is in the references.")
     parser.add_argument("--only", default="", help="Explain the questions holding this text.")
+    parser.add_argument("--k", type=int, help="record: every domain's k (no reference budget); "
+                        "replay: keep each domain's k best recorded chunks.")
     args = parser.parse_args()
     setup_django()
     if args.action == "record":
-        record(args.file)
+        record(args.file, args.k)
     else:
-        replay(args.file, args.verbosity, args.misses, args.only)
+        replay(args.file, args.verbosity, args.misses, args.only, args.k)
 
 
 if __name__ == "__main__":

@@ -277,3 +277,16 @@ def test_a_chunk_of_a_glossary_or_split_table_records_only_its_own_lines(source,
     lines = source.splitlines(keepends=True)
     assert [d.provenance["offset"] for d in narrowed] == [
         sum(len(line) for line in lines[: first - 1]) for _, (first, _) in expected]
+
+
+def test_every_part_of_a_long_table_with_repeated_words_records_its_own_rows():
+    # Each part searches on from where the previous one ended (rows share their words,
+    # one row's escaped pipe is not in the chunk text), in one pass over the table.
+    from ingestion.chunk.lines import narrow_lines
+
+    rows = [f"| item {i % 7} | note {i % 3} x | {i} |" if i != 5 else "| a \\| b | c | 5 |" for i in range(60)]
+    source = "# Items\n\n| name | note | n |\n| --- | --- | --- |\n" + "\n".join(rows) + "\n"
+    drafts = chunk_blocks(convert_markdown(source).blocks, lambda t: len(t.split()), max_tokens=60)
+    assert {tuple(d.provenance["lines"]) for d in drafts} == {(3, 64)}
+    assert [d.provenance["lines"] for d in narrow_lines(drafts, source)] == (
+        [[5, 7], [8, 11]] + [[12 + 3 * k, 14 + 3 * k] for k in range(17)] + [[63, 64]])
