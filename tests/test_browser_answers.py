@@ -169,11 +169,13 @@ def test_markdown_answers_render_safely_stream_progressively_and_cite(world, hos
         assert fake.unexpected == [] and fake.pending == 0
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()
 
-# The header's items (menu button, brand, user name, links, the sign-out button): their text,
-# how many lines the account items take, whether the name is cut short, whether all are on screen.
+# The header's items shown (menu button, brand, user name, links, the sign-out button): their
+# text, how many lines the account items take, whether the name is cut short, whether all
+# are on screen.
 HEADER_LINE = """(header) => {
-  const items = [...header.querySelectorAll(".top-start > *, nav > span, nav > a, nav button")];
-  const account = [...header.querySelectorAll("nav > span, nav > a, nav button")];
+  const shown = (items) => items.filter((item) => item.getBoundingClientRect().width > 0);
+  const items = shown([...header.querySelectorAll(".top-start > *, nav > span, nav > a, nav button")]);
+  const account = shown([...header.querySelectorAll("nav > span, nav > a, nav button")]);
   const who = header.querySelector(".who");
   return {
     items: items.map((item) => item.textContent.trim()),
@@ -201,6 +203,12 @@ def test_phone_layout_keeps_the_question_box_and_collapses_the_conversation_list
             header = page.locator(".top").evaluate(HEADER_LINE)
             assert header == {"items": ["Conversations", "Klea", "ws-bob", "API tokens", "Admin", "Sign out"],
                               "lines": 1, "nameCut": False, "inside": True}
+            page.set_viewport_size({"width": 320, "height": 640})  # the smallest phones: the name gives way
+            assert page.locator(".top").evaluate(HEADER_LINE) == {
+                "items": ["Conversations", "Klea", "API tokens", "Admin", "Sign out"], "lines": 1, "nameCut": False,
+                "inside": True}
+            assert page.evaluate("document.documentElement.scrollWidth") == 320
+            page.set_viewport_size(PHONE)
             toggle = page.get_by_role("button", name="Conversations", exact=True)
             expect(toggle).to_have_attribute("aria-expanded", "false")
             expect(page.locator("#sessions")).to_be_hidden()  # collapsed behind the toggle
