@@ -22,7 +22,9 @@ MIN_MAX_TOKENS = 32
 # 4: ordered list items keep their source's numbers ("3.", "1." repeated, "2)").
 # 5: PDF list items (bullet glyphs, numbered lines) are one Markdown list block; no
 #    control characters from symbol fonts.
-CHUNK_FORMAT = 5
+# 6: Sphinx markup as Sphinx shows it: roles, admonitions led in bold, tab labels as
+#    headings, csv/list tables as tables.
+CHUNK_FORMAT = 6
 
 
 def default_max_tokens() -> int:

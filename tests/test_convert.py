@@ -63,10 +63,9 @@ def test_markdown_myst_markup_never_reaches_blocks():
     assert doc.title == "Ignored because an H1 exists"
     assert doc.metadata == {"date": "2021-04-06", "tags": ["quick", "japanese"]}
     assert doc.blocks == [
-        Block(("Getting started",), "Install pyNeuroML and read pandas.Series and paths. See for details."),
-        Block(("Getting started",), "Validate first"),
-        Block(("Getting started",), "Always validate your files."),
-        Block(("Getting started",), "Colon fences work too."),
+        Block(("Getting started",), "Install pyNeuroML and read `Series` and paths. See for details."),
+        Block(("Getting started",), "**Validate first:** Always validate your files."),
+        Block(("Getting started",), "**Note:** Colon fences work too."),
         Block(("Getting started",), "A detailed cell morphology."),
         Block(("Getting started", "Install"), "pip install pyneuroml", "code"),
         Block(("Getting started", "Install"), "- first item with a link\n- second item\n  - nested item", "list"),
@@ -117,7 +116,11 @@ def test_hugo_front_matter_title_becomes_the_top_heading():
     [
         ("ref", "pyNeuroML <pyneuroml>", "pyNeuroML"),
         ("ref", "userdocs:get_neuroml", "get neuroml"),
-        ("py:meth", "~xarray.Dataset.sel", "xarray.Dataset.sel"),
+        ("py:meth", "~xarray.Dataset.sel", "Dataset.sel"),
+        ("py:func", "~xarray.open_dataset", "open_dataset"),
+        ("py:class", "xarray.DataArray", "xarray.DataArray"),
+        ("ref", "lemsschema:children_", "children"),
+        ("doc", "/getting-started-guide/installing", "installing"),
         ("math", "V_{m}", "V_{m}"),
         ("cite:p", "Gleeson2010", ""),
         ("doc", "the paths page <Userdocs/Paths>", "the paths page"),
@@ -125,6 +128,89 @@ def test_hugo_front_matter_title_becomes_the_top_heading():
 )
 def test_render_role(name, content, expected):
     assert render_role(name, content) == expected
+
+
+def test_python_roles_are_inline_code_in_markdown():
+    doc = convert_markdown(
+        "# Missing values\n\n{py:meth}`~xarray.DataArray.ffill` fills forward; see "
+        "{py:func}`xarray.merge` and {math}`x^2`.\n\n## {py:class}`~xarray.Dataset` methods\n\nText.\n"
+    )
+    assert [(b.headings, b.text) for b in doc.blocks] == [
+        (("Missing values",), "`DataArray.ffill` fills forward; see `xarray.merge` and x^2."),
+        (("Missing values", "Dataset methods"), "Text."),
+    ]
+
+
+SCHEMA = """(schema:baseiaf)=
+## baseIaf
+
+Base type.
+
+(schema:iaftaucell)=
+## iafTauCell
+
+extends *{ref}`schema:baseiaf`*
+
+`````{tab-set}
+````{tab-item} Parameters
+```{csv-table}
+:widths: 1, 7, 2
+:delim: $
+
+**reset**$ Reset value *(from {ref}`schema:baseiaf`)* ${ref}`schema:dimensions:voltage`
+**tau**$  ${ref}`schema:dimensions:time`
+```
+````
+````{tab-item} Usage: XML
+```{code-block} xml
+<iafTauCell id="a" tau="30ms"/>
+```
+````
+`````
+"""
+
+
+def test_myst_tabs_are_headings_and_csv_tables_are_tables():
+    # NeuroML's schema pages: a csv-table with a "$" delimiter was read as Markdown, so
+    # the dollar pairs became formulas and their {ref} roles reached the chunks raw.
+    doc = convert_markdown(SCHEMA)
+    assert [(b.headings, b.kind, b.text) for b in doc.blocks] == [
+        (("baseIaf",), "text", "Base type."),
+        (("iafTauCell",), "text", "extends baseIaf"),
+        (("iafTauCell", "Parameters"), "table", "reset | Reset value (from baseIaf) | voltage\ntau |  | time"),
+        (("iafTauCell", "Usage: XML"), "code", '<iafTauCell id="a" tau="30ms"/>'),
+    ]
+    assert [b.anchor for b in doc.blocks] == ["schema:baseiaf", "schema:iaftaucell", "schema:iaftaucell",
+                                             "schema:iaftaucell"]
+
+
+def test_myst_csv_header_list_table_and_admonitions():
+    text = (
+        "# T\n\n```{csv-table} Sizes\n:header: \"Name\", \"Size, in mm\"\n\n"
+        "pot, \"20, 30\"\n`pan`, 25\n```\n\n"
+        "```{list-table}\n:header-rows: 1\n\n* - Key\n  - Value\n* - `a`\n  - {py:attr}`~x.Y.z`\n```\n\n"
+        "```{warning} Hot.\nUse gloves.\n```\n\n"
+        ":::{seealso}\n- one\n- two\n:::\n\n"
+        "```{versionadded} 2024.1\nThe flag.\n```\n"
+    )
+    assert [(b.kind, b.text) for b in convert_markdown(text).blocks] == [
+        ("text", "Sizes"),
+        ("table", "Name | Size, in mm\npot | 20, 30\n`pan` | 25"),
+        ("table", "Key | Value\n`a` | `Y.z`"),
+        ("text", "**Warning:** Hot. Use gloves."),
+        ("text", "**See also:**"),
+        ("list", "- one\n- two"),
+        ("text", "**New in version 2024.1:** The flag."),
+    ]
+
+
+def test_rst_admonitions_lead_with_their_title():
+    text = "T\n=\n\n.. admonition:: Before you start\n\n   - a\n   - b\n\n.. warning:: Careful.\n"
+    assert [(b.kind, b.text) for b in convert_rst(text).blocks] == [
+        ("text", "**Before you start:**"),
+        ("list", "- a\n- b"),
+        ("text", "**Warning:** Careful."),
+    ]
 
 
 RST = """
@@ -184,7 +270,7 @@ def test_rst_sphinx_roles_and_directives():
     assert doc.title == "Indexing and selecting"
     assert doc.blocks == [
         Block(("Indexing and selecting",), "Use Dataset.sel for labels and positional indexing."),
-        Block(("Indexing and selecting",), "Labels must be unique."),
+        Block(("Indexing and selecting",), "**Note:** Labels must be unique."),
         Block(("Indexing and selecting",), "ds.sel(x=1)", "code"),
         Block(("Indexing and selecting",), "Dataset.sel, Dataset.isel"),
         Block(("Indexing and selecting", "Subsection"), "- one\n- two", "list"),
@@ -289,3 +375,17 @@ def test_html_nested_too_deeply_fails_naming_the_file_and_line(tmp_path):
         convert_file(notes)
     assert (info.value.reason, str(info.value)) == (
         "broken", "deep.md: lists or quotes nested too deeply at line 3 (over 100 levels of markup)")
+
+
+def test_rst_card_label_is_a_heading_and_options_stay_out_of_it():
+    # An empty option_spec dict is false to docutils: the option lines were read as the
+    # argument ("Get started! :img-top: _static/..." in xarray's index).
+    text = (
+        "Top\n===\n\n.. grid-item-card:: Get started!\n    :img-top: _static/a.svg\n    :link: guide\n\n"
+        "    *New?* Start here.\n\n.. margin:: Aside\n    :class: c\n\n    Plain.\n"
+    )
+    assert [(b.headings, b.text) for b in convert_rst(text).blocks] == [
+        (("Top", "Get started!"), "New? Start here."),
+        (("Top",), "Aside"),
+        (("Top",), "Plain."),
+    ]

@@ -331,3 +331,34 @@ def test_a_lead_in_ending_its_chunk_in_a_dangling_word_is_quoted_with_the_next_c
         "- Level 1: metadata only\n- Level 2: morphology\n- Level 3: whole networks [1]"
     )
     assert cited == [[first, second]]
+
+
+EXTRAS = (
+    "If you use pip to install Quill, optional dependencies can be installed by naming extras.\n\n"
+    "Other dependency sets cover parts of its functionality:\n\n```\n"
+    '$ python -m pip install "quill[io]"        # Install optional dependencies for file formats\n'
+    '$ python -m pip install "quill[complete]"  # Install every optional dependency\n```'
+)
+
+
+def test_a_question_asking_for_a_name_written_in_code_gets_the_code_block():
+    # "Which pip extra ..." asks for what only the code names; the prose about extras
+    # names none, so the block follows it (it used to be left out, as code is to "what is").
+    assert answer("Which pip extra installs every optional dependency of Quill?",
+                  source(1, EXTRAS, ["Installation", "Extras"])) == (
+        "If you use pip to install Quill, optional dependencies can be installed by naming extras.\n\n"
+        "Other dependency sets cover parts of its functionality [1]:\n\n```\n"
+        '$ python -m pip install "quill[io]"        # Install optional dependencies for file formats\n'
+        '$ python -m pip install "quill[complete]"  # Install every optional dependency\n```'
+    )
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("Which pip extra installs every optional dependency?", {"code name"}),
+    ("What option turns the cache off?", {"code name"}),
+    ("Which argument of open_dataset controls decoding?", {"code name"}),
+    ("What function joins datasets?", {"code name"}),
+    ("Which options are there?", {"listing"}),  # what is there, not a name to type
+])
+def test_questions_asking_for_a_name_written_in_code(question, expected):
+    assert set(shapes(question)) == expected

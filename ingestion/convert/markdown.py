@@ -1,16 +1,19 @@
 """Markdown, MyST and Hugo/Jekyll Markdown -> blocks under heading chains.
 
 Parsed with markdown-it-py and the MyST plugins of mdit-py-plugins, so MyST markup never
-reaches a chunk as noise: ``(label)=`` targets and ``%`` comments are dropped, roles
-(``{ref}`text <target>```) keep only their text, directive fences keep their content
-(admonitions, figures' captions, code cells; an ``{eval-rst}`` body is read as reST) or
-vanish (toctree, images, includes), and
-YAML front matter is read for the title and date instead of being indexed.
+reaches a chunk as noise: ``(label)=`` targets and ``%`` comments are dropped, roles show
+what Sphinx shows (:func:`render_role`), directive fences keep their content (figures'
+captions, code cells; an ``{eval-rst}`` body is read as reST) or vanish (toctree, images,
+includes), admonitions lead with their title in bold (``**Note:** ...``), a tab's or
+card's label is a heading over its content, ``{csv-table}`` and ``{list-table}`` are tables,
+and YAML front matter is read for the title and date instead of being indexed.
 """
 
 from __future__ import annotations
 
+import csv
 import re
+from contextvars import ContextVar
 from dataclasses import replace
 
 import yaml
@@ -24,7 +27,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.myst_blocks import myst_block_plugin
 from mdit_py_plugins.myst_role import myst_role_plugin
 
-from .base import BlockCollector, ConversionError, ConvertedDocument, line_offsets
+from .base import Block, BlockCollector, ConversionError, ConvertedDocument, line_offsets
 
 # Directives whose content is not prose a reader would want in an answer.
 DROPPED_DIRECTIVES = {
@@ -39,6 +42,20 @@ CODE_DIRECTIVES = {
 }
 # Directives whose argument is an image path or a label rather than a title.
 ARGUMENT_NOT_TITLE = {"figure", "eval-rst", "div", "container", "tab-set", "grid"}
+# Admonitions and the bold lead Sphinx titles them with; ``admonition`` takes its title
+# from the argument, the others read an argument as the first line of their body.
+ADMONITIONS = {
+    "note": "Note", "warning": "Warning", "tip": "Tip", "important": "Important", "hint": "Hint",
+    "caution": "Caution", "attention": "Attention", "danger": "Danger", "error": "Error",
+    "seealso": "See also", "todo": "Todo", "versionadded": "New in version",
+    "versionchanged": "Changed in version", "deprecated": "Deprecated since version",
+}
+# Directives whose argument labels a panel shown one at a time or side by side (sphinx-design):
+# the label is a heading over the panel's content, so a table under a "Parameters" tab is
+# found, and quoted, as the parameters of the section it is in.
+LABELLED_PANELS = {"tab-item", "grid-item-card", "card", "dropdown", "tab"}
+# Python-domain roles: shown as inline code, as Sphinx shows them.
+_CODE_ROLE = re.compile(r"^(py|any):|^(func|meth|class|attr|mod|obj|data|exc|const|property|code|samp)$")
 # Roles whose content is a citation key, not prose.
 DROPPED_ROLES = {"cite", "cite:p", "cite:t", "cite:ps", "cite:ts", "footcite", "footcite:t"}
 
@@ -46,6 +63,10 @@ _ROLE_TARGET = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 _OPTION_LINE = re.compile(r"^:[\w-]+:.*$")
 _DIRECTIVE_INFO = re.compile(r"^\{(?P<name>[\w:.-]+)\}\s*(?P<args>.*)$")
 _SPACES = re.compile(r"[ \t]+")
+_CSV_DELIMITERS = {"tab": "\t", "space": " "}
+
+# The document's MyST labels -> the text of the heading each names (set by convert_markdown).
+_LABELS: ContextVar[dict[str, str]] = ContextVar("klea_myst_labels", default={})
 
 
 # Markup levels (a quote is one, a list and its item two) deeper than this fail the file.
@@ -83,21 +104,44 @@ def _parser() -> MarkdownIt:
 _MD = _parser()
 
 
-def render_role(name: str, content: str) -> str:
-    """``{ref}`pyNeuroML <pyneuroml>``` -> ``pyNeuroML``; ``{py:class}`~pandas.Series``` ->
-    ``pandas.Series``; citation roles -> ``""``."""
+def render_role(name: str, content: str, code: bool = False) -> str:
+    """A role as Sphinx displays it, as chunk text.
+
+    ``{ref}`pyNeuroML <pyneuroml>``` -> ``pyNeuroML``; ``{ref}`schema:baseiaf``` -> the
+    heading that label names in the same document (``baseIaf``), else the label's last part
+    (``baseiaf``); ``{math}`x^2``` -> ``x^2``; citation roles -> ``""``. Python-domain roles
+    (``{py:meth}``, ``{func}``, ...) keep the target as written, or with ``~`` its last part
+    qualified by its class (``~xarray.DataArray.ffill`` -> ``DataArray.ffill``: Sphinx shows
+    ``ffill`` alone, but PostgreSQL reads a dotted name as one search word, and users write
+    the class-qualified form), in backticks when ``code`` (Markdown chunk text)."""
     if name in DROPPED_ROLES:
         return ""
     if name in {"math", "abbr", "sub", "sup", "kbd", "guilabel", "menuselection", "samp"}:
         return content
     match = _ROLE_TARGET.match(content)
     if match and match.group("text"):
-        return match.group("text")
-    target = content.lstrip("~!")
-    if name in ("ref", "numref"):
-        # A bare label ("schema:cell", "userdocs:get_neuroml"): its last part reads best.
-        return target.rsplit(":", 1)[-1].replace("_", " ")
-    return target
+        text = match.group("text")
+    elif name in ("ref", "numref", "doc"):
+        target = content.lstrip("~!")
+        text = _LABELS.get().get(target) or _label_text(target)
+    else:
+        target = content.lstrip("!")
+        if target.startswith("~"):
+            parts = target[1:].split(".")
+            # A member keeps its class ("DataArray.ffill"); a module-level name stands alone.
+            keep = 2 if len(parts) > 1 and parts[-2][:1].isupper() else 1
+            target = ".".join(parts[-keep:])
+        text = target
+    if code and _CODE_ROLE.search(name) and text and "`" not in text:
+        return f"`{text}`"
+    return text
+
+
+def _label_text(target: str) -> str:
+    """A label not defined in the document: its last part reads best ("schema:cell" ->
+    "cell", "userdocs:get_neuroml" -> "get neuroml", "/getting-started/installing" -> "installing")."""
+    last = re.split(r"[:/]", target.rstrip("/"))[-1]
+    return last.replace("_", " ").replace("-", " ").strip()
 
 
 def _inline(node: SyntaxTreeNode, marks: bool = True) -> str:
@@ -111,7 +155,7 @@ def _inline(node: SyntaxTreeNode, marks: bool = True) -> str:
         elif kind in ("text", "code_inline", "math_inline"):
             parts.append(child.content)
         elif kind == "myst_role":
-            parts.append(render_role(child.meta.get("name", ""), child.content))
+            parts.append(render_role(child.meta.get("name", ""), child.content, code=marks))
         elif kind in ("softbreak",):
             parts.append(" ")
         elif kind == "hardbreak":
@@ -121,6 +165,36 @@ def _inline(node: SyntaxTreeNode, marks: bool = True) -> str:
         elif child.children:
             parts.append(_inline(child, marks))
     return _SPACES.sub(" ", "".join(parts)).strip()
+
+
+def _inline_text(text: str, marks: bool = False) -> str:
+    """A directive argument or table cell read as inline Markdown (roles, emphasis)."""
+    tokens = _MD.parseInline(text)
+    return _inline(SyntaxTreeNode(tokens).children[0], marks) if tokens else ""
+
+
+def _options(content: str) -> dict[str, str]:
+    """A directive's leading ``:option: value`` lines, by name."""
+    options = {}
+    for line in content.split("\n"):
+        match = _OPTION_LINE.match(line.strip())
+        if not match:
+            break
+        name, _, value = line.strip()[1:].partition(":")
+        options[name] = value.strip()
+    return options
+
+
+def lead_blocks(blocks: list[Block], lead: str, outer: tuple[str, ...]) -> list[Block]:
+    """An admonition's blocks led by its title in bold: ``**Note:** `` before the first
+    paragraph, or a paragraph of its own before a list, table or code."""
+    if not lead:
+        return blocks
+    bold = f"**{lead.rstrip(':')}:**"
+    if blocks and blocks[0].kind == "text":
+        return [replace(blocks[0], text=f"{bold} {blocks[0].text}")] + blocks[1:]
+    first = blocks[0] if blocks else Block(outer, "")
+    return [replace(first, text=bold, kind="text")] + blocks
 
 
 def _strip_options(content: str) -> str:
@@ -244,14 +318,70 @@ class _Walker(BlockCollector):
         if name == "eval-rst":
             self._rst(body)
             return
-        if args and name not in ARGUMENT_NOT_TITLE:
+        if name == "csv-table":
+            self._csv_table(args, content, body)
+            return
+        if name == "list-table":
+            self._list_table(args, content, body)
+            return
+        lead, label = "", ""
+        if name in ADMONITIONS or name == "admonition":
+            if name == "admonition":
+                lead = args
+            else:
+                lead = ADMONITIONS[name] + (f" {args}" if name.startswith(("version", "deprecated")) and args else "")
+                if args and not name.startswith(("version", "deprecated")):
+                    body = f"{args}\n{body}"
+        elif name in LABELLED_PANELS:
+            label = args
+        elif args and name not in ARGUMENT_NOT_TITLE:
             self.add(args)
         inner = _Walker()
         inner.stack, inner.anchors = list(self.stack), list(self.anchors)
+        if label:
+            # Deeper than any Markdown heading: a heading inside the panel nests under it.
+            inner.enter_heading(7 + len(self.stack), _inline_text(label), self.anchor)
         inner.walk(SyntaxTreeNode(_MD.parse(body)).children)
+        blocks = inner.blocks
+        if lead:
+            blocks = lead_blocks(blocks, _inline_text(lead), self.headings)
         # The directive's body was parsed on its own: its blocks point at the whole directive.
         where = {"lines": self.source_lines, "offset": self._offset()}
-        self.blocks.extend(replace(block, **where) if self.line_offsets is not None else block for block in inner.blocks)
+        self.blocks.extend(replace(block, **where) if self.line_offsets is not None else block for block in blocks)
+
+    def _csv_table(self, args: str, content: str, body: str) -> None:
+        """``{csv-table}``: rows split as docutils does (``:delim:``, quotes), each cell read
+        as inline Markdown; a ``:header:`` option is the first row. The title is a paragraph."""
+        options = _options(content)
+        delimiter = options.get("delim", ",")
+        delimiter = _CSV_DELIMITERS.get(delimiter, delimiter[:1] or ",")
+        rows = []
+        if options.get("header"):
+            rows.extend(csv.reader([options["header"]], delimiter=",", skipinitialspace=True))
+        rows.extend(row for row in csv.reader(body.splitlines(), delimiter=delimiter, skipinitialspace=True) if row)
+        if args:
+            self.add(_inline_text(args, marks=True))
+        self.add("\n".join(" | ".join(_inline_text(cell.strip(), marks=True) for cell in row) for row in rows), "table")
+
+    def _list_table(self, args: str, content: str, body: str) -> None:
+        """``{list-table}``: a list of rows, each a list of cells."""
+        rows = []
+        for row in SyntaxTreeNode(_MD.parse(body)).children:
+            if row.type != "bullet_list":
+                continue
+            for item in row.children:
+                cells = next((c for c in item.children if c.type == "bullet_list"), None)
+                if cells is None:
+                    continue
+                texts = []
+                for cell in cells.children:
+                    inner = _Walker()
+                    inner.walk(cell.children)
+                    texts.append(" ".join(b.text.replace("\n", " ") for b in inner.blocks))
+                rows.append(" | ".join(texts))
+        if args:
+            self.add(_inline_text(args, marks=True))
+        self.add("\n".join(rows), "table")
 
     def _rst(self, body: str) -> None:
         """An ``{eval-rst}`` body is reStructuredText (``.. autosummary::``, ``:py:meth:``
@@ -286,6 +416,20 @@ def _front_matter(tokens) -> dict:
     return {}
 
 
+def _heading_labels(tree: SyntaxTreeNode) -> dict[str, str]:
+    """``(label)=`` targets -> the text of the heading right after each (what ``{ref}`label```
+    shows in Sphinx)."""
+    labels, label = {}, ""
+    for node in tree.children:
+        if node.type == "myst_target":
+            label = node.content.strip()
+            continue
+        if node.type == "heading" and label and node.children:
+            labels[label] = _inline(node.children[0], marks=False)
+        label = ""
+    return labels
+
+
 def convert_markdown(text: str) -> ConvertedDocument:
     """Convert Markdown/MyST source to blocks.
 
@@ -301,7 +445,12 @@ def convert_markdown(text: str) -> ConvertedDocument:
         # Hugo-style pages carry the title only in front matter: make it the top heading
         # so chunks read "Okonomiyaki > Ingredients", not just "Ingredients".
         walker.stack = [(0, str(front["title"]).strip())]
-    walker.walk(SyntaxTreeNode(tokens).children)
+    tree = SyntaxTreeNode(tokens)
+    reset = _LABELS.set(_heading_labels(tree))
+    try:
+        walker.walk(tree.children)
+    finally:
+        _LABELS.reset(reset)
     metadata = {}
     for key in ("date", "tags", "author", "authors", "description"):
         if front.get(key):

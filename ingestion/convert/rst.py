@@ -17,7 +17,7 @@ from docutils.parsers.rst import Directive, directives, roles
 from docutils.utils import unescape
 
 from .base import Block, ConvertedDocument, line_offsets
-from .markdown import CODE_DIRECTIVES, render_role
+from .markdown import ADMONITIONS, CODE_DIRECTIVES, LABELLED_PANELS, lead_blocks, render_role
 
 _ROLE_USE = re.compile(r":(?P<name>[A-Za-z][\w:.+-]*):`")
 _DIRECTIVE_USE = re.compile(r"^\s*\.\.\s+(?P<name>[A-Za-z][\w:.+-]*)::", re.M)
@@ -68,6 +68,12 @@ class _GenericDirective(Directive):
                 if line.strip() and not line.strip().startswith((":", ".."))
             ]
             return [nodes.paragraph(text=", ".join(names))] if names else []
+        if name in LABELLED_PANELS and self.arguments:
+            # A tab's or card's label is a heading over its content, as in MyST.
+            container = nodes.section()
+            container += nodes.title(text=self.arguments[0])
+            self.state.nested_parse(self.content, self.content_offset, container)
+            return [container]
         container = nodes.container()
         if self.arguments and name not in {"figure", "tab-set", "grid"}:
             container += nodes.paragraph(text=self.arguments[0])
@@ -78,6 +84,11 @@ class _GenericDirective(Directive):
 # option_spec None makes docutils reject options; a dict that accepts anything keeps them out.
 class _AnyOptions(dict):
     def __contains__(self, key):
+        return True
+
+    def __bool__(self):
+        # Empty, the dict is false and docutils would read the option lines as the
+        # argument ("Get started! :img-top: _static/..." reached xarray's chunks).
         return True
 
     def __getitem__(self, key):
@@ -157,6 +168,13 @@ class _Walker:
         elif isinstance(node, (nodes.title, nodes.comment, nodes.target, nodes.system_message,
                                nodes.substitution_definition, nodes.raw, nodes.image)):
             return
+        elif isinstance(node, nodes.Admonition):
+            # Led by its title in bold, as in Markdown: "**Note:** Labels must be unique."
+            title = next((c for c in node.children if isinstance(c, nodes.title)), None)
+            lead = _text(title) if title is not None else ADMONITIONS.get(node.tagname, "")
+            first = len(self.blocks)
+            self.walk(node)
+            self.blocks[first:] = lead_blocks(self.blocks[first:], lead, tuple(self.headings))
         elif isinstance(node, nodes.paragraph):
             self.add(_text(node))
         elif isinstance(node, (nodes.literal_block, nodes.doctest_block, nodes.math_block)):

@@ -13,8 +13,8 @@ of several, the one adding most of the question terms the first lacks), or else 
 adds such terms and scores nearly as well, unless the first defines what "what is X"
 asks about (to "what is X and what is Y", the best passage defining Y follows the one
 defining X); two passages of one chunk are quoted in their order there. When no
-passage reaches :data:`MIN_SIMILARITY`, nothing is said (the caller says that no source
-answers). Every passage is verbatim source text cited by its source's marker, placed
+passage reaches :data:`MIN_SIMILARITY` and none holds every question term, nothing is said
+(the caller says that no source answers). Every passage is verbatim source text cited by its source's marker, placed
 where it reads as part of the passage (:func:`with_marker`).
 """
 
@@ -133,7 +133,11 @@ class Composer:
             overlong = max(0, len(passage.text) - LENGTH_FREE)
             passage.score = passage.cosine + passage.cheap - LENGTH_PENALTY * (overlong / LENGTH_STEP)
         # A generic question matches no passage closely: it was routed to the only domain.
-        if max(p.cosine for p in kept) < MIN_SIMILARITY and "generic" not in self.shapes:
+        # Nor does one naming its subject "it" ("How do I upgrade it?"): a passage holding
+        # every word it asks about (in its text or its chunk's headings) answers it.
+        if (max(p.cosine for p in kept) < MIN_SIMILARITY and "generic" not in self.shapes
+                and not (self.wanted and any(self.wanted <= p.found | matches(self.wanted, p.chunk.headings)
+                                             for p in kept))):
             return []
         kept.sort(key=lambda p: (-p.score, p.chunk.rank, p.start))
         best = lean_back(extend(kept[0], self.wanted, idf))

@@ -7,7 +7,8 @@ A how-to question is answered by a command or code block (or numbered steps) rat
 by prose about it; "which ... are" (or "what goes in ...") by a whole list or table;
 "when" by a passage holding a year; "how many" ("how strong", "what ratio") by one
 holding a number, in digits or words; "who" by one holding a name; "what is X" by the
-sentence that says "X is ..."; "why" by one that gives a cause; a field line ("Date: ...",
+sentence that says "X is ..."; "why" by one that gives a cause; "which option / extra / function" (a name written in
+code) by a code block as "how do I" is; a field line ("Date: ...",
 "Authors: ...") by its label. A passage pointing back at what it is about ("these
 arrays") names nothing and scores lower. The bonus is added
 to a passage's score (:mod:`.passages`), so it only breaks near-ties of evidence.
@@ -61,6 +62,12 @@ DEFINITION = re.compile(
     re.I,
 )
 REASON = re.compile(r"^\s*why\b", re.I)
+# "Which pip extra installs ...", "what option turns ...": a name written in code is asked for.
+CODE_NAME = re.compile(
+    r"^\s*(which|what)\s+([\w-]+\s+)?(extras?|flags?|options?|arguments?|parameters?|keywords?|functions?|methods?|"
+    r"commands?|subcommands?|variables?)\b(?!\s+(is|are|was|were|does|do)\b)",
+    re.I,
+)
 NAME = re.compile(
     r"^\s*who\b|\bwhich\s+(person|people|author|authors|company|organi[sz]ation|journal|university|institute)\b"
     r"|\bname\s+of\b",
@@ -169,7 +176,7 @@ def field(text: str) -> str:
 
 def shapes(question: str) -> frozenset[str]:
     """The shapes of a question: any of "generic", "howto", "listing", "year", "number",
-    "name", "reason" ("why"), "count:<n>" ("the three rules": n things), "definition:<subject>" ("what is X?"; one per subject of
+    "name", "reason" ("why"), "code name" ("which option ..."), "count:<n>" ("the three rules": n things), "definition:<subject>" ("what is X?"; one per subject of
     "what is X and what is Y?")."""
     found = {"generic"} if is_generic(question) else set()
     if HOWTO.search(question):
@@ -182,6 +189,8 @@ def shapes(question: str) -> frozenset[str]:
         found.add("number")
     if NAME.search(question):
         found.add("name")
+    if CODE_NAME.search(question):
+        found.add("code name")
     if REASON.search(question):
         found.add("reason")
     if match := _COUNTED.search(question):
@@ -225,7 +234,7 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
     ``opening``: the passage starts its chunk."""
     value = OPENING_FOR_GENERIC if "generic" in question_shapes and opening else 0.0
     if kind == "code" and "howto" not in question_shapes:
-        value += CODE_OTHERWISE
+        value += CODE_FOR_HOWTO if "code name" in question_shapes else CODE_OTHERWISE
     if kind in ("list", "table") and not question_shapes & {"listing", "howto"}:
         value += BLOCK_OTHERWISE
     if kind in ("prose", "item") and defines(question_shapes, text):
