@@ -270,6 +270,10 @@ KLEA_HEALTH_TIMEOUT = env.float("KLEA_HEALTH_TIMEOUT", default=2.0)
 # the file retried once in a fresh process; after this many seconds it is stopped.
 KLEA_CONVERT_MEMORY_MB = env.int("KLEA_CONVERT_MEMORY_MB", default=3072)
 KLEA_CONVERT_TIMEOUT = env.float("KLEA_CONVERT_TIMEOUT", default=1800.0)
+# Whole-file budget (docs/ingestion.md, "Bad input"): OCR reports each page, so the
+# timeout above only counts between pages; these bound a file of thousands of pages.
+KLEA_CONVERT_FILE_TIMEOUT = env.float("KLEA_CONVERT_FILE_TIMEOUT", default=7200.0)
+KLEA_MAX_PAGES = env.int("KLEA_MAX_PAGES", default=2000)
 # PDF path: auto (docling's standard pipeline when its models load, else model-free),
 # standard, or native (model-free). DOCLING_DEVICE / DOCLING_NUM_THREADS (default 4)
 # are read from the environment by the conversion process.

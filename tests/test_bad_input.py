@@ -145,6 +145,43 @@ def test_a_file_over_the_memory_limit_is_retried_in_a_fresh_process_then_fails_a
         assert worker.processes == 2 and first is not None
 
 
+def test_a_pdf_over_the_page_limit_fails_at_once_and_nothing_is_stored(domain, tmp_path, settings):
+    # Before any page is read: 3,000 blank pages went one by one to OCR for hours.
+    settings.KLEA_MAX_PAGES = 3
+    pdf_factory.many_pages(tmp_path / "four.pdf", pages=4)
+    pdf_factory.many_pages(tmp_path / "three.pdf", pages=3)
+    report = ingest(tmp_path, "bad-store", "bad-input", mirror=True, ocr="off")
+    assert [(o.file_name, o.status, o.reason, o.error) for o in report.outcomes] == [
+        ("four.pdf", "failed", "too_many_pages", "four.pdf: 4 pages, more than KLEA_MAX_PAGES (3); split the file or raise the limit"),
+        ("three.pdf", "stored", "", ""),
+    ]
+    assert not Chunk.objects.filter(document__file_name="four.pdf").exists()
+    assert StagedFile.objects.get(file_name="four.pdf").chunks == []
+
+
+def test_a_file_over_the_whole_file_time_limit_is_stopped_and_the_next_file_converts(tmp_path):
+    # Every OCRed page reports progress, which restarts `timeout`; `file_timeout` counts
+    # the whole file. 0.1 s is less than any page of OCR takes, so page one's progress
+    # already finds the budget spent.
+    from ingestion.convert import ConversionError, OcrConfig
+
+    pdf_factory.scanned(tmp_path / "scan.pdf", pages=2)
+    small = tmp_path / "small.md"
+    small.write_text("# Small\n\nFits easily.\n", encoding="utf-8")
+    progress = []
+    with ConversionWorker(memory_limit_mb=2048, file_timeout=0.1) as worker:
+        with pytest.raises(ConversionError) as info:
+            worker.convert(tmp_path / "scan.pdf", pipeline="native", ocr_config=OcrConfig(workers=1),
+                           on_progress=lambda *p: progress.append(p))
+        assert (info.value.reason, str(info.value)) == ("file_timeout", (
+            "scan.pdf: conversion (OCR) took longer than 0.1 s and was stopped; "
+            "raise KLEA_CONVERT_FILE_TIMEOUT or split the file"))
+        assert (progress, worker.pid, worker.processes) == ([], None, 1)  # the child was killed
+        worker.file_timeout = None
+        assert worker.convert(small).title == "Small"
+        assert worker.processes == 2
+
+
 def test_a_zero_page_pdf_is_empty_not_broken(domain, tmp_path):
     pdf_factory.no_pages(tmp_path / "no_pages.pdf")
     (tmp_path / "good.md").write_text("# Good\n\nA healthy file about dendrites.\n", encoding="utf-8")

@@ -61,7 +61,8 @@ def shared_worker() -> ConversionWorker:
     with _shared_lock:
         if key not in _shared:
             _shared[key] = ConversionWorker(
-                memory_limit_mb=settings.KLEA_CONVERT_MEMORY_MB, timeout=settings.KLEA_CONVERT_TIMEOUT
+                memory_limit_mb=settings.KLEA_CONVERT_MEMORY_MB, timeout=settings.KLEA_CONVERT_TIMEOUT,
+                file_timeout=settings.KLEA_CONVERT_FILE_TIMEOUT,
             )
             atexit.register(_shared[key].close)
         return _shared[key]
@@ -107,7 +108,7 @@ def chunk_file(
         progress = (lambda done, total: on_page(file_name, done, total)) if on_page else None
         converted = (worker or shared_worker()).convert(
             path, on_progress=progress, ocr=options.ocr, pipeline=settings.KLEA_PDF_PIPELINE, ocr_config=ocr_config(),
-            bibliography=True,
+            max_pages=settings.KLEA_MAX_PAGES, bibliography=True,
         )
         drafts = chunk_document(converted, embeddings.count_tokens, options.max_tokens)
         if any("lines" in (d.provenance or {}) for d in drafts):  # a text source: each chunk its own lines

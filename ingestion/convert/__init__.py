@@ -33,14 +33,14 @@ __all__ = ["Block", "ConversionError", "ConvertedDocument", "OCR_MODES", "OcrCon
 
 def convert_file(
     path: Path, *, ocr: str = "auto", pipeline: str = "auto", ocr_config: OcrConfig | None = None,
-    on_page: Callable[[int, int], None] | None = None,
+    on_page: Callable[[int, int], None] | None = None, max_pages: int | None = None,
 ) -> ConvertedDocument:
     """Convert one file to blocks under heading chains.
 
     Markdown/MyST, reST, HTML and plain text go through our own converters (MyST and
     Sphinx markup never reach a block); DOCX through docling's simple pipeline; PDF
     through :func:`ingestion.convert.pdf.convert_pdf` (``ocr``, ``pipeline``, ``ocr_config``,
-    ``on_page`` for per-page OCR progress).
+    ``on_page`` for per-page OCR progress, ``max_pages``).
 
     :raises ConversionError: unsupported extension, empty, binary or non-UTF-8 content,
         an encrypted or broken PDF, a PDF that needs OCR, or a document with no text.
@@ -50,7 +50,9 @@ def convert_file(
     if suffix in PDF_EXTENSIONS:
         from .pdf import convert_pdf
 
-        document = convert_pdf(path, ocr=ocr, pipeline=pipeline, ocr_config=ocr_config, on_page=on_page)
+        document = convert_pdf(
+            path, ocr=ocr, pipeline=pipeline, ocr_config=ocr_config, on_page=on_page, max_pages=max_pages
+        )
     elif suffix in DOCX_EXTENSIONS:
         from .docling_doc import convert_docx
 

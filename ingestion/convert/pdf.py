@@ -27,6 +27,7 @@ from .pdf_lines import Line, page_lines
 from .pdf_structure import structure
 
 NO_PAGES = "{name}: the PDF has no pages (0 pages)"
+TOO_MANY_PAGES = "{name}: {pages:,} pages, more than KLEA_MAX_PAGES ({limit:,}); split the file or raise the limit"
 _ZERO_COUNT = re.compile(rb"/Count\s*0(?![0-9])")
 _PAGE_COUNT = re.compile(rb"/Count\s*0*[1-9]")
 IMAGE_PAGE_CHARS = 50  # fewer non-space characters than this: an image page
@@ -137,6 +138,7 @@ def convert_pdf(
     pipeline: str = "auto",
     ocr_config: OcrConfig | None = None,
     on_page: Callable[[int, int], None] | None = None,
+    max_pages: int | None = None,
 ) -> ConvertedDocument:
     """Convert a PDF.
 
@@ -147,6 +149,8 @@ def convert_pdf(
         ``standard`` or ``native``.
     :param ocr_config: cache, per-page time limit, parallel pages (:class:`.ocr.OcrConfig`).
     :param on_page: called with (pages OCRed, pages to OCR) as OCR goes.
+    :param max_pages: a PDF with more pages fails at once, before any page is read
+        (reason ``too_many_pages``); None: no limit.
     :returns: ConvertedDocument with ``pages``, ``converter`` naming the path that ran,
         ``warnings`` (pages whose OCR failed) and, after OCR, ``metadata["ocr"]``:
         ``engine``, ``pages`` (1-based page numbers OCRed), ``cached`` (pages read from
@@ -154,13 +158,16 @@ def convert_pdf(
         bibliographic tiers) and ``first_pages_text``.
     :raises ConversionError: see :func:`open_pdf`; ``needs_ocr`` when the PDF has no
         usable text layer and OCR is off or no engine is installed; ``ocr_failed`` when
-        OCR failed on every page of a PDF without a text layer; ``no_text``.
+        OCR failed on every page of a PDF without a text layer; ``no_text``;
+        ``too_many_pages``.
     """
     path = Path(path)
     if ocr not in OCR_MODES:
         raise ValueError(f"ocr must be one of {OCR_MODES}, got {ocr!r}")
     pdf = open_pdf(path)
     try:
+        if max_pages is not None and len(pdf) > max_pages:
+            raise ConversionError("too_many_pages", TOO_MANY_PAGES.format(name=path.name, pages=len(pdf), limit=max_pages))
         check = check_pdf(pdf)
         if check.pages == 0:
             raise ConversionError("empty", NO_PAGES.format(name=path.name))

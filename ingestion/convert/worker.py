@@ -101,14 +101,20 @@ class ConversionWorker:
 
     ``with ConversionWorker(memory_limit_mb=3072) as worker: doc = worker.convert(path)``
 
+    ``timeout`` counts seconds without a reply or a page of progress; ``file_timeout``
+    (None: none) the seconds of a whole file, however many pages report progress.
     ``peak_rss_mb`` is the highest child RSS seen; ``processes`` counts children started.
     """
 
-    def __init__(self, memory_limit_mb: int = 3072, timeout: float = 1800.0, recycle_fraction: float = 0.75):
+    def __init__(
+        self, memory_limit_mb: int = 3072, timeout: float = 1800.0, recycle_fraction: float = 0.75,
+        file_timeout: float | None = None,
+    ):
         if memory_limit_mb < 64:
             raise ValueError(f"memory_limit_mb must be at least 64, got {memory_limit_mb}")
         self.memory_limit_mb = memory_limit_mb
         self.timeout = timeout
+        self.file_timeout = file_timeout
         self.recycle_fraction = recycle_fraction
         self.peak_rss_mb = 0.0
         self.processes = 0
@@ -174,21 +180,24 @@ class ConversionWorker:
         :param on_progress: called with (pages OCRed, pages to OCR) as the child reports them.
 
         :raises ConversionError: the converter's own errors; ``memory`` when the file
-            needs more than the limit twice; ``crashed``; ``timeout``.
+            needs more than the limit twice; ``crashed``; ``timeout``; ``file_timeout``
+            after ``file_timeout`` seconds in all (the memory retry included).
         """
         path = Path(path)
+        deadline = time.monotonic() + self.file_timeout if self.file_timeout is not None else None
         with self._lock:
-            outcome = self._attempt(path, options, on_progress)
+            outcome = self._attempt(path, options, on_progress, deadline)
             if outcome == "memory":
                 logger.warning("%s: over %d MB, retrying in a fresh process", path.name, self.memory_limit_mb)
-                outcome = self._attempt(path, options, on_progress)
+                outcome = self._attempt(path, options, on_progress, deadline)
             if isinstance(outcome, ConvertedDocument):
                 return outcome
             if isinstance(outcome, ConversionError):
                 raise outcome
-            raise ConversionError(outcome, _MESSAGES[outcome].format(name=path.name, limit=self.memory_limit_mb))
+            raise ConversionError(outcome, _MESSAGES[outcome].format(
+                name=path.name, limit=self.memory_limit_mb, seconds=self.file_timeout))
 
-    def _attempt(self, path: Path, options: dict, on_progress=None):
+    def _attempt(self, path: Path, options: dict, on_progress=None, deadline: float | None = None):
         process = self._process if self._process and self._process.poll() is None else self._start()
         try:
             _send(process.stdin, (str(path), options))
@@ -208,6 +217,9 @@ class ConversionWorker:
                     return "crashed"
                 if status != "progress":
                     break
+                if deadline is not None and time.monotonic() > deadline:
+                    self._stop(kill=True)
+                    return "file_timeout"
                 started = time.monotonic()
                 if on_progress:
                     on_progress(*payload)
@@ -221,6 +233,9 @@ class ConversionWorker:
             if time.monotonic() - started > self.timeout:
                 self._stop(kill=True)
                 return "timeout"
+            if deadline is not None and time.monotonic() > deadline:
+                self._stop(kill=True)
+                return "file_timeout"
         if rss_mb(process.pid) > self.recycle_fraction * self.memory_limit_mb:
             self._stop()  # a fresh process for the next file
         if status == "ok":
@@ -233,6 +248,8 @@ _MESSAGES = {
     "memory": "{name}: conversion needs more than {limit} MB of memory (tried twice, each in a fresh process)",
     "crashed": "{name}: the converter crashed on this file",
     "timeout": "{name}: conversion took too long and was stopped",
+    "file_timeout": "{name}: conversion (OCR) took longer than {seconds:g} s and was stopped; "
+    "raise KLEA_CONVERT_FILE_TIMEOUT or split the file",
 }
 
 
