@@ -144,3 +144,17 @@ def test_value_types_import_without_django_and_setup_makes_rag_importable():
     ready = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
                            check=True)
     assert ready.stdout.strip() == "<class 'chat.rag.rag.RAG'> <class 'chat.rag.knowledge.Knowledge'>"
+
+
+def test_material_sources_carry_the_file_level_fields():
+    """The Python API hands the backend its results as sources with their file-level
+    fields, as the chat pipeline does (a paper's title, authors and year)."""
+    from chat.rag.generation import material_of
+    from chat.rag.results import SearchResultItem
+
+    item = SearchResultItem(id="12", text="Raft is a consensus algorithm.", score=0.5, metadata={
+        "title": "In Search of an Understandable Consensus Algorithm", "authors": ["Diego Ongaro", "John Ousterhout"],
+        "year": 2013, "journal": "", "doc_id": 7, "store": "papers", "domain": "papers", "file_name": "raft.pdf"})
+    (source,) = material_of("[1] ...", [item]).sources
+    assert source.metadata == {"title": "In Search of an Understandable Consensus Algorithm",
+                               "authors": ["Diego Ongaro", "John Ousterhout"], "year": 2013}

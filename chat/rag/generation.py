@@ -22,6 +22,7 @@ from chat.answers.material import Material
 from chat.backends import LLMBackend, get_backend
 from chat.backends.base import Message
 from domains.retrieval import RetrievedChunk, Source
+from domains.retrieval.references import FILE_KEYS
 
 from .config import RAGConfig
 from .context import _field, item_label, item_metadata, item_score, item_text
@@ -62,8 +63,11 @@ def material_of(context: str, used: Sequence) -> Material:
             document_id=_number(metadata.get("doc_id")), store=str(metadata.get("store") or ""),
             domain=str(metadata.get("domain") or ""), score=item_score(item),
         )
+        # The file-level fields go with the source as in the chat pipeline: the extractive
+        # backend answers "who wrote it" from them and never quotes the title line.
+        file_level = {k: metadata[k] for k in FILE_KEYS if metadata.get(k) not in (None, "", [])}
         sources.append(Source(number=number, domain=chunk.domain, store=chunk.store, file_name=chunk.file_name,
-                              document_id=chunk.document_id, chunks=[chunk]))
+                              document_id=chunk.document_id, metadata=file_level, chunks=[chunk]))
     return Material(context, sources)
 
 
