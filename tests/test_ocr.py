@@ -148,6 +148,27 @@ def test_a_page_that_fails_fails_alone(scans, tmp_path, monkeypatch):
     assert document.metadata["ocr"]["pages"] == [1]
 
 
+def test_a_page_without_ink_is_not_sent_to_the_engine(scans, tmp_path, monkeypatch):
+    # Thousands of blank pages went one by one to Tesseract (about 4 s each).
+    fake = _fake_tesseract(tmp_path / "bin", fail_call=0)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    padded = pdfium.PdfDocument.new()
+    scan = pdfium.PdfDocument(str(scans["scan"]))
+    padded.import_pages(scan, [0, 1])
+    for at in (0, 2, 4):
+        padded.new_page(595, 842, index=at)
+    padded.save(str(tmp_path / "padded.pdf"))
+    for pdf in (padded, scan):
+        pdf.close()
+    progress = []
+    document = convert_file(tmp_path / "padded.pdf", ocr_config=OcrConfig(workers=1),
+                            on_page=lambda *p: progress.append(p))
+    assert (tmp_path / "bin" / "calls").read_text() == "2\n"  # the two scanned pages only
+    assert blocks(document) == PAPER_BLOCKS
+    assert (document.pages, document.warnings, document.metadata["ocr"]["pages"]) == (5, [], [1, 2, 3, 4, 5])
+    assert progress == [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]
+
+
 def test_a_page_over_the_time_limit_fails_and_a_scan_with_no_page_read_fails(scans):
     with pytest.raises(ConversionError) as error:
         convert_file(scans["scan"], ocr_config=OcrConfig(page_timeout=0.001, workers=2))

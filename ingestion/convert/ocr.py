@@ -312,6 +312,11 @@ def ocr_pages(
                 result.failed[index] = f"page {index + 1}: {too_large}"
                 finished()
                 continue
+            if pixels.min() == 255:  # no ink at all: no text, and the engine's seconds spared
+                result.lines[index], result.heights[index], result.widths[index] = (
+                    [], pixels.shape[0] / scale, pixels.shape[1] / scale)
+                finished()
+                continue
             png = png_bytes(pixels)
             pending.append((index, pool.submit(run_tesseract, png, config.page_timeout, config.dpi), pixels))
             while len(pending) >= 2 * workers:
