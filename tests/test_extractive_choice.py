@@ -9,7 +9,7 @@ import pytest
 
 from chat.backends.extractive.candidates import Chunk, Passage
 from chat.backends.extractive.passages import NEAR_TIE, Composer
-from chat.backends.extractive.shapes import NUMBER_FOR_HOW_MANY, POINTS_BACK, bonus, field, shapes
+from chat.backends.extractive.shapes import NUMBER_FOR_HOW_MANY, bonus, field, shapes
 from chat.backends.extractive.text import matches, terms
 
 from domains import embeddings
@@ -295,28 +295,6 @@ def test_a_field_line_answers_by_its_label(question, expected):
 ])
 def test_the_kind_of_value_a_field_line_holds(text, expected):
     assert field(text) == expected
-
-
-NEEDS = (
-    "The toolkit is written in Rust and Lua, and so requires:\n\n- a recent Rust compiler\n- a Lua 5.4 interpreter\n\n"
-    "Once you have these two languages installed, all you need to do is install the toolkit on your computer with cargo."
-)
-
-
-def test_a_sentence_pointing_back_at_the_answer_does_not_replace_it():
-    # "these two languages" names nothing: the lead-in and its list do, then the sentence.
-    assert answer("What do I need installed on my computer before installing the toolkit?",
-                  source(1, NEEDS, ["Installing the toolkit"])) == f"{NEEDS} [1]"
-
-
-@pytest.mark.parametrize("text, points_back", [
-    ("Quill arrays can wrap these array libraries.", True),
-    ("The features above make it easy.", True),
-    ("These libraries wrap arrays.", False),  # opening so, it takes the sentence before (lean_back)
-    ("Quill wraps Cupy and Sparse arrays.", False),
-])
-def test_a_passage_pointing_back_scores_lower(text, points_back):
-    assert bonus(frozenset(), "prose", text, False) == (POINTS_BACK if points_back else 0.0)
 
 
 @pytest.mark.django_db

@@ -9,8 +9,7 @@ by prose about it; "which ... are" (or "what goes in ...") by a whole list or ta
 holding a number, in digits or words; "who" by one holding a name; "what is X" by the
 sentence that says "X is ..."; "why" by one that gives a cause; "which option / extra / function" (a name written in
 code) by a code block as "how do I" is; a field line ("Date: ...",
-"Authors: ...") by its label. A passage pointing back at what it is about ("these
-arrays") names nothing and scores lower. The bonus is added
+"Authors: ...") by its label. The bonus is added
 to a passage's score (:mod:`.passages`), so it only breaks near-ties of evidence.
 """
 
@@ -135,11 +134,6 @@ _FIELD_LABELS = {
     "name": re.compile(r"(authors?|written by|by|maintainers?|editors?|creators?|contributors?|contacts?|owners?)", re.I),
 }
 _FIELD = re.compile(r"^[*_]*(?P<label>[A-Za-z][\w ]{0,30}?)[*_]*\s*:\s+[^\n]+$")
-# A passage pointing back at what it is about ("can wrap these numpy-like arrays", "once
-# you have these languages installed", "the features above") does not name it: the list
-# or sentence it points at does. (A passage opening so takes the sentence before:
-# :func:`.candidates.lean_back`.)
-_POINTS_BACK = re.compile(r"(?<!^)\b(these|those|such)\s+[\w-]+|\b(the|all)\s+(above|former|latter)\b|\babove\b(?=[\s,.])", re.I)
 
 OPENING_FOR_GENERIC = 0.15
 # MiniLM scores a short sentence naming the subject above the sentence defining it, by up
@@ -161,7 +155,6 @@ NUMBER_FOR_HOW_MANY = 0.08
 NAME_FOR_WHO = 0.06
 FIELD_FOR_SHAPE = 0.25  # a field line whose label holds what the question asks for
 FIELD_OTHERWISE = -0.15  # a date or name field asked for the other
-POINTS_BACK = -0.08
 
 
 def field(text: str) -> str:
@@ -265,6 +258,4 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
             value += FIELD_FOR_SHAPE
         elif question_shapes & _FIELD_LABELS.keys():
             value += FIELD_OTHERWISE
-    if kind in ("prose", "item") and _POINTS_BACK.search(text):
-        value += POINTS_BACK
     return value
