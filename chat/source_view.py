@@ -2,8 +2,9 @@
 chunk is in its file, PDF pages as images, the original file.
 
 Access is the references' own: a chunk or document is visible when its domain is one
-the user may query (:func:`domains.access.queryable_domains`); anything else is the
-same 404 as an id that does not exist. Files are read from where ingestion stored
+the user may query (:func:`domains.access.queryable_domains`) and, for a document, when
+it has chunks (a file that failed to ingest, or waits for OCR, is no source); anything
+else is the same 404 as an id that does not exist. Files are read from where ingestion stored
 them (:mod:`domains.sources`), never from a path in the request.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.db.models import Exists, OuterRef
 from django.http import FileResponse, HttpResponse, JsonResponse
 
 from domains.access import queryable_domains
@@ -36,6 +38,7 @@ def _visible_document(user, document_id: int) -> Document | None:
     return (
         Document.objects.select_related("store__domain")
         .filter(pk=document_id, store__domain__in=queryable_domains(user))
+        .filter(Exists(Chunk.objects.filter(document=OuterRef("pk"))))
         .first()
     )
 
@@ -122,7 +125,8 @@ def document_page(request, document_id: int, page: int):
 def document_file(request, document_id: int):
     """``GET /api/documents/<id>/file``: the original file, as a download named like
     the document, only with the bytes that were ingested (whatever now sits at the
-    source path is never served). 404 not_found as :func:`document_page`; 410
+    source path is never served). 404 not_found as :func:`document_page` (also for a
+    document without chunks: one that failed to ingest is not a source); 410
     source_missing / source_changed."""
     document = _visible_document(request.user, document_id)
     if document is None:

@@ -117,6 +117,21 @@ def test_a_user_who_may_not_query_the_domain_gets_the_same_404_as_for_a_missing_
     assert client_for("alice").post(f"/api/chunks/{chunk.pk}/source").status_code == 405
 
 
+def test_a_document_that_failed_to_ingest_is_no_source_its_file_is_404(sources):
+    (sources / "broken.pdf").write_bytes(b"%PDF-1.4 this is not a PDF")
+    ingest(sources, "lab-store", "lab", mirror=True)
+    broken = Document.objects.get(store__name="lab-store", file_name="broken.pdf")
+    assert (broken.status, broken.chunks.count()) == (Document.Status.FAILED, 0)
+    alice = client_for("alice")
+    for url in (f"/api/documents/{broken.pk}/file", f"/api/documents/{broken.pk}/pages/1"):
+        response = alice.get(url)
+        assert (response.status_code, response.json()) == (
+            404, {"error": {"code": "not_found", "message": f"no document {broken.pk}"}})
+    stored = Document.objects.get(store__name="lab-store", file_name="channels.md")
+    response = alice.get(f"/api/documents/{stored.pk}/file")
+    assert (response.status_code, b"".join(response.streaming_content)) == (200, MARKDOWN.encode())
+
+
 def test_a_changed_or_missing_file_is_said_so_and_cached_pages_stay_those_of_the_ingested_file(sources):
     chunk = chunk_of("Firing rates doubled after stimulation.")
     document = chunk.document
