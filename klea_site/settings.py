@@ -259,9 +259,11 @@ KLEA_CHAT_PUBLIC = env.bool("KLEA_CHAT_PUBLIC", default=False)
 KLEA_WS_MAX_FRAME_BYTES = env.int("KLEA_WS_MAX_FRAME_BYTES", default=64 * 1024)
 # Limits per caller (docs/security.md): characters of one question (HTTP and websocket;
 # longer ones get `too_large`), turns one user (or anonymous visitor's session) may run
-# at once across all sockets, sessions and server processes (more get `too_many_turns`).
+# at once across all sockets, sessions and server processes (more get `too_many_turns`),
+# and turns one user may start per minute, likewise (more get `rate_limited`; 0: no limit).
 KLEA_MAX_QUESTION_CHARS = env.int("KLEA_MAX_QUESTION_CHARS", default=4_000)
 KLEA_MAX_TURNS_PER_USER = env.int("KLEA_MAX_TURNS_PER_USER", default=3)
+KLEA_TURNS_PER_MINUTE = env.int("KLEA_TURNS_PER_MINUTE", default=30)
 # Seconds /health waits for Redis and for the model server, each.
 KLEA_HEALTH_TIMEOUT = env.float("KLEA_HEALTH_TIMEOUT", default=2.0)
 
