@@ -122,7 +122,22 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# Django's cache holds the failed sign-in counts (chat/login_throttle.py): in Redis when
+# REDIS_URL is set, so every server process sees them; else in the process's memory.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": "klea-cache"}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 # --- Auth, i18n, static -----------------------------------------------------------
+# The sign-in throttle first: it refuses a locked user name + address before any
+# password is checked (docs/security.md).
+AUTHENTICATION_BACKENDS = ["chat.login_throttle.LoginThrottleBackend", "django.contrib.auth.backends.ModelBackend"]
+# Failed sign-ins of one user name from one address within the lockout that lock the
+# pair for the lockout (seconds); 0: no throttle.
+KLEA_LOGIN_FAILURES = env.int("KLEA_LOGIN_FAILURES", default=5)
+KLEA_LOGIN_LOCKOUT_SECONDS = env.int("KLEA_LOGIN_LOCKOUT_SECONDS", default=900)
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
