@@ -152,6 +152,9 @@ def test_command_prints_summary_and_exits_nonzero_on_failures(domain, tmp_path):
         "  failed                 0",
         "  pruned                 0",
     ]
+    # build = chunk + store: the map-lint of chunk, then the store-lint of store
+    headers = [line for line in lines if line.startswith(("map-lint ", "store-lint "))]
+    assert headers == [f"map-lint {root}", "store-lint cmd-store (domain ingest-test, mode both)"]
     (root / "bad.md").write_bytes(b"\x00")
     with pytest.raises(CommandError, match=r"^1 file\(s\) failed; the others were stored$"):
         call_command("stores", "build", str(root), "--collection", "cmd-store", "--domain", "ingest-test",
