@@ -199,3 +199,14 @@ def test_a_search_costs_one_statement_per_list_and_puts_no_setting_back(setup):
     with connection.cursor() as cursor:
         cursor.execute("SHOW statement_timeout")
         assert cursor.fetchone()[0] == "0"
+
+
+def test_queries_with_the_same_lexemes_share_one_bm25_search(setup):
+    domain, _ = setup
+    with CaptureQueriesContext(connection) as queries:
+        both = retrieve(["neurons firing", "the neuron fires"], [domain], k=5, modes=["bm25"])
+    searches = [q["sql"] for q in queries.captured_queries if "bm25_topk" in q["sql"] or "bm25posting" in q["sql"]]
+    assert len(searches) == 2  # one per store (main, extra), not one per store and query
+    single = retrieve("neurons firing", [domain], k=5, modes=["bm25"])
+    assert [c.chunk_id for c in both.results] == [c.chunk_id for c in single.results]
+    assert both.keywords == ["neuron", "fire"]

@@ -161,7 +161,13 @@ class _Search:
                                       restore_settings=False).hits)
                 for vector in self.vectors
             ]
-        return [(label, bm25_search(store.id, lexemes, depth, where=where)) for lexemes in self.lexemes]
+        # queries that differ only in stop words or word forms share one search (and its
+        # list still counts once per query in the fusion)
+        found: dict[frozenset, list] = {}
+        for lexemes in self.lexemes:
+            if frozenset(lexemes) not in found:
+                found[frozenset(lexemes)] = bm25_search(store.id, lexemes, depth, where=where)
+        return [(label, found[frozenset(lexemes)]) for lexemes in self.lexemes]
 
     def store_modes(self, store: Store) -> list[str]:
         allowed = {"vector": store.uses_vector, "bm25": store.uses_bm25}
