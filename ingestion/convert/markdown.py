@@ -2,7 +2,7 @@
 
 Parsed with markdown-it-py and the MyST plugins of mdit-py-plugins, so MyST markup never
 reaches a chunk as noise: ``(label)=`` targets and ``%`` comments are dropped, roles show
-what Sphinx shows (:func:`render_role`), directive fences keep their content (figures'
+what Sphinx shows (:func:`.myst.render_role`), directive fences keep their content (figures'
 captions, code cells; an ``{eval-rst}`` body is read as reST) or vanish (toctree, images,
 includes), admonitions lead with their title in bold (``**Note:** ...``), a tab's or
 card's label is a heading over its content, ``{csv-table}`` and ``{list-table}`` are tables,
@@ -11,9 +11,7 @@ and YAML front matter is read for the title and date instead of being indexed.
 
 from __future__ import annotations
 
-import csv
 import re
-from contextvars import ContextVar
 from dataclasses import replace
 
 import yaml
@@ -27,46 +25,15 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.myst_blocks import myst_block_plugin
 from mdit_py_plugins.myst_role import myst_role_plugin
 
-from .base import Block, BlockCollector, ConversionError, ConvertedDocument, line_offsets
+from .base import BlockCollector, ConversionError, ConvertedDocument, line_offsets
+from .myst import (
+    ADMONITIONS, ARGUMENT_NOT_TITLE, CODE_DIRECTIVES, DROPPED_DIRECTIVES, LABELLED_PANELS,
+    admonition, csv_rows, labels, lead_blocks, list_table_cells, render_role, strip_options,
+)
+from .rst import convert_rst
 
-# Directives whose content is not prose a reader would want in an answer.
-DROPPED_DIRECTIVES = {
-    "toctree", "contents", "image", "bibliography", "literalinclude", "include", "raw",
-    "glue", "glue:figure", "mermaid", "graphviz", "tableofcontents", "footbibliography",
-    "currentmodule", "module", "autosummary", "only", "highlight", "index",
-}
-# Directives whose content is code or a formula, kept verbatim.
-CODE_DIRECTIVES = {
-    "code-cell", "code-block", "code", "sourcecode", "ipython", "jupyter-execute",
-    "doctest", "testcode", "math", "prompt", "parsed-literal",
-}
-# Directives whose argument is an image path or a label rather than a title.
-ARGUMENT_NOT_TITLE = {"figure", "eval-rst", "div", "container", "tab-set", "grid"}
-# Admonitions and the bold lead Sphinx titles them with; ``admonition`` takes its title
-# from the argument, the others read an argument as the first line of their body.
-ADMONITIONS = {
-    "note": "Note", "warning": "Warning", "tip": "Tip", "important": "Important", "hint": "Hint",
-    "caution": "Caution", "attention": "Attention", "danger": "Danger", "error": "Error",
-    "seealso": "See also", "todo": "Todo", "versionadded": "New in version",
-    "versionchanged": "Changed in version", "deprecated": "Deprecated since version",
-}
-# Directives whose argument labels a panel shown one at a time or side by side (sphinx-design):
-# the label is a heading over the panel's content, so a table under a "Parameters" tab is
-# found, and quoted, as the parameters of the section it is in.
-LABELLED_PANELS = {"tab-item", "grid-item-card", "card", "dropdown", "tab"}
-# Python-domain roles: shown as inline code, as Sphinx shows them.
-_CODE_ROLE = re.compile(r"^(py|any):|^(func|meth|class|attr|mod|obj|data|exc|const|property|code|samp)$")
-# Roles whose content is a citation key, not prose.
-DROPPED_ROLES = {"cite", "cite:p", "cite:t", "cite:ps", "cite:ts", "footcite", "footcite:t"}
-
-_ROLE_TARGET = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
-_OPTION_LINE = re.compile(r"^:[\w-]+:.*$")
 _DIRECTIVE_INFO = re.compile(r"^\{(?P<name>[\w:.-]+)\}\s*(?P<args>.*)$")
 _SPACES = re.compile(r"[ \t]+")
-_CSV_DELIMITERS = {"tab": "\t", "space": " "}
-
-# The document's MyST labels -> the text of the heading each names (set by convert_markdown).
-_LABELS: ContextVar[dict[str, str]] = ContextVar("klea_myst_labels", default={})
 
 
 # Markup levels (a quote is one, a list and its item two) deeper than this fail the file.
@@ -104,46 +71,6 @@ def _parser() -> MarkdownIt:
 _MD = _parser()
 
 
-def render_role(name: str, content: str, code: bool = False) -> str:
-    """A role as Sphinx displays it, as chunk text.
-
-    ``{ref}`pyNeuroML <pyneuroml>``` -> ``pyNeuroML``; ``{ref}`schema:baseiaf``` -> the
-    heading that label names in the same document (``baseIaf``), else the label's last part
-    (``baseiaf``); ``{math}`x^2``` -> ``x^2``; citation roles -> ``""``. Python-domain roles
-    (``{py:meth}``, ``{func}``, ...) keep the target as written, or with ``~`` its last part
-    qualified by its class (``~xarray.DataArray.ffill`` -> ``DataArray.ffill``: Sphinx shows
-    ``ffill`` alone, but PostgreSQL reads a dotted name as one search word, and users write
-    the class-qualified form), in backticks when ``code`` (Markdown chunk text)."""
-    if name in DROPPED_ROLES:
-        return ""
-    if name in {"math", "abbr", "sub", "sup", "kbd", "guilabel", "menuselection", "samp"}:
-        return content
-    match = _ROLE_TARGET.match(content)
-    if match and match.group("text"):
-        text = match.group("text")
-    elif name in ("ref", "numref", "doc"):
-        target = content.lstrip("~!")
-        text = _LABELS.get().get(target) or _label_text(target)
-    else:
-        target = content.lstrip("!")
-        if target.startswith("~"):
-            parts = target[1:].split(".")
-            # A member keeps its class ("DataArray.ffill"); a module-level name stands alone.
-            keep = 2 if len(parts) > 1 and parts[-2][:1].isupper() else 1
-            target = ".".join(parts[-keep:])
-        text = target
-    if code and _CODE_ROLE.search(name) and text and "`" not in text:
-        return f"`{text}`"
-    return text
-
-
-def _label_text(target: str) -> str:
-    """A label not defined in the document: its last part reads best ("schema:cell" ->
-    "cell", "userdocs:get_neuroml" -> "get neuroml", "/getting-started/installing" -> "installing")."""
-    last = re.split(r"[:/]", target.rstrip("/"))[-1]
-    return last.replace("_", " ").replace("-", " ").strip()
-
-
 def _inline(node: SyntaxTreeNode, marks: bool = True) -> str:
     """The text of an inline run; inline code keeps its backticks (Markdown chunk text)
     unless ``marks`` is False (headings are plain text)."""
@@ -171,44 +98,6 @@ def _inline_text(text: str, marks: bool = False) -> str:
     """A directive argument or table cell read as inline Markdown (roles, emphasis)."""
     tokens = _MD.parseInline(text)
     return _inline(SyntaxTreeNode(tokens).children[0], marks) if tokens else ""
-
-
-def _options(content: str) -> dict[str, str]:
-    """A directive's leading ``:option: value`` lines, by name."""
-    options = {}
-    for line in content.split("\n"):
-        match = _OPTION_LINE.match(line.strip())
-        if not match:
-            break
-        name, _, value = line.strip()[1:].partition(":")
-        options[name] = value.strip()
-    return options
-
-
-def lead_blocks(blocks: list[Block], lead: str, outer: tuple[str, ...]) -> list[Block]:
-    """An admonition's blocks led by its title in bold: ``**Note:** `` before the first
-    paragraph, or a paragraph of its own before a list, table or code."""
-    if not lead:
-        return blocks
-    bold = f"**{lead.rstrip(':')}:**"
-    if blocks and blocks[0].kind == "text":
-        return [replace(blocks[0], text=f"{bold} {blocks[0].text}")] + blocks[1:]
-    first = blocks[0] if blocks else Block(outer, "")
-    return [replace(first, text=bold, kind="text")] + blocks
-
-
-def _strip_options(content: str) -> str:
-    """Drop a directive's leading ``:option: value`` lines or ``---`` YAML block."""
-    lines = content.split("\n")
-    if lines and lines[0].strip() == "---":
-        try:
-            end = lines.index("---", 1)
-            lines = lines[end + 1 :]
-        except ValueError:
-            pass
-    while lines and _OPTION_LINE.match(lines[0].strip()):
-        lines.pop(0)
-    return "\n".join(lines).strip("\n")
 
 
 class _Walker(BlockCollector):
@@ -311,7 +200,7 @@ class _Walker(BlockCollector):
     def directive(self, name: str, args: str, content: str) -> None:
         if name in DROPPED_DIRECTIVES:
             return
-        body = _strip_options(content)
+        body = strip_options(content)
         if name in CODE_DIRECTIVES:
             self.add(body.rstrip(), "code")
             return
@@ -319,19 +208,15 @@ class _Walker(BlockCollector):
             self._rst(body)
             return
         if name == "csv-table":
-            self._csv_table(args, content, body)
+            self._table(args, [[_inline_text(cell, marks=True) for cell in row] for row in csv_rows(content, body)])
             return
         if name == "list-table":
-            self._list_table(args, content, body)
+            self._table(args, [[self._cell_text(cell) for cell in row]
+                               for row in list_table_cells(SyntaxTreeNode(_MD.parse(body)))])
             return
         lead, label = "", ""
         if name in ADMONITIONS or name == "admonition":
-            if name == "admonition":
-                lead = args
-            else:
-                lead = ADMONITIONS[name] + (f" {args}" if name.startswith(("version", "deprecated")) and args else "")
-                if args and not name.startswith(("version", "deprecated")):
-                    body = f"{args}\n{body}"
+            lead, body = admonition(name, args, body)
         elif name in LABELLED_PANELS:
             label = args
         elif args and name not in ARGUMENT_NOT_TITLE:
@@ -349,46 +234,22 @@ class _Walker(BlockCollector):
         where = {"lines": self.source_lines, "offset": self._offset()}
         self.blocks.extend(replace(block, **where) if self.line_offsets is not None else block for block in blocks)
 
-    def _csv_table(self, args: str, content: str, body: str) -> None:
-        """``{csv-table}``: rows split as docutils does (``:delim:``, quotes), each cell read
-        as inline Markdown; a ``:header:`` option is the first row. The title is a paragraph."""
-        options = _options(content)
-        delimiter = options.get("delim", ",")
-        delimiter = _CSV_DELIMITERS.get(delimiter, delimiter[:1] or ",")
-        rows = []
-        if options.get("header"):
-            rows.extend(csv.reader([options["header"]], delimiter=",", skipinitialspace=True))
-        rows.extend(row for row in csv.reader(body.splitlines(), delimiter=delimiter, skipinitialspace=True) if row)
+    def _table(self, args: str, rows: list[list[str]]) -> None:
+        """A ``{csv-table}`` or ``{list-table}``: its title a paragraph, then the rows."""
         if args:
             self.add(_inline_text(args, marks=True))
-        self.add("\n".join(" | ".join(_inline_text(cell.strip(), marks=True) for cell in row) for row in rows), "table")
+        self.add("\n".join(" | ".join(row) for row in rows), "table")
 
-    def _list_table(self, args: str, content: str, body: str) -> None:
-        """``{list-table}``: a list of rows, each a list of cells."""
-        rows = []
-        for row in SyntaxTreeNode(_MD.parse(body)).children:
-            if row.type != "bullet_list":
-                continue
-            for item in row.children:
-                cells = next((c for c in item.children if c.type == "bullet_list"), None)
-                if cells is None:
-                    continue
-                texts = []
-                for cell in cells.children:
-                    inner = _Walker()
-                    inner.walk(cell.children)
-                    texts.append(" ".join(b.text.replace("\n", " ") for b in inner.blocks))
-                rows.append(" | ".join(texts))
-        if args:
-            self.add(_inline_text(args, marks=True))
-        self.add("\n".join(rows), "table")
+    @staticmethod
+    def _cell_text(nodes: list[SyntaxTreeNode]) -> str:
+        inner = _Walker()
+        inner.walk(nodes)
+        return " ".join(b.text.replace("\n", " ") for b in inner.blocks)
 
     def _rst(self, body: str) -> None:
         """An ``{eval-rst}`` body is reStructuredText (``.. autosummary::``, ``:py:meth:``
         roles): converted as such, its blocks under the current headings (read as Markdown,
         its directives would reach the chunks as raw ``.. currentmodule::`` lines)."""
-        from .rst import convert_rst  # rst imports this module's role and code rules
-
         where = {"lines": self.source_lines, "offset": self._offset()} if self.line_offsets is not None else {}
         for block in convert_rst(body).blocks:
             self.blocks.append(replace(block, headings=self.headings + block.headings, anchor=self.anchor, **where))
@@ -446,11 +307,8 @@ def convert_markdown(text: str) -> ConvertedDocument:
         # so chunks read "Okonomiyaki > Ingredients", not just "Ingredients".
         walker.stack = [(0, str(front["title"]).strip())]
     tree = SyntaxTreeNode(tokens)
-    reset = _LABELS.set(_heading_labels(tree))
-    try:
+    with labels(_heading_labels(tree)):
         walker.walk(tree.children)
-    finally:
-        _LABELS.reset(reset)
     metadata = {}
     for key in ("date", "tags", "author", "authors", "description"):
         if front.get(key):

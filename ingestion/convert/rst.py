@@ -17,7 +17,7 @@ from docutils.parsers.rst import Directive, directives, roles
 from docutils.utils import unescape
 
 from .base import Block, ConvertedDocument, line_offsets
-from .markdown import ADMONITIONS, CODE_DIRECTIVES, LABELLED_PANELS, lead_blocks, render_role
+from .myst import ADMONITIONS, CODE_DIRECTIVES, LABELLED_PANELS, lead_blocks, render_role
 
 _ROLE_USE = re.compile(r":(?P<name>[A-Za-z][\w:.+-]*):`")
 _DIRECTIVE_USE = re.compile(r"^\s*\.\.\s+(?P<name>[A-Za-z][\w:.+-]*)::", re.M)
