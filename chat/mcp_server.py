@@ -21,7 +21,8 @@ Errors are tool errors (``isError``), text ``"<code>: <message>"`` and
 (missing and not-yours alike), ``bad_request`` (also an argument missing or of the wrong type,
 checked before the tool runs), ``too_large``, ``bad_filter``,
 ``too_many_turns`` (the user already runs KLEA_MAX_TURNS_PER_USER turns, on any
-transport), ``unavailable``, or the pipeline's code for a failed turn. Limits are the
+transport), ``rate_limited`` (the user started KLEA_TURNS_PER_MINUTE turns in the last
+minute; the message says when to ask again), ``unavailable``, or the pipeline's code for a failed turn. Limits are the
 chat's: a query or question of at most KLEA_MAX_QUESTION_CHARS characters, the turns per
 user, k at most the domain's ``k_max``, the reference budget KLEA_MAX_REFS_SIZE.
 
@@ -58,7 +59,7 @@ from .parsing import BadRequest, check_filters, check_question, check_text, deco
 from .pipeline import TurnRequest, ask as ask_turn
 from .pipeline.references import reference_item, sources_text
 from .tokens import invalid_token_response, user_for_headers
-from .turn_lock import LockUnavailable, TooManyTurns, UserTurns
+from .turn_lock import LockUnavailable, TurnLimit, UserTurns
 from .turn_setup import turn_owner
 
 INSTRUCTIONS = (
@@ -265,11 +266,11 @@ async def ask(question: str, ctx: Context, domain: str | None = None,
     request = await sync_to_async(_ask_request)(user, question, domain, filters)
     slot = UserTurns(turn_owner(user, None))
     try:
-        acquired = await slot.acquire()
+        await slot.acquire()
     except LockUnavailable as exc:
         raise _fail("unavailable", str(exc)) from None
-    if not acquired:
-        raise _fail(TooManyTurns.code, str(TooManyTurns(slot.limit)))
+    except TurnLimit as exc:
+        raise _fail(exc.code, str(exc)) from None
     try:
         result = await ask_turn(request)
     finally:
