@@ -77,9 +77,11 @@ def prepare() -> tuple[str, str]:
 
 
 class Servers:
-    """``count`` daphne processes on free loopback ports (killed on exit)."""
+    """``count`` daphne processes on free loopback ports (killed on exit); ``env`` values
+    override the environment (a bench that sends many turns for one user lifts the
+    per-user limits it does not measure)."""
 
-    def __init__(self, count: int, database_url: str, log: Path):
+    def __init__(self, count: int, database_url: str, log: Path, **env: str):
         import socket
 
         self.ports = []
@@ -88,7 +90,7 @@ class Servers:
                 sock.bind(("127.0.0.1", 0))
                 self.ports.append(sock.getsockname()[1])
         self.env = {**os.environ, "DATABASE_URL": database_url, "KLEA_LLM_BACKEND": "extractive",
-                    "KLEA_RAG_GUARD_MODEL": "", "REDIS_URL": os.environ.get("REDIS_URL", "")}
+                    "KLEA_RAG_GUARD_MODEL": "", "REDIS_URL": os.environ.get("REDIS_URL", ""), **env}
         self.log = log
         self.processes = []
 
@@ -229,7 +231,9 @@ def main() -> None:
     database_url, cookie = prepare()
     log = ROOT / "var" / "bench-load-daphne.log"
     print(f"$ {command_line()}")
-    with Servers(args.servers, database_url, log) as servers:
+    # One user's clients all ask at once: the per-user limits are not what is measured.
+    with Servers(args.servers, database_url, log, KLEA_MAX_TURNS_PER_USER=str(args.clients),
+                 KLEA_TURNS_PER_MINUTE="0") as servers:
         figures = asyncio.run(run(servers, cookie, args.clients, args.questions))
     print(json.dumps({"clients": args.clients, "questions_per_client": args.questions, "servers": args.servers,
                       "redis": bool(os.environ.get("REDIS_URL")), **figures}, indent=2))

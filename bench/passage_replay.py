@@ -18,6 +18,10 @@ keeps each domain's M best of them (by score) and numbers the sources again.
     python bench/passage_replay.py replay /tmp/inputs.pickle --misses   # misses with the evidence in the references
     python bench/passage_replay.py record /tmp/deep.pickle --k 24  # each domain's 24 best chunks, no budget
     python bench/passage_replay.py replay /tmp/deep.pickle --k 12  # answered from the 12 best of them
+    python bench/passage_replay.py record /tmp/held.pickle --sets neuroml-3 xarray-3 cooking-3 klea-docs-3
+
+The held-out third sets (``*-3``) are not recorded unless named with ``--sets``: replay
+them for their totals only (no ``-v 2``, no ``--misses``), never to choose a change.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from bench.common import ROOT, command_line, setup_django  # noqa: E402
 QUESTIONS = ROOT / "bench" / "questions"
 SETS = ("neuroml", "neuroml-2", "xarray", "xarray-2", "cooking", "cooking-2", "klea-docs", "klea-docs-2")
 FIRST = ("neuroml", "xarray", "cooking", "klea-docs")
+HELD_OUT = ("neuroml-3", "xarray-3", "cooking-3", "klea-docs-3")
 
 
 @dataclass
@@ -62,7 +67,7 @@ def _plain(source) -> Source:
                   getattr(source, "domain", "") or "")
 
 
-def record(path: Path, k: int | None = None) -> None:
+def record(path: Path, k: int | None = None, sets: tuple[str, ...] = SETS) -> None:
     from chat.backends.extractive import ExtractiveBackend
     from chat.scoring import evaluate, load_questions
     from domains.models import Domain
@@ -91,7 +96,7 @@ def record(path: Path, k: int | None = None) -> None:
 
     ExtractiveBackend.answer = answer  # a bench recorder, not a test: the real backend runs on
     rows = []
-    for name in SETS:
+    for name in sets:
         questions = load_questions(QUESTIONS / f"{name}.json")
         report = evaluate(questions, domains)
         for q, scored in zip(questions, report.scored):
@@ -156,26 +161,13 @@ def explain(inputs: dict, evidence: str) -> None:
     import numpy as np
 
     from chat.backends.extractive import passages
-    from chat.backends.extractive.candidates import candidates, evidence as passage_evidence
-    from chat.backends.extractive.shapes import bonus
-    from chat.backends.extractive.text import matches
+    from chat.backends.extractive.candidates import evidence as passage_evidence
     from chat.scoring.metrics import coverage
     from domains import embeddings
 
     composer = passages.Composer(inputs["vector"], inputs["sources"], inputs["question"], inputs["search_text"])
     idf = composer._idf()
-    total = sum(idf.values()) or 1.0
-    offered = []
-    for chunk in composer.chunks:
-        heading_terms = matches(composer.wanted, chunk.headings)
-        for p in candidates(chunk, composer.wanted, "name" in composer.shapes):
-            p.found = matches(composer.wanted, passage_evidence(p))
-            p.lexical = (sum(idf[t] for t in p.found)
-                         + passages.HEADING_WEIGHT * sum(idf[t] for t in heading_terms - p.found)) / total
-            p.cheap = (passages.LEXICAL_WEIGHT * p.lexical + passages.RETRIEVAL_WEIGHT * chunk.score
-                       + bonus(composer.shapes, p.kind, p.text, p.opening))
-            offered.append(p)
-    offered.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))
+    offered = composer.offered(idf)
     texts = [f"{p.chunk.headings}\n{passage_evidence(p)}"[:passages.EMBED_CHARS] for p in offered]
     cosines = embeddings.embed_cached(texts) @ inputs["vector"] if texts else np.array([])
     for p, cosine in zip(offered, cosines):
@@ -242,11 +234,12 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "", k: int | No
                 if misses and inputs:
                     explain(inputs, row["evidence"])
     vectors.write_bytes(pickle.dumps(dict(embeddings.cache._rows)))
-    first = [t for name in FIRST for t in totals.get(name, [])]
-    second = [t for name in totals if name not in FIRST for t in totals[name]]
+    groups = {"first sets": [t for name in FIRST for t in totals.get(name, [])],
+              "second sets": [t for name in totals if name.endswith("-2") for t in totals[name]],
+              "third sets": [t for name in HELD_OUT for t in totals.get(name, [])]}
+    groups = {name: rows for name, rows in groups.items() if rows}
     where = "in the chunks given" if k else "in references"
-    for name, rows in [*totals.items(), ("first sets", first), ("second sets", second),
-                       ("all", first + second)]:
+    for name, rows in [*totals.items(), *groups.items(), ("all", [t for rows in groups.values() for t in rows])]:
         lengths = [n for _, _, n, _ in rows]
         print(f"{name:12} evidence in answer {sum(r[0] for r in rows):3d} / {len(rows):3d}"
               f"  file cited {sum(r[3] for r in rows):3d}  ({where} {sum(r[1] for r in rows):3d})"
@@ -260,12 +253,14 @@ def main() -> None:
     parser.add_argument("-v", "--verbosity", type=int, default=1, help="2: one line per question; 3: misses' texts.")
     parser.add_argument("--misses", action="store_true", help="Show misses whose evidence is in the references.")
     parser.add_argument("--only", default="", help="Explain the questions holding this text.")
+    parser.add_argument("--sets", nargs="+", choices=SETS + HELD_OUT, default=SETS,
+                        help="record: the question sets (default: the first and second sets).")
     parser.add_argument("--k", type=int, help="record: every domain's k (no reference budget); "
                         "replay: keep each domain's k best recorded chunks.")
     args = parser.parse_args()
     setup_django()
     if args.action == "record":
-        record(args.file, args.k)
+        record(args.file, args.k, tuple(args.sets))
     else:
         replay(args.file, args.verbosity, args.misses, args.only, args.k)
 

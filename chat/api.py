@@ -24,7 +24,7 @@ from . import sessions
 from .models import ChatSession
 from .parsing import BadRequest, decode_json, parse_title
 from .pipeline import TurnRequest, ask
-from .turn_lock import LockUnavailable, TooManyTurns, TurnLock
+from .turn_lock import LockUnavailable, TurnLimit, TurnLock
 from .turn_setup import HTTP_STATUS, prepare_turn
 
 
@@ -91,8 +91,9 @@ def query(request):
     :returns: 200 ``{"session", "status", "answer", "route", "domains", "citations",
         "references", "warnings", "errors", "message_id"}`` (``answer`` null when the turn
         failed); 400 bad_json / bad_request / too_large / unknown_domain; 404 not_found;
-        409 busy; 429 too_many_turns (KLEA_MAX_TURNS_PER_USER); 503 unavailable (Redis,
-        which holds the session locks, did not answer).
+        409 busy; 429 too_many_turns (KLEA_MAX_TURNS_PER_USER) / rate_limited
+        (KLEA_TURNS_PER_MINUTE), with ``Retry-After``; 503 unavailable (Redis, which holds
+        the session locks, did not answer).
     """
     try:
         prepared = prepare_turn(request.user, request.session, _body(request))
@@ -101,8 +102,10 @@ def query(request):
     turn = prepared.request
     try:
         result = async_to_sync(_locked_ask)(turn, prepared.owner)
-    except TooManyTurns as exc:
-        return error(429, exc.code, str(exc))
+    except TurnLimit as exc:
+        response = error(429, exc.code, str(exc))
+        response["Retry-After"] = str(exc.retry_after)
+        return response
     except LockUnavailable as exc:
         return error(503, "unavailable", str(exc))
     if result is None:

@@ -9,6 +9,7 @@ the turn's events (``stage``, ``token``, ``tool``, ``references``, ``answer``,
 chat/parsing.py): ``bad_json``,
 ``bad_request``, ``unknown_type``, ``too_large``, ``busy``, ``not_found``,
 ``unknown_domain``, ``idle``, ``too_many_turns`` (KLEA_MAX_TURNS_PER_USER),
+``rate_limited`` (KLEA_TURNS_PER_MINUTE; the message says when to ask again),
 ``unavailable`` (Redis, which holds the session locks, did not answer). An anonymous socket without KLEA_CHAT_PUBLIC gets one
 ``not_authenticated`` error and is closed with code 4401.
 
@@ -41,7 +42,7 @@ from .models import ChatSession
 from .parsing import BadRequest, decode_json
 from .tokens import authenticate as authenticate_token
 from .pipeline import Done, Error, Turn
-from .turn_lock import LockUnavailable, TooManyTurns, TurnLock
+from .turn_lock import LockUnavailable, TurnLimit, TurnLock
 from .turn_setup import PreparedTurn, prepare_turn
 
 logger = logging.getLogger("klea.chat")
@@ -178,7 +179,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         lock = TurnLock(request.session_id, prepared.owner)
         try:
             acquired = await lock.acquire()
-        except TooManyTurns as exc:
+        except TurnLimit as exc:
             return await self.send_json(error(exc.code, str(exc)))
         except LockUnavailable as exc:
             return await self.send_json(error("unavailable", str(exc)))

@@ -25,7 +25,8 @@ POSTs need no CSRF token. Errors have the protocol's shape ``{"error": {"message
 ``bad_json`` / ``too_large`` (a question over KLEA_MAX_QUESTION_CHARS, the body over
 DATA_UPLOAD_MAX_MEMORY_SIZE) / ``bad_filter``, 405 ``method_not_allowed``, 429
 ``too_many_turns`` (the user already runs KLEA_MAX_TURNS_PER_USER turns, on any
-transport; ``Retry-After`` says when to try again), 503 ``unavailable`` (Redis did not answer), 502 for a failed model server
+transport) / ``rate_limited`` (the user started KLEA_TURNS_PER_MINUTE turns in the last
+minute; ``Retry-After`` says when to try again, for both), 503 ``unavailable`` (Redis did not answer), 502 for a failed model server
 (the pipeline's error code) and 500 ``internal``.
 """
 
@@ -49,13 +50,12 @@ from domains.text import blank
 from .parsing import BadRequest, check_filters, check_question, check_text, decode_json
 from .pipeline import Answer, Done, Error, References, Token, TurnRequest, run_turn
 from .pipeline.references import sources_text
-from .turn_lock import LockUnavailable, TooManyTurns, UserTurns
+from .turn_lock import LockUnavailable, TurnLimit, UserTurns
 from .turn_setup import turn_owner
 
 CLASSIFY_MODEL = "klea"
 DOMAIN_MODEL_PREFIX = "klea/"
 PICK_HINT = f'Ask the model "{DOMAIN_MODEL_PREFIX}<domain>" to ask one directly.'
-RETRY_AFTER_SECONDS = 5
 # Codes of a failed turn answered 502 (the model server's fault); other fatal codes are 500.
 BACKEND_CODES = {"model_not_found", "unreachable", "timeout", "server_error", "not_supported"}
 _ERROR_TYPES = {401: "invalid_request_error", 404: "invalid_request_error", 429: "rate_limit_error"}
@@ -202,12 +202,12 @@ async def chat_completions(request):
         return _no_model(parsed["model"])
     slot = UserTurns(turn_owner(user, None))
     try:
-        acquired = await slot.acquire()
+        await slot.acquire()
     except LockUnavailable as exc:
         return error(503, "unavailable", str(exc))
-    if not acquired:
-        response = error(429, TooManyTurns.code, str(TooManyTurns(slot.limit)))
-        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    except TurnLimit as exc:
+        response = error(429, exc.code, str(exc))
+        response["Retry-After"] = str(exc.retry_after)
         return response
     completion = Completion(parsed["model"])
     if parsed["stream"]:

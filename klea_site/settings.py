@@ -122,7 +122,22 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# Django's cache holds the failed sign-in counts (chat/login_throttle.py): in Redis when
+# REDIS_URL is set, so every server process sees them; else in the process's memory.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": "klea-cache"}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 # --- Auth, i18n, static -----------------------------------------------------------
+# The sign-in throttle first: it refuses a locked user name + address before any
+# password is checked (docs/security.md).
+AUTHENTICATION_BACKENDS = ["chat.login_throttle.LoginThrottleBackend", "django.contrib.auth.backends.ModelBackend"]
+# Failed sign-ins of one user name from one address within the lockout that lock the
+# pair for the lockout (seconds); 0: no throttle.
+KLEA_LOGIN_FAILURES = env.int("KLEA_LOGIN_FAILURES", default=5)
+KLEA_LOGIN_LOCKOUT_SECONDS = env.int("KLEA_LOGIN_LOCKOUT_SECONDS", default=900)
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
@@ -259,9 +274,11 @@ KLEA_CHAT_PUBLIC = env.bool("KLEA_CHAT_PUBLIC", default=False)
 KLEA_WS_MAX_FRAME_BYTES = env.int("KLEA_WS_MAX_FRAME_BYTES", default=64 * 1024)
 # Limits per caller (docs/security.md): characters of one question (HTTP and websocket;
 # longer ones get `too_large`), turns one user (or anonymous visitor's session) may run
-# at once across all sockets, sessions and server processes (more get `too_many_turns`).
+# at once across all sockets, sessions and server processes (more get `too_many_turns`),
+# and turns one user may start per minute, likewise (more get `rate_limited`; 0: no limit).
 KLEA_MAX_QUESTION_CHARS = env.int("KLEA_MAX_QUESTION_CHARS", default=4_000)
 KLEA_MAX_TURNS_PER_USER = env.int("KLEA_MAX_TURNS_PER_USER", default=3)
+KLEA_TURNS_PER_MINUTE = env.int("KLEA_TURNS_PER_MINUTE", default=30)
 # Seconds /health waits for Redis and for the model server, each.
 KLEA_HEALTH_TIMEOUT = env.float("KLEA_HEALTH_TIMEOUT", default=2.0)
 

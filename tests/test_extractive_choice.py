@@ -9,7 +9,7 @@ import pytest
 
 from chat.backends.extractive.candidates import Chunk, Passage
 from chat.backends.extractive.passages import NEAR_TIE, Composer
-from chat.backends.extractive.shapes import NUMBER_FOR_HOW_MANY, bonus, field, shapes
+from chat.backends.extractive.shapes import BLOCK_OTHERWISE, NUMBER_FOR_HOW_MANY, bonus, field, shapes
 from chat.backends.extractive.text import matches, terms
 
 from domains import embeddings
@@ -91,11 +91,41 @@ def test_question_shapes(question, expected):
     ("The sugar should yield 1.0%-2.5% alcohol.", True),
     ("Bake it for half an hour.", True),
     ("No one knows the levels of compliance.", False),  # "one" is a pronoun here
+    ("A level can have at most one parent level.", True),  # ... and a quantity here
+    ("Keep it in the fridge for up to one week.", True),
+    ("Let it rest for one hour.", True),
     ("The levels of compliance are described below.", False),
 ])
 def test_a_number_in_digits_or_words_answers_how_many(text, fits):
     value = bonus(shapes("How many levels of compliance are there?"), "prose", text, False)
     assert value == (NUMBER_FOR_HOW_MANY if fits else 0.0)
+
+
+@pytest.mark.parametrize("kind, text, fits", [
+    ("item", "4. Leave the pot to cool down to room temperature.", False),  # the marker numbers the step
+    ("item", "5. Let it ferment for 3-14 days.", True),
+    ("list", "1. Mix the flour and the water.\n2. Cover the bowl.", False),
+    ("list", "1. Mix the flour and the water.\n2. Let it rise for two hours.", True),
+])
+def test_a_numbered_steps_marker_is_no_number(kind, text, fits):
+    value = bonus(shapes("How long should the dough rise?"), kind, text, False)
+    block = BLOCK_OTHERWISE if kind == "list" else 0.0  # a whole list is rarely the point of "how long"
+    assert value == pytest.approx(block + (NUMBER_FOR_HOW_MANY if fits else 0.0), abs=1e-12)
+
+
+def test_the_step_stating_a_quantity_answers_how_long_not_a_step_numbered_higher():
+    # Every step of a numbered method starts with a number; the one saying how long the
+    # hummus keeps ("up to one week") is what "how long" asks for.
+    method = (
+        "1. Drain the chickpeas and keep the liquid from the can for later use.\n"
+        "2. Blend the tahini and the lemon juice for one minute until the mixture is thick.\n"
+        "3. Add the olive oil, the garlic and the cumin, and blend for another thirty seconds.\n"
+        "4. Add the chickpeas and process until the hummus is thick and quite smooth.\n"
+        "5. Serve immediately or transfer to an airtight container and store in the fridge for up to one week."
+    )
+    assert answer("How long does homemade hummus keep in the fridge?", source(1, method, ["Hummus", "Directions"])) == (
+        "5. Serve immediately or transfer to an airtight container and store in the fridge for up to one week. [1]"
+    )
 
 
 

@@ -1,12 +1,15 @@
 """Documented limits on the work one caller can cause (docs/security.md): question
-length on HTTP and the websocket, values per filter list, turns per user across
-sockets and sessions, and the database statement timeout of retrieval."""
+length on HTTP and the websocket, values per filter list, turns per user at once and
+per minute across sockets and sessions, and the database statement timeout of retrieval."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import threading
+import time
+from collections import deque
 
 import openai
 import pytest
@@ -18,7 +21,7 @@ from django.test import Client
 
 from chat import tokens, turn_lock
 from chat.models import ChatMessage, ChatSession
-from chat.turn_lock import TooManyTurns, TurnLock
+from chat.turn_lock import TooManyTurns, TooManyTurnsPerMinute, TurnLock, UserTurns
 from domains import embeddings
 from domains.retrieval import FieldSpec, compile_filter, retrieve
 from domains.retrieval.filters import MAX_FILTER_VALUES
@@ -26,7 +29,7 @@ from domains.retrieval.filters import MAX_FILTER_VALUES
 from .chat_world import in_thread, world  # noqa: F401
 from .live_daphne import LiveDaphne
 from .test_mcp_server import error_text, http_session
-from .test_ws_chat import TIMEOUT, bad, connect
+from .test_ws_chat import TIMEOUT, bad, connect, until
 
 pytestmark = pytest.mark.django_db
 HH = "What does the Hodgkin-Huxley model describe?"
@@ -120,6 +123,108 @@ def test_turn_slots_in_redis_count_across_processes_and_forget_crashed_turns(set
     assert client.zcard(key) == 0
     assert async_to_sync(TurnLock(990_003, "user:test-slots").acquire)()
     client.delete(key, "klea:turn:990003")
+
+
+def per_minute(retry: int, limit: int = 2) -> str:
+    return f"you asked {limit} questions in the last minute; ask again in {retry} s (KLEA_TURNS_PER_MINUTE)"
+
+
+@pytest.mark.parametrize("redis_url", ["", os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")])
+def test_turns_per_minute_count_starts_in_the_last_minute_in_redis_or_in_process(settings, redis_url):
+    """Starts of 50 and 40 s ago fill a limit of 2: the next turn is refused until the
+    older one is a minute old (10 s); a start 61 s ago no longer counts; a finished turn
+    still counts, a refused one (too many at once) does not; 0 turns the limit off."""
+    settings.REDIS_URL = redis_url
+    settings.KLEA_TURNS_PER_MINUTE = 2
+    settings.KLEA_MAX_TURNS_PER_USER = 1
+    owner = f"user:rate-{os.getpid()}"
+    key = f"klea:user-starts:{owner}"
+
+    def started(*ages: float) -> None:  # turns that started ``ages`` seconds ago
+        now = time.time()
+        if redis_url:
+            client.delete(key)
+            client.zadd(key, {f"earlier-{age}": now - age for age in ages})
+        else:
+            turn_lock._user_starts[key] = deque(now - age for age in ages)
+
+    def take() -> UserTurns:
+        slot = UserTurns(owner)
+        async_to_sync(slot.acquire)()
+        return slot
+
+    client = redis.Redis.from_url(redis_url) if redis_url else None
+    started(50, 40)
+    with pytest.raises(TooManyTurnsPerMinute) as caught:
+        take()
+    assert (str(caught.value), caught.value.code, caught.value.retry_after) == (per_minute(10), "rate_limited", 10)
+    started(61, 30)
+    running = take()
+    with pytest.raises(TooManyTurnsPerMinute, match=f"^{re.escape(per_minute(30))}$"):
+        take()
+    async_to_sync(running.release)()  # a finished turn still counts among the starts
+    with pytest.raises(TooManyTurnsPerMinute, match=f"^{re.escape(per_minute(30))}$"):
+        take()
+    settings.KLEA_TURNS_PER_MINUTE = 3
+    started(30)
+    running = take()
+    with pytest.raises(TooManyTurns):  # refused: not a start, so the third may start once this ends
+        take()
+    async_to_sync(running.release)()
+    async_to_sync(take().release)()
+    with pytest.raises(TooManyTurnsPerMinute, match=f"^{re.escape(per_minute(30, limit=3))}$"):
+        take()
+    settings.KLEA_TURNS_PER_MINUTE = 0
+    async_to_sync(take().release)()
+    if redis_url:
+        assert 0 < client.ttl(key) <= 60  # the starts expire with the window
+        client.delete(key)
+    else:
+        turn_lock._user_starts.pop(key)
+
+
+def test_http_turns_per_minute_are_refused_with_retry_after(limits, settings):
+    settings.KLEA_TURNS_PER_MINUTE = 1
+    alice = api_client(User.objects.create_user("alice", password="pw-alice-123"))
+    status, body = ask(alice, {"text": HH})
+    assert status == 200
+    response = alice.post("/api/query", json.dumps({"text": HH, "session": body["session"]}),
+                          content_type="application/json")
+    retry = int(response["Retry-After"])
+    assert (response.status_code, response.json()) == (429, {"error": {"code": "rate_limited", "message": (
+        per_minute(retry, limit=1))}})
+    assert 0 < retry <= 60
+    assert ChatMessage.objects.filter(session_id=body["session"]).count() == 2  # the refused turn left no row
+
+
+@pytest.mark.asyncio
+async def test_the_default_turns_per_minute_refuse_the_31st_question_on_the_websocket(world, settings):
+    """The setting as shipped (no override): 30 questions within a minute are answered,
+    the 31st gets ``rate_limited`` with the seconds to wait, and the socket stays open."""
+    settings.KLEA_LLM_BACKEND = "extractive"
+    settings.KLEA_RAG_GUARD_MODEL = ""
+    settings.REDIS_URL = ""
+    assert settings.KLEA_TURNS_PER_MINUTE == 30
+    ws = await connect(world.bob)
+    started = time.time()
+    session = None
+    for _ in range(30):
+        await ws.send_json_to({"type": "query", "session": session, "text": HH, "domains": ["wsneuro"]})
+        frames = await until(ws, "done")
+        session = session or frames[0]["session"]
+        assert frames[-1]["status"] == "complete"
+    await ws.send_json_to({"type": "query", "session": session, "text": HH, "domains": ["wsneuro"]})
+    refused = await ws.receive_json_from(timeout=TIMEOUT)
+    elapsed = time.time() - started
+    if elapsed >= 59:  # the first start left the window already: a slow machine, not a wrong limit
+        pytest.fail(f"30 turns took {elapsed:.0f} s; the test needs them within a minute")
+    retry = int(re.fullmatch(r"you asked 30 questions in the last minute; ask again in (\d+) s "
+                             r"\(KLEA_TURNS_PER_MINUTE\)", refused["message"])[1])
+    assert refused == bad("rate_limited", per_minute(retry, limit=30))
+    assert 60 - elapsed - 1 <= retry <= 60 - elapsed + 1
+    await ws.send_json_to({"type": "cancel"})
+    assert await ws.receive_json_from(timeout=TIMEOUT) == bad("idle", "no turn is running")
+    await ws.disconnect()
 
 
 @pytest.mark.asyncio

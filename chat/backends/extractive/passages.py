@@ -106,9 +106,9 @@ class Composer:
         found = [matches(self.wanted, text) for text in units]
         return {t: float(np.log(1 + len(units) / (1 + sum(t in hit for hit in found)))) for t in self.wanted}
 
-    def choose(self) -> list[Passage]:
-        """The passages of the answer, in answer order ([] = the sources do not answer)."""
-        idf = self._idf()
+    def offered(self, idf: dict[str, float]) -> list[Passage]:
+        """Every candidate passage with its ``found`` terms, ``lexical`` share and ``cheap``
+        score (lexical + retrieval + shape), best cheap score first."""
         total = sum(idf.values()) or 1.0
         offered: list[Passage] = []
         for chunk in self.chunks:
@@ -122,9 +122,16 @@ class Composer:
                     + bonus(self.shapes, passage.kind, passage.text, passage.opening)
                 )
                 offered.append(passage)
+        offered.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))
+        return offered
+
+    def choose(self) -> list[Passage]:
+        """The passages of the answer, in answer order ([] = the sources do not answer)."""
+        idf = self._idf()
+        total = sum(idf.values()) or 1.0
+        offered = self.offered(idf)
         if not offered:
             return []
-        offered.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))
         kept = offered[:PREFILTER]
         texts = [f"{p.chunk.headings}\n{evidence(p)}"[:EMBED_CHARS] for p in kept]
         cosines = embeddings.embed_cached(texts) @ self.query_vector

@@ -96,12 +96,18 @@ _BECAUSE = re.compile(
     r"\b(because|since|so that|due to|as a result|in order to|otherwise|this (alters|avoids|prevents|keeps|makes))\b",
     re.I,
 )
-# A number in digits or in words ("three Levels", "a dozen eggs"; not "one", mostly a pronoun).
+# A number in digits or in words ("three Levels", "a dozen eggs"); "one" only as a quantity
+# ("up to one week", "at most one parent", "one hour"), else it is mostly a pronoun.
 _NUMBER_IN = re.compile(
     r"\d|\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundreds?|"
-    r"thousands?|millions?|billions?|dozens?|twice|thrice|half)\b",
+    r"thousands?|millions?|billions?|dozens?|twice|thrice|half)\b"
+    r"|\b(up\s+to|at\s+(most|least)|exactly|only|maximum\s+of|minimum\s+of|more\s+than|less\s+than|about)\s+one\b"
+    r"|\bone\s+(second|minute|hour|day|night|week|month|year|cup|teaspoon|tablespoon|clove|litre|liter|gram|"
+    r"kilogram|pound|ounce|inch|metre|meter|percent)s?\b",
     re.I,
 )
+# A numbered list's item markers ("3. Add the sugar") number the steps, not the quantity asked for.
+_STEP_NUMBER = re.compile(r"^\s*\d{1,3}[.)]\s+", re.M)
 _YEAR_IN = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 # "the three rules", "its 5 main steps", "which four kinds": the question asks for so many things.
 _COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
@@ -249,7 +255,7 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
         value += LIST_OF_COUNT
     if "year" in question_shapes:
         value += YEAR_FOR_WHEN if _YEAR_IN.search(text) else NO_YEAR_FOR_WHEN
-    if "number" in question_shapes and _NUMBER_IN.search(text):
+    if "number" in question_shapes and _NUMBER_IN.search(_STEP_NUMBER.sub("", text)):
         value += NUMBER_FOR_HOW_MANY
     if "name" in question_shapes and _PROPER_NAME.search(text):
         value += NAME_FOR_WHO
