@@ -1,17 +1,28 @@
 /* Rendering of messages and references. User text and source text go through
    textContent (never innerHTML); answers are Markdown rendered by markdown.js (raw HTML
-   off, sanitised). Only http(s) URLs become links. */
+   off, sanitised). Only http(s) URLs become links. Every text shown passes visible(). */
 "use strict";
 
 const KleaRender = (() => {
+  /* Bidi controls (embeddings, overrides, isolates, the Arabic letter mark) and invisible
+     characters (zero-width spaces, joiners and marks, word joiner, invisible operators,
+     BOM), dropped from all text the page shows: in a file name, a title, an answer or a
+     question they could reorder what is read ("report\u202Efdp.exe" reads "reportexe.pdf")
+     or hide a difference. Joiners go too: an emoji sequence shows as its parts. */
+  const INVISIBLE = /[\u061C\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/g;
+  function visible(text) {
+    return String(text).replace(INVISIBLE, "");
+  }
+
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(attrs || {})) {
-      if (key === "text") node.textContent = value;
+      if (key === "text") node.textContent = visible(value);
       else if (key === "class") node.className = value;
+      else if (key === "title" || key === "aria-label" || key === "alt") node.setAttribute(key, visible(value));
       else node.setAttribute(key, value);
     }
-    for (const child of children) if (child) node.append(child);
+    for (const child of children) if (child) node.append(typeof child === "string" ? visible(child) : child);
     return node;
   }
 
@@ -146,12 +157,16 @@ const KleaRender = (() => {
   }
 
   /* The chunk the k-th marker [n] opens (k from 0), with the passages it quotes: the
-     chunk of its own passage (the reference's markers[k]), else the first quoted one that
-     records where it is, else the first chunk that does (a model's answer: which passage
-     it used is not known). */
+     chunk of its own passage (the reference's markers[k]), or the document as a whole
+     when that marker cites it so (chunk_id null: an answer from its metadata), else the
+     first quoted one that records where it is, else the first chunk that does (a model's
+     answer: which passage it used is not known). */
   function quotedChunk(reference, k) {
     const chunks = (reference.chunks || []).filter((c) => KleaSource.viewable(c));
     const marker = (reference.markers || [])[k];
+    if (marker && marker.chunk_id === null && reference.document_id) {
+      return { document_id: reference.document_id, whole: true };
+    }
     const own = marker && chunks.find((c) => c.chunk_id === marker.chunk_id);
     if (own) return { ...own, passages: marker.passages || [] };
     for (const id of reference.quoted || []) {
@@ -166,7 +181,8 @@ const KleaRender = (() => {
      (its data), element (its list item)}; a listener that calls preventDefault() replaces
      the default action: openReference(), then the source view on the chunk this marker
      quotes (the reference's "markers"[k] for its k-th marker, k from 0, else "quoted"),
-     else on its first chunk that records where it is (closing the view gives the focus
+     or on the document's top when the marker cites it as a whole, else on its first
+     chunk that records where it is (closing the view gives the focus
      back to the reference). */
   function citeButton(item, number, marker, k) {
     const element = item.querySelector(`.reference[data-number="${number}"]`);
@@ -191,12 +207,12 @@ const KleaRender = (() => {
     item.kleaText = text;
     const box = item.querySelector(".text");
     if (item.classList.contains("user")) {
-      box.textContent = text;
+      box.textContent = visible(text);
       return;
     }
     box.classList.add("answer");
     const seen = {};  // number -> markers [n] rendered so far (text order = the markers' order)
-    box.replaceChildren(KleaMarkdown.render(text, (number, marker) => {
+    box.replaceChildren(KleaMarkdown.render(visible(text), (number, marker) => {
       seen[number] = (seen[number] || 0) + 1;
       return citeButton(item, number, marker, seen[number] - 1);
     }));
@@ -238,6 +254,6 @@ const KleaRender = (() => {
     item.querySelector(".errors").append(el("p", { class: "error", role: "alert", text }));
   }
 
-  return { el, message, fill, answerText, appendText, setReferences, openReference, references, warnings, toolLine,
+  return { visible, el, message, fill, answerText, appendText, setReferences, openReference, references, warnings, toolLine,
     addError };
 })();
