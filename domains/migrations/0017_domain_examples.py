@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('domains', '0015_choice_labels'),
+        ('domains', '0016_search_text_splits_dotted_names'),
     ]
 
     operations = [
