@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.backends.extractive.candidates import Chunk, Passage, extend, units_of
+from chat.backends.extractive.candidates import SHORT_LIST, Chunk, Passage, extend, units_of, with_list
 from chat.backends.extractive.passages import NEAR_TIE, Composer
 from chat.backends.extractive.shapes import BLOCK_OTHERWISE, NUMBER_FOR_HOW_MANY, bonus, field, shapes
 from chat.backends.extractive.text import matches, terms
@@ -402,3 +402,26 @@ def test_a_long_sentence_carries_on_only_with_a_sentence_leaning_on_it():
         "The converter reads every file of the folder, keeps the headings of each page and writes one chunk per "
         "section of at most four hundred and fifty tokens. It also keeps the tables whole."
     )
+
+
+SOCIALS = (
+    "Quill is active on several social media platforms. We use these platforms to share updates.\n\n"
+    "- Mastodon\n- Bluesky\n\n"
+    "Quill has a mailing list too."
+)
+
+
+def test_a_short_list_no_lead_in_introduces_is_quoted_with_the_paragraph_before_it():
+    # The paragraph speaks of the platforms, the list under it names them.
+    assert answer("Which social media is Quill on?", source(1, SOCIALS, ["Social media"])) == (
+        "Quill is active on several social media platforms. We use these platforms to share updates.\n\n"
+        "- Mastodon\n- Bluesky [1]"
+    )
+
+
+def test_a_long_list_after_a_paragraph_is_not_added_to_it():
+    items = "\n".join(f"- Platform number {n} with a rather long name and a description" for n in range(1, 5))
+    chunk = Chunk(1, 0, 0.9, "Social media", units_of(f"Quill is active on several social media platforms.\n\n{items}"))
+    first = Passage(chunk, 0, 0, "prose", chunk.units[0].text)
+    assert len(items) > SHORT_LIST
+    assert with_list(first) is first

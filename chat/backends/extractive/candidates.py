@@ -6,7 +6,8 @@ whole lists, tables and code blocks. Candidate passages are
 
 - a sentence (and the next one of its paragraph when that one carries on, and each further
   one leaning on it, :func:`extend`;
-  the one before when it leans on it, :func:`lean_back`);
+  the one before when it leans on it, :func:`lean_back`; a short list right after it that
+  no lead-in introduces, :func:`with_list`);
 - a sentence ending in ":" (or in a dangling word: "..., which provides") with the block
   it introduces (a colon or a fragment is never left hanging); the block of a lead-in
   ending its chunk may open the document's next chunk (:attr:`Chunk.follow`);
@@ -307,6 +308,26 @@ def extend(passage: Passage, wanted: set[str], idf: dict[str, float]) -> Passage
     extended.found = passage.found | new_terms
     extended.score, extended.cosine = passage.score, passage.cosine
     return extend(extended, wanted, idf) if (after := _next_sentence(extended)) and _LEANING.match(after.text) else extended
+
+
+# A list of at most SHORT_LIST characters that no lead-in introduces is quoted with the
+# paragraph before it (:func:`with_list`): a few names, not a method or a reference list.
+SHORT_LIST = 200
+
+
+def with_list(passage: Passage) -> Passage:
+    """A prose passage ending its paragraph, followed by a short list that no lead-in
+    introduces ("Xarray is active on several social media platforms. ..." + "- Bluesky\n-
+    Twitter(X)"): the paragraph introduces it, the list names what it speaks of."""
+    units = passage.chunk.units
+    nxt = passage.end + 1
+    if passage.kind != "prose" or nxt >= len(units) or units[nxt].kind != "list":
+        return passage
+    if len(units[nxt].text) > SHORT_LIST or len(passage.text) + len(units[nxt].text) > EXTEND_CHARS:
+        return passage
+    out = Passage(passage.chunk, passage.start, nxt, "list", f"{passage.text}\n\n{units[nxt].text}")
+    out.found, out.score, out.cosine = passage.found, passage.score, passage.cosine
+    return out
 
 
 def evidence(passage: Passage) -> str:
