@@ -79,6 +79,7 @@ class Domain(models.Model):
     instructions = models.TextField(blank=True, help_text="Extra instructions for the answer model.")
     examples = models.TextField(
         blank=True,
+        db_default="",  # rows inserted by raw SQL (tests, scripts) need no value either
         help_text="Example questions, one per line: the empty chat shows them under the description, to click.",
     )
     allowed_groups = models.ManyToManyField(
