@@ -13,7 +13,7 @@ from asgiref.sync import async_to_sync
 from chat.backends import get_backend
 from chat.backends.extractive.candidates import CODE_CHARS, Passage
 from chat.backends.extractive.passages import Composer, with_marker
-from chat.backends.extractive.shapes import is_generic
+from chat.backends.extractive.shapes import as_question, is_generic, shapes
 from chat.backends.extractive.text import Block as TextBlock
 from chat.backends.extractive.text import leads_on, list_items, segment
 from chat.rag import Knowledge
@@ -167,6 +167,60 @@ def test_generic_questions(question, generic):
     assert is_generic(question) is generic
 
 
+@pytest.mark.parametrize("request_, question", [
+    ("Give me the ingredients for hummus", "What are the ingredients for hummus"),
+    ("Can you show me the table of protocol error codes?", "What is the table of protocol error codes?"),
+    ("Please list the three rules of tidy data", "What are the three rules of tidy data"),
+    ("Name the authors of the Raft paper", "What are the authors of the Raft paper"),
+    ("Tell me how to install pyNeuroML", "how to install pyNeuroML"),
+    ("Tell me about Raft", "What is Raft"),
+    ("Listing options is slow", "Listing options is slow"),  # not a request
+])
+def test_a_request_is_read_as_its_question(request_, question):
+    assert as_question(request_) == question
+
+
+def test_a_request_has_its_questions_shapes():
+    assert shapes("Give me the ingredients for hummus") == shapes("What are the ingredients for hummus?") == {
+        "listing", "definition:ingredients"}
+    assert shapes("Show me how to install pyNeuroML") == shapes("How to install pyNeuroML?") == {"howto"}
+
+
+HUMMUS = (
+    "- One can of garbanzo beans (chickpeas)\n- 1/2 teaspoon baking soda\n- 1/2 cup of tahini (also known as tehina)\n"
+    "- 1/4 cup (or more, to taste) of lemon juice, fresh preferred - this is about 1 1/2 to 2 lemons' worth\n"
+    "- 1 (or 2) clove(s) of garlic, roughly chopped (fresh or frozen pre-chopped is fine, but not dry)\n"
+    "- 1/4 teaspoon cumin, ground (if you have whole, toast in a dry pan until fragrant before grinding)\n"
+    "- 1/4 teaspoon za'atar (optional, if you can find it)\n- 1 Tablespoon of olive oil, plus more for serving\n"
+    "- Fresh parsley (optional for serving)"
+)
+GUACAMOLE = "- 3 ripe avocados\n- 1 lime, juiced\n- 1/2 onion, diced\n- 1 teaspoon salt"
+
+
+@pytest.mark.parametrize("question", [
+    "Give me the ingredients for hummus",
+    "What ingredients do I need for hummus?",
+    "Can you list the ingredients for hummus?",
+])
+def test_a_request_gets_the_whole_list_as_the_question_does_and_no_other_recipes(question):
+    # The list is long enough to be quoted item by item (a step of a method); asked for
+    # as a list, it is quoted whole, and another recipe's list adds nothing to it.
+    assert answer(question, source(1, HUMMUS, ["Hummus", "Ingredients"], score=0.6, file_name="hummus.md"),
+                  source(2, GUACAMOLE, ["Guacamole", "Ingredients"], file_name="guacamole.md")) == f"{HUMMUS} [1]"
+
+
+def test_another_document_saying_nothing_new_does_not_follow():
+    banana = ("5. Grease a loaf pan with butter and dust it with a spoonful of flour, tapping out what does not stick "
+              "to the sides and the bottom of the pan.\n"
+              "6. Pour the batter into the loaf pan and smooth the top with a spatula, pushing it into the corners.\n"
+              "7. Bake for around an hour, until a skewer comes out clean.")
+    bread = "8. Bake the bread for 26 to 35 minutes, or until deep golden brown and risen."
+    assert answer("How long do I bake banana bread?",
+                  source(1, banana, ["Banana bread", "Directions"], score=0.6, file_name="banana-bread.md"),
+                  source(2, bread, ["Bread", "Directions"], file_name="bread.md")) == (
+        "7. Bake for around an hour, until a skewer comes out clean. [1]")
+
+
 @pytest.fixture
 def one_domain(db, tmp_path, settings):
     settings.KLEA_LLM_BACKEND = "extractive"
@@ -202,6 +256,25 @@ def test_one_domain_takes_a_question_naming_its_subject_it_when_its_sources_hold
     assert pronoun.answer.text == "Install it with pip [1]:\n\n```\npip install stellar-catalogue\n```"
     rain = run("Is it going to rain tomorrow?", one_domain)
     assert (rain.answer.route, rain.answer.domains) == ("refused", [])
+
+
+def test_a_question_naming_what_a_domain_or_its_documents_name_is_routed_there(one_domain, tmp_path):
+    # Neither the paper's author nor its year is in its text: the domain's description
+    # names the author, the document's file name the author and the year.
+    (tmp_path / "papers").mkdir()
+    (tmp_path / "papers" / "dijkstra1965_cacm.md").write_text(
+        "# Solution of a problem in concurrent programming control\n\n"
+        "A number of mainly independent sequential-cyclic processes with restricted means of communication with "
+        "each other can be made in such a way that at any moment one and only one of them is engaged in the "
+        "critical section of its cycle.\n", encoding="utf-8")
+    Knowledge(store="papers", create=True).add(tmp_path / "papers")
+    Domain.objects.filter(name="papers").update(description="Classic papers: mutual exclusion (Dijkstra)")
+    domains = list(Domain.objects.filter(name__in=["papers", "stellar"]).order_by("name"))
+    for question in ("What problem does Dijkstra solve in his 1965 paper?", "What problem did the 1965 paper solve?"):
+        result = run(question, domains)
+        assert (result.answer.route, result.answer.domains) == ("domains", ["papers"]), question
+    off = run("What is the capital of France?", domains)
+    assert (off.answer.route, off.answer.domains) == ("refused", [])
 
 
 def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_domain, monkeypatch):

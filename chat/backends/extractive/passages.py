@@ -10,7 +10,9 @@ heading chain + passage, the way chunks are embedded), the chunk's retrieval sco
 the question's shape (:mod:`.shapes`). The best passage is the answer; a second one
 when it scores within :data:`NEAR_TIE` of the first (the evidence cannot tell them apart;
 of several, the one adding most of the question terms the first lacks), or else when it
-adds such terms and scores nearly as well, unless the first defines what "what is X"
+adds such terms and scores nearly as well (from another document only when it holds a
+question term the first lacks in its text and headings: else it is a rival answer),
+unless the first defines what "what is X"
 asks about (to "what is X and what is Y", the best passage defining Y follows the one
 defining X); two passages of one chunk are quoted in their order there. When no
 passage reaches :data:`MIN_SIMILARITY` and none holds every question term, nothing is said
@@ -32,7 +34,7 @@ from domains.retrieval import next_chunks
 
 from .candidates import (Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap, trails_lead_in,
                          units_of)
-from .shapes import bonus, defined, shapes, subjects
+from .shapes import bonus, counted, counts, defined, shapes, subjects
 from .text import matches, terms
 
 # Cosine similarity (question vs. heading chain + passage) below which a passage does
@@ -90,6 +92,7 @@ class Composer:
         self.question = question
         self.shapes = shapes(question)
         self.wanted = terms(search_text or question)
+        self.counted = counted(question) & self.wanted
         self.chunks: list[Chunk] = []
         for source in sources:
             title = (getattr(source, "metadata", None) or {}).get("title") or ""
@@ -114,7 +117,12 @@ class Composer:
         for chunk in self.chunks:
             heading_terms = matches(self.wanted, chunk.headings)
             for passage in candidates(chunk, self.wanted, "name" in self.shapes):
+                if passage.kind == "item" and "listing" in self.shapes:
+                    continue  # "which ... are" asks for the whole list, never a few of its items
                 passage.found = matches(self.wanted, evidence(passage))
+                if counts(self.shapes, passage.kind, passage.text):
+                    # a list of three items is "the three rules" the question counts, rarely in those words
+                    passage.found |= self.counted
                 in_heading = heading_terms - passage.found
                 passage.lexical = (sum(idf[t] for t in passage.found) + HEADING_WEIGHT * sum(idf[t] for t in in_heading)) / total
                 passage.cheap = (
@@ -173,12 +181,15 @@ class Composer:
         and scores within :data:`SECOND_MARGIN` + that share of ``best``; either only when
         both fit in :data:`SECOND_CHARS`."""
         ties, adding = [], []
+        in_best_headings = matches(self.wanted, best.chunk.headings)
         for other in others:
             if other.cosine < MIN_SIMILARITY or len(best.text) + len(other.text) > SECOND_CHARS:
                 continue
             if overlap(best, other) or other.text in best.text or best.text in other.text:
                 continue  # the same words twice (a passage repeated in another file) say nothing new
             new_share = sum(idf[t] for t in other.found - best.found) / total
+            if other.chunk.number != best.chunk.number and not other.found - best.found - in_best_headings:
+                continue  # another document adding no question term is a rival answer (another recipe's time)
             if other.score >= best.score - NEAR_TIE:
                 ties.append((SECOND_ADDS * new_share + other.score, other))
             # What it adds buys it room: the second part of "X and Y?" scores lower.
