@@ -28,12 +28,14 @@ help:
 	@echo "make run   - install, migrate, ingest docs/ as the demo domain, serve on http://$(HOST):$(PORT)"
 	@echo "make test  - install, start what the tests need, run pytest"
 
+# Not --quiet: pip's own progress (the first install downloads about 1.5 GB).
 $(VENV)/.installed: requirements.txt
+	@echo "Installing the pinned requirements into $(VENV) (once): about 1.5 GB, minutes on an idle machine, more on a busy one"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	# The CPU build of torch first, so that no requirement pulls a CUDA build.
-	$(PIP) install --quiet torch==2.13.0
-	$(PIP) install --quiet -r requirements.txt
+	$(PIP) install torch==2.13.0
+	$(PIP) install -r requirements.txt
 	touch $@
 
 install: $(VENV)/.installed
@@ -48,8 +50,10 @@ demo: install models
 	$(PY) manage.py demo
 
 # With REDIS_URL set, a Celery worker runs beside daphne (stopped when daphne exits).
-run: tesseract demo
-	$(PY) manage.py collectstatic --noinput --verbosity 0
+# `manage.py prepare` = models + migrate + demo + collectstatic in one process (each
+# manage.py start imports the whole site; each step is a no-op when up to date).
+run: tesseract install
+	$(PY) manage.py prepare
 	@echo "Serving on http://$(HOST):$(PORT)/  (admin: /admin/, create a user with: $(PY) manage.py createsuperuser)"
 	@echo "The embedding models load as the server starts: GET /health says \"ready\": true once they are in memory."
 	@worker=""; \

@@ -28,9 +28,10 @@ user, k at most the domain's ``k_max``, the reference budget KLEA_MAX_REFS_SIZE.
 
 Transports: streamable HTTP at ``/mcp/`` on the site itself (:func:`with_mcp` routes it
 in klea_site/asgi.py; ``Authorization: Bearer <API token>``, stateless, so any server
-process answers any request; a body that is not JSON or nests too deeply is HTTP 400
-``bad_json``, one over DATA_UPLOAD_MAX_MEMORY_SIZE 400 ``too_large``, as on /api/), and
-stdio (``manage.py mcp --user NAME``).
+process answers any request; a body that is not one JSON-RPC message is HTTP 400 with a
+JSON-RPC error, chat/mcp_jsonrpc.py: ``bad_json`` not JSON or nested too deeply,
+``bad_request`` a batch or not a message, ``too_large`` over DATA_UPLOAD_MAX_MEMORY_SIZE),
+and stdio (``manage.py mcp --user NAME``; the same check per line).
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ from domains.text import blank
 
 from pydantic import ValidationError
 
-from .parsing import BadRequest, check_filters, check_question, check_text, decode_json
+from .mcp_jsonrpc import INVALID_REQUEST, message_error
+from .mcp_jsonrpc import error as jsonrpc_error
+from .parsing import BadRequest, check_filters, check_question, check_text
 from .pipeline import TurnRequest, ask as ask_turn
 from .pipeline.references import reference_item, sources_text
 from .tokens import invalid_token_response, user_for_headers
@@ -320,18 +323,28 @@ class _McpEndpoint:
         if scope.get("method") == "POST":
             try:
                 receive = await _checked_body(receive)
-            except BadRequest as exc:
-                return await _send_json(send, 400, {"error": {"code": exc.code, "message": exc.message}})
+            except _Refused as exc:
+                return await _send_json(send, 400, exc.answer)
         await self._start()
         await server.session_manager.handle_request({**scope, USER_SCOPE_KEY: user}, receive, send)
 
 
+class _Refused(Exception):
+    """A request body answered with the JSON-RPC error ``answer`` (HTTP 400)."""
+
+    def __init__(self, answer: dict):
+        super().__init__(answer["error"]["message"])
+        self.answer = answer
+
+
 async def _checked_body(receive):
-    """Read the whole request body and check it as the other JSON entry points do
-    (chat/parsing.py): the SDK's own ``json.loads`` lets a RecursionError through (a 500).
+    """Read the whole request body and check that it is one JSON-RPC message
+    (chat/mcp_jsonrpc.py): the SDK's own ``json.loads`` lets a RecursionError through (a
+    500), and it answers a batch or a malformed message with pydantic's error text.
 
     :returns: a ``receive`` that replays the body to the SDK.
-    :raises BadRequest: ``too_large`` (over DATA_UPLOAD_MAX_MEMORY_SIZE), ``bad_json``.
+    :raises _Refused: ``too_large`` (over DATA_UPLOAD_MAX_MEMORY_SIZE), ``bad_json``,
+        ``bad_request``, as JSON-RPC errors.
     """
     limit, parts, size = settings.DATA_UPLOAD_MAX_MEMORY_SIZE, [], 0
     while True:
@@ -341,12 +354,13 @@ async def _checked_body(receive):
         parts.append(message.get("body", b""))
         size += len(parts[-1])
         if limit is not None and size > limit:
-            raise BadRequest("too_large", f"the request body is larger than {limit} bytes")
+            raise _Refused(jsonrpc_error(None, INVALID_REQUEST, f"too_large: the request body is larger than {limit} bytes"))
         if not message.get("more_body"):
             break
     body = b"".join(parts)
-    if body.strip():
-        decode_json(body)
+    answer = message_error(body)
+    if answer is not None:
+        raise _Refused(answer)
     return _replay({"type": "http.request", "body": body, "more_body": False}, receive)
 
 

@@ -1,46 +1,31 @@
 """The MCP server over stdio (``manage.py mcp --user NAME``): the SDK's transport with
-client JSON checked first, as on the other entry points (chat/parsing.py).
+each line checked first (chat/mcp_jsonrpc.py), as ``/mcp/`` checks a request body.
 
-The SDK drops a line it cannot parse (JSON nested deeper than pydantic's limit, or not
-JSON) with only a log notice, so the client's call would wait forever. Here such a
-line is answered with a JSON-RPC parse error, ``{"jsonrpc": "2.0", "id": <the request's
-id when it can be read, else null>, "error": {"code": -32700, "message": "bad_json: not
-JSON: nested too deeply"}}``, and the server reads on.
+The SDK drops a line it cannot read as one message (JSON nested deeper than pydantic's
+limit, not JSON, a batch, JSON that is no JSON-RPC message) with only a log notice, so
+the client's call would wait forever. Here such a line is answered with a JSON-RPC
+error, e.g. ``{"jsonrpc": "2.0", "id": <the request's id when it can be read, else
+null>, "error": {"code": -32700, "message": "bad_json: not valid JSON: nested too
+deeply"}}``, and the server reads on.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from io import TextIOWrapper
 
 import anyio
-from mcp import types
 from mcp.server.stdio import stdio_server
-from pydantic import ValidationError
 
+from .mcp_jsonrpc import message_error
 from .mcp_server import server
-
-PARSE_ERROR = -32700
-# The request's id, read from the start of a line that does not parse as a whole.
-_ID = re.compile(r'^\s*\{[^{\[]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
 
 
 def parse_error(line: str) -> str | None:
     """The JSON-RPC error line answering ``line``, or None when the SDK can read it."""
-    try:
-        types.JSONRPCMessage.model_validate_json(line)
-        return None
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        if first["type"] != "json_invalid":
-            return None  # JSON, not a message: the SDK answers that itself
-        detail = str(first.get("ctx", {}).get("error") or first["msg"])
-    found = _ID.match(line)
-    message = "not JSON: nested too deeply" if "recursion limit" in detail else f"not JSON: {detail}"
-    return json.dumps({"jsonrpc": "2.0", "id": json.loads(found.group(1)) if found else None,
-                       "error": {"code": PARSE_ERROR, "message": f"bad_json: {message}"}})
+    answer = message_error(line)
+    return None if answer is None else json.dumps(answer)
 
 
 class _Output:

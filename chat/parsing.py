@@ -28,13 +28,20 @@ class BadRequest(Exception):
 
 
 def decode_json(raw: str | bytes):
-    """Parse client JSON. :raises BadRequest: ``bad_json`` (also for nesting too deep)."""
+    """Parse client JSON.
+
+    :raises BadRequest: ``bad_json`` saying what and where, e.g. ``not valid JSON
+        (expecting property name enclosed in double quotes at line 1, column 2)``, ``not
+        valid JSON: nested too deeply``, ``not valid JSON: not UTF-8 text``."""
     try:
         return json.loads(raw)
     except RecursionError:
-        raise BadRequest("bad_json", "not JSON: nested too deeply") from None
-    except ValueError as exc:
-        raise BadRequest("bad_json", f"not JSON: {exc}") from None
+        raise BadRequest("bad_json", "not valid JSON: nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        what = exc.msg[:1].lower() + exc.msg[1:]
+        raise BadRequest("bad_json", f"not valid JSON ({what} at line {exc.lineno}, column {exc.colno})") from None
+    except ValueError:  # bytes that are not UTF-8 (or UTF-16/32) text
+        raise BadRequest("bad_json", "not valid JSON: not UTF-8 text") from None
 
 
 def check_text(name: str, text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import stat
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import pathspec
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from .convert import SUPPORTED_EXTENSIONS
 from .outcomes import FileOutcome, IngestError
@@ -60,15 +62,100 @@ def writable(directory: Path) -> bool:
     return os.access(directory, os.W_OK) and bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
+# Bounds on a .kleaignore, which may come with a third-party folder (a cloned docs
+# repository): its patterns are matched against every path of the folder.
+IGNORE_MAX_BYTES = 64 * 1024
+IGNORE_MAX_PATTERNS = 1000
+# '**' parts of one pattern (a pattern without '/' starts with an implicit one): each can
+# match any number of folders, and two of them try a deep path at every pair of depths
+# (a 2,000-folder path: 1 s a pattern).
+IGNORE_MAX_ANY_DEPTH = 1
+_ANY_DEPTH = ("(?:.+/)?", "(?:/.+)?")  # what pathspec makes of a leading and an inner '**'
+_STAR_GROUPS = itertools.count()
+
+
+def _star_chunks(glob: str) -> list[str]:
+    """``glob`` (one path part) split at its ``*`` wildcards; a ``*`` escaped (``\\*``) or
+    in a bracket expression (``[*]``) is no wildcard (pathspec's own bracket rules)."""
+    chunks, start, i, end = [], 0, 0, len(glob)
+    while i < end:
+        char = glob[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            j = i + 1
+            j += j < end and glob[j] in "!^"
+            j += j < end and glob[j] == "]"
+            while j < end and glob[j] != "]":
+                j += 1
+            i = j + 1 if j < end else i + 1
+            continue
+        if char == "*":
+            chunks.append(glob[start:i])
+            start = i + 1
+        i += 1
+    chunks.append(glob[start:])
+    return chunks
+
+
+class _IgnorePattern(GitIgnoreSpecPattern):
+    """A gitignore pattern whose ``*`` wildcards match in linear time.
+
+    pathspec makes each ``*`` a ``[^/]*``: Python's regex engine tries every way to share a
+    name between them, so ``a*a*a*a*a*a*a*a*ab`` took 290 s on one 60-letter name (hours on
+    longer ones). As in :func:`fnmatch.translate`, each ``*`` but the last in a part matches
+    up to the first place the text after it fits, and never backtracks (a lookahead and a
+    backreference make an atomic group): the same matches, since that text has a fixed length.
+    """
+
+    @staticmethod
+    def _translate_segment_glob(pattern: str, range_error) -> str:
+        translate = GitIgnoreSpecPattern._translate_segment_glob
+        chunks = _star_chunks(pattern)
+        if len(chunks) < 3:  # one "*" at most: nothing to share out
+            return translate(pattern, range_error)
+        head, *middle, tail = chunks
+        regex = translate(head, range_error)
+        for chunk in filter(None, middle):  # "**" inside a part is one "*"
+            group = f"klea_star{next(_STAR_GROUPS)}"
+            regex += f"(?=(?P<{group}>[^/]*?{translate(chunk, range_error)}))(?P={group})"
+        return regex + "[^/]*" + translate(tail, range_error)
+
+
 @lru_cache(maxsize=32)
 def _ignore_spec(ignore_file: Path, mtime_ns: int, size: int) -> pathspec.GitIgnoreSpec:
-    # keyed on the file's mtime and size too, so an edited file is read again
-    with open(ignore_file, encoding="utf-8", errors="replace") as lines:
-        return pathspec.GitIgnoreSpec.from_lines(lines)
+    """The file's patterns (keyed on its mtime and size too, so an edited file is read again).
+
+    :raises IngestError: over :data:`IGNORE_MAX_BYTES` or :data:`IGNORE_MAX_PATTERNS`, a
+        pattern pathspec refuses, or one with over :data:`IGNORE_MAX_ANY_DEPTH` ``**`` parts."""
+    if size > IGNORE_MAX_BYTES:
+        raise IngestError(f"{ignore_file}: {size:,} bytes, over the {IGNORE_MAX_BYTES:,} a {IGNORE_FILE} may hold")
+    with open(ignore_file, encoding="utf-8", errors="replace") as fh:
+        lines = fh.read(IGNORE_MAX_BYTES + 1).splitlines()
+    patterns = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            pattern = _IgnorePattern(line)
+        except ValueError as exc:  # pathspec's GitIgnorePatternError
+            raise IngestError(f"{ignore_file}, line {number}: not a gitignore pattern ({line!r}: {exc})") from None
+        if pattern.include is None:  # blank or comment
+            continue
+        if sum(pattern.regex.pattern.count(part) for part in _ANY_DEPTH) > IGNORE_MAX_ANY_DEPTH:
+            raise IngestError(f"{ignore_file}, line {number}: {line!r} has over {IGNORE_MAX_ANY_DEPTH} '**' parts "
+                              "(a pattern without '/' counts one)")
+        patterns.append(pattern)
+    if len(patterns) > IGNORE_MAX_PATTERNS:
+        raise IngestError(f"{ignore_file}: {len(patterns):,} patterns, over the {IGNORE_MAX_PATTERNS:,} "
+                          f"a {IGNORE_FILE} may hold")
+    # The "simple" backend is Python's re, which the atomic groups need (re2 has none).
+    return pathspec.GitIgnoreSpec(patterns, backend="simple")
 
 
 def _ignored(root: Path) -> pathspec.GitIgnoreSpec | None:
-    """The patterns of ``root``'s :data:`IGNORE_FILE`, or None when it has none."""
+    """The patterns of ``root``'s :data:`IGNORE_FILE`, or None when it has none.
+
+    :raises IngestError: the file is a link out of ``root``, or as :func:`_ignore_spec`."""
     ignore_file = root / IGNORE_FILE
     try:
         status = ignore_file.stat()
@@ -76,6 +163,8 @@ def _ignored(root: Path) -> pathspec.GitIgnoreSpec | None:
         return None
     if not stat.S_ISREG(status.st_mode):
         return None
+    if not inside(ignore_file, root):
+        raise IngestError(f"{ignore_file}: symbolic link to a path outside the folder; not followed")
     return _ignore_spec(ignore_file, status.st_mtime_ns, status.st_size)
 
 

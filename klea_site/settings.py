@@ -59,6 +59,8 @@ MIDDLEWARE = [
     "chat.tokens.BearerTokenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Content-Security-Policy on HTML pages: scripts from the site only (docs/security.md)
+    "klea_site.csp.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "klea_site.urls"

@@ -25,7 +25,8 @@ PHONE = {"width": 390, "height": 844}
 def browser_page(viewport: dict | None = None):
     """``with browser_page() as page:`` a fresh Chromium page (DESKTOP unless ``viewport``).
 
-    Any uncaught JavaScript error on the page fails the test when the block ends.
+    Any uncaught JavaScript error on the page, and anything the page's
+    Content-Security-Policy blocked (klea_site/csp.py), fails the test when the block ends.
     """
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: run `make test` (it installs Debian's chromium)", pytrace=False)
@@ -40,10 +41,12 @@ def browser_page(viewport: dict | None = None):
             page = browser.new_page(viewport=viewport or DESKTOP)
             page.set_default_timeout(TIMEOUT_MS)
             page.on("pageerror", lambda error: errors.append(str(error)))
+            page.on("console", lambda message: errors.append(message.text)
+                    if "Content Security Policy" in message.text else None)
             yield page
         finally:
             browser.close()
-    assert errors == [], f"JavaScript errors on the page: {errors}"
+    assert errors == [], f"JavaScript errors or blocked content on the page: {errors}"
 
 
 def sign_in(page, server, user) -> None:

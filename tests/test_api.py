@@ -95,8 +95,9 @@ def test_query_errors(setup):
     alice, bob = client_for(setup["alice"]), client_for(setup["bob"])
     alice_session = ChatSession.objects.create(owner=setup["alice"])
     cases = [
-        (bob, "{oops", 400, "bad_json", "not JSON: Expecting property name enclosed in double quotes: line 1 column 2 "
-                                         "(char 1)"),
+        (bob, "{oops", 400, "bad_json", "not valid JSON (expecting property name enclosed in double quotes at "
+                                         "line 1, column 2)"),
+        (bob, b'{"text": "\xff"}', 400, "bad_json", "not valid JSON: not UTF-8 text"),
         (bob, "[]", 400, "bad_request", "the body must be a JSON object"),
         (bob, {"text": ""}, 400, "bad_request", '"text" must be a non-empty string'),
         (bob, {"text": "\u200b\u200c \u2060\u200d"}, 400, "bad_request", '"text" must be a non-empty string'),
@@ -108,7 +109,7 @@ def test_query_errors(setup):
         (bob, {"text": HH, "session": alice_session.pk}, 404, "not_found", f"no session {alice_session.pk}"),
     ]
     for client, body, status, code, message in cases:
-        data = body if isinstance(body, str) else json.dumps(body)
+        data = body if isinstance(body, (str, bytes)) else json.dumps(body)
         response = client.post("/api/query", data, content_type="application/json")
         assert (response.status_code, response.json()) == (status, {"error": {"code": code, "message": message}})
     response = bob.get("/api/query")
@@ -263,7 +264,7 @@ def test_deeply_nested_json_is_bad_json(setup):
     bodies = [nested, '{"text": "hi", "filters": {"year": ' + nested + "}}", '{"title": ' + nested + "}"]
     for path, body in [("/api/query", bodies[0]), ("/api/query", bodies[1]), ("/api/sessions", bodies[2])]:
         response = bob.post(path, body, content_type="application/json")
-        assert (response.status_code, response.json()) == bad(400, "bad_json", "not JSON: nested too deeply")
+        assert (response.status_code, response.json()) == bad(400, "bad_json", "not valid JSON: nested too deeply")
     deep = {"year": 2000}
     for _ in range(30):
         deep = {"$and": [deep]}

@@ -199,6 +199,16 @@ def test_text_repairs():
     assert page_text("appli\ufffe\r\ncations of the\r\nmethod") == "applications of the\nmethod"
 
 
+def test_text_repairs_read_long_whitespace_runs_once():
+    # Both patterns backtracked through a whole run from each of its characters: 10,000
+    # newlines after a soft hyphen took 2.7 s, 10,000 spaces before a word 1.6 s (quadratic).
+    from ingestion.convert.html import convert_html
+
+    assert page_text("appli\u00ad \n\n  cations") == "applications"
+    assert page_text("end\u00ad" + "\n" * 200_000 + " ") == "end" + "\n" * 200_000  # no word after: kept
+    assert [b.text for b in convert_html("<p>a , b  ) c" + " " * 200_000 + "d</p>").blocks] == ["a, b) c d"]
+
+
 PAGE = "Tidy Data\nHadley Wickham\nRStudio\nAbstract\nA huge amount of effort is spent cleaning data. " * 5
 
 

@@ -103,11 +103,19 @@ def test_unreachable_service_moves_on(fakes, settings):
     assert (lookup.service, lookup.requests) == ("openalex", 2)
 
 
-def test_no_reachable_service_pauses_lookups_until_reset(fakes, settings):
+def test_no_reachable_service_pauses_lookups_until_reset(fakes, settings, caplog):
     for name in ("KLEA_CROSSREF_URL", "KLEA_OPENALEX_URL", "KLEA_SEMANTIC_SCHOLAR_URL"):
         setattr(settings, name, f"http://127.0.0.1:{_closed_port()}")
     resolver = DoiResolver()
+    caplog.set_level("INFO", logger="klea.ingestion.biblio")
     assert resolver.resolve(NATURE) == DoiLookup(None, "", cached=False, requests=6)  # 2 rounds x 3 services
+    # one line for the lookup, not one per request
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [(
+        "WARNING",
+        f"DOI {NATURE}: no service answered (crossref ConnectError, openalex ConnectError, "
+        "semanticscholar ConnectError; 6 requests); not cached, retried next time; "
+        "DOI services unreachable: no lookups for 300 s",
+    )]
     assert resolver.resolve("10.7717/peerj-cs.118") == DoiLookup(None)  # paused: no request
     for name, value in fakes.settings().items():
         setattr(settings, name, value)
@@ -117,12 +125,16 @@ def test_no_reachable_service_pauses_lookups_until_reset(fakes, settings):
     assert DoiRecord.objects.count() == 1
 
 
-def test_a_reachable_service_means_no_pause(fakes, settings):
+def test_a_reachable_service_means_no_pause(fakes, settings, caplog):
     settings.KLEA_CROSSREF_URL = f"http://127.0.0.1:{_closed_port()}"
     settings.KLEA_OPENALEX_URL = f"http://127.0.0.1:{_closed_port()}"
     fakes.script("semanticscholar", "500", "500")
     resolver = DoiResolver()
+    caplog.set_level("INFO", logger="klea.ingestion.biblio")
     assert resolver.resolve(NATURE).record is None
+    assert [r.getMessage() for r in caplog.records] == [
+        f"DOI {NATURE}: no service answered (crossref ConnectError, openalex ConnectError, "
+        "semanticscholar answered 500; 6 requests); not cached, retried next time"]
     assert (resolver.resolve(NATURE).service, fakes.services_asked()) == (
         "semanticscholar", ["semanticscholar"] * 3)
 

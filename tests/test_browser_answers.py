@@ -331,3 +331,30 @@ def test_on_a_laptop_the_answer_is_wide_its_table_wraps_and_its_code_scrolls(wor
             screenshot(page, "chat-laptop-table")
         assert fake.unexpected == [] and fake.pending == 0
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()
+
+
+# Bidi embeddings, overrides, pops and isolates, zero-width spaces, joiners and marks, the
+# word joiner, the BOM and the Arabic letter mark.
+INVISIBLE = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200b\u200c\u200d\u200e\u200f\u2060\ufeff\u061c"
+SHOWN = """(bad) => {
+  const R = KleaRender, spoof = `report\\u202e${bad}fdp.exe`;
+  const user = R.fill(R.message("user"), { content: `Is ${spoof} safe?` });
+  const answer = R.fill(R.message("assistant"), { content: `**${spoof}** is a *PDF*${bad} [1].` });
+  const refs = R.references([{ number: 1, kind: "document", title: `Title ${spoof}`, file_name: `docs/${spoof}`,
+    domain: "wshtml", authors: [`A${bad}uthor`], chunks: [{ chunk_id: 1, heading_chain: `Head${bad}ing`,
+    text: `Chunk ${spoof}` }] }]);
+  return [R.visible(bad), user.querySelector(".text").textContent, answer.querySelector(".text").textContent,
+          answer.querySelector(".text strong").textContent, refs.querySelector(".ref-title").textContent,
+          refs.querySelector(".ref-meta").textContent, refs.querySelector(".ref-file").textContent,
+          refs.querySelector("summary").textContent, refs.querySelector(".chunk-text").textContent];
+}"""
+
+
+def test_bidi_and_invisible_characters_are_dropped_from_everything_shown(world, tmp_path):
+    """A file name such as "report<RLO>fdp.exe" reads "reportexe.pdf" in a browser; the
+    page drops such characters from questions, answers, titles, file names and chunks."""
+    with LiveDaphne(tmp_path / "daphne.log", KLEA_WARM_START="false") as server, browser_page() as page:
+        sign_in(page, server, world.bob)
+        assert page.evaluate(SHOWN, INVISIBLE) == [
+            "", "Is reportfdp.exe safe?", "reportfdp.exe is a PDF [1].\n", "reportfdp.exe", "Title reportfdp.exe",
+            "Author", "wshtml · docs/reportfdp.exe", "Heading", "Chunk reportfdp.exe"]

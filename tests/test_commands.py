@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -189,3 +190,17 @@ def test_pre_check_reports_a_pdf_that_vanishes_mid_run_and_checks_the_rest(tmp_p
     assert [(r.file_name, r.verdict, r.pages, r.note) for r in rows] == [
         ("a.pdf", "no-OCR", 2, ""), ("b.pdf", "OCR", 0, "unreadable (vanished during the run)")
     ]
+
+
+def test_prepare_runs_each_step_in_one_process_and_times_it(db, monkeypatch):
+    """`make run`'s steps before serving; the real list is models, migrate, demo, collectstatic."""
+    from ingestion.management.commands import prepare
+
+    assert [name for name, _, _ in prepare.STEPS] == ["prepare_models", "migrate", "demo", "collectstatic"]
+    monkeypatch.setattr(prepare, "STEPS", (("migrate", (), {"interactive": False, "verbosity": 0}),
+                                           ("check", (), {})))
+    out = StringIO()
+    call_command("prepare", stdout=out, stderr=StringIO())
+    lines = [re.sub(r"done in \d+ s$", "done in N s", line) for line in out.getvalue().splitlines()]
+    assert lines == ["migrate ...", "migrate: done in N s",
+                     "check ...", "System check identified no issues (0 silenced).", "check: done in N s"]

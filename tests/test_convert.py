@@ -124,6 +124,13 @@ def test_hugo_front_matter_title_becomes_the_top_heading():
         ("math", "V_{m}", "V_{m}"),
         ("cite:p", "Gleeson2010", ""),
         ("doc", "the paths page <Userdocs/Paths>", "the paths page"),
+        ("ref", "a <b> <c>", "a <b>"),
+        ("ref", "<only-a-target>", "<only a target>"),
+        ("ref", "text <>", "text <>"),
+        ("ref", "text <a>b>", "text <a>b>"),
+        ("ref", "text\t\n <target>\n", "text"),
+        # a regex read the target by trying every space run before a '<': 8,000 spaces 0.6 s
+        ("ref", "a" + " " * 200_000 + "<b", "a" + " " * 200_000 + "<b"),
     ],
 )
 def test_render_role(name, content, expected):
@@ -389,3 +396,44 @@ def test_rst_card_label_is_a_heading_and_options_stay_out_of_it():
         (("Top",), "Aside"),
         (("Top",), "Plain."),
     ]
+
+
+def test_directives_nested_past_twenty_levels_fail_the_file_naming_the_line():
+    """Each directive's body is parsed again on its own: 400 nested fences took 13 s and
+    then a bare RecursionError ('crashed')."""
+    def nested(levels):
+        opening = "".join(":" * (levels - i + 3) + "{note}\n" for i in range(levels))
+        return "# Top\n\nIntro.\n\n" + opening + "deep\n" + "".join(":" * (i + 4) + "\n" for i in range(levels))
+
+    assert [b.text for b in convert_markdown(nested(20)).blocks] == ["Intro.", "**Note:** " * 20 + "deep"]
+    for levels in (21, 400):
+        with pytest.raises(ConversionError) as info:
+            convert_markdown(nested(levels))
+        assert (info.value.reason, str(info.value)) == (
+            "broken", "directives nested too deeply at line 5 (over 20 levels)")
+
+
+def test_csv_table_cell_over_the_csv_limit_fails_naming_the_line():
+    with pytest.raises(ConversionError) as info:
+        convert_markdown('# T\n\n```{csv-table}\n:header: a, b\n\n1, "' + "x" * 131_073 + '"\n```\n')
+    assert (info.value.reason, str(info.value)) == (
+        "broken", "{csv-table} at line 3: field larger than field limit (131072)")
+
+
+def test_rst_nested_past_pythons_stack_fails_the_file(tmp_path):
+    page = tmp_path / "deep.rst"
+    page.write_text("".join(" " * i + "para\n\n" for i in range(300)), encoding="utf-8")
+    with pytest.raises(ConversionError) as info:
+        convert_file(page)
+    assert (info.value.reason, str(info.value)) == (
+        "broken", "deep.rst: block quotes or directives nested too deeply for Python's stack")
+
+
+def test_rst_role_and_directive_names_are_found_in_one_pass():
+    """Role names were found by a regex trying each ':' as a start, rescanning the run
+    after it (20,000 ':a' took 90 s); directive lines by '^\\s*', which crossed newlines."""
+    from ingestion.convert.rst import _DIRECTIVE_USE, _role_names
+
+    text = "x:py:meth:`a` :ref:`b` ::c:`d` :1x:`e` " + ":a" * 100_000 + " :math:`f`"
+    assert _role_names(text) == {"py:meth", "ref", "c", "math"}
+    assert _DIRECTIVE_USE.findall("\n" * 100_000 + "  .. note:: x\n..\n   tab::\n") == ["note"]

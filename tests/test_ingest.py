@@ -152,6 +152,9 @@ def test_command_prints_summary_and_exits_nonzero_on_failures(domain, tmp_path):
         "  failed                 0",
         "  pruned                 0",
     ]
+    # build = chunk + store: the map-lint of chunk, then the store-lint of store
+    headers = [line for line in lines if line.startswith(("map-lint ", "store-lint "))]
+    assert headers == [f"map-lint {root}", "store-lint cmd-store (domain ingest-test, mode both)"]
     (root / "bad.md").write_bytes(b"\x00")
     with pytest.raises(CommandError, match=r"^1 file\(s\) failed; the others were stored$"):
         call_command("stores", "build", str(root), "--collection", "cmd-store", "--domain", "ingest-test",
@@ -222,3 +225,51 @@ def test_a_file_with_no_text_is_skipped_and_leaves_no_document(domain, tmp_path)
     assert (job.status, job.outcomes) == ("succeeded", {"good.md": "unchanged", "only.md": "skipped"})
     again = ingest(tmp_path, "skip-store", "ingest-test", mirror=True)
     assert [(o.file_name, o.status) for o in again.outcomes] == [("good.md", "unchanged"), ("only.md", "skipped")]
+
+
+def test_kleaignore_wildcards_match_as_pathspec_does_without_backtracking(tmp_path):
+    # Each "*" of pathspec's own regex tried every split of a name between them: this
+    # pattern took about 290 s on the 60-letter name; the matches are unchanged.
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+    from ingestion.sources import _IgnorePattern, list_source_files
+
+    (tmp_path / ".kleaignore").write_text("a*a*a*a*a*a*a*a*a.txt\n", encoding="utf-8")
+    for name in ("a" * 60 + ".md", "a" * 12 + ".txt", "ab.txt"):
+        (tmp_path / name).write_text("x", encoding="utf-8")
+    assert [p.name for p in list_source_files(tmp_path)] == ["a" * 60 + ".md", "ab.txt"]
+    patterns = ["*.draft.md", "a*b*c", "a\\*b*c*d", "x[*]y*z*", "[!a]*b*", "**/d*e*f/**", "g**h*i"]
+    paths = ["a.draft.md", "x/abc", "a*bcd", "a*xbycd", "x*yzz", "xqyz", "babb", "abb", "k/def/g", "dxexf",
+             "ghi", "gxhyi", "g/hi"]
+    for text in patterns:
+        ours, theirs = _IgnorePattern(text), GitIgnoreSpecPattern(text)
+        assert [ours.match_file(p) is not None for p in paths] == [theirs.match_file(p) is not None for p in paths]
+
+
+@pytest.mark.parametrize("content, error", [
+    ("drafts/\nnotes\\\n", "line 2: not a gitignore pattern ('notes\\\\': Invalid git pattern: 'notes\\\\')"),
+    ("**/a/**/b.md\n", "line 1: '**/a/**/b.md' has over 1 '**' parts (a pattern without '/' counts one)"),
+    ("*/**/b.md\n", None),
+    ("".join(f"f{i}.md\n" for i in range(1001)), ": 1,001 patterns, over the 1,000 a .kleaignore may hold"),
+    ("# comment\n" * 7000, ": 70,000 bytes, over the 65,536 a .kleaignore may hold"),
+])
+def test_a_bad_kleaignore_fails_the_run_and_prunes_nothing(domain, tmp_path, content, error):
+    root = make_tree(tmp_path / "docs")
+    ingest(root, "ingest-store", "ingest-test", mirror=True)
+    (root / ".kleaignore").write_text(content, encoding="utf-8")
+    if error is None:  # one '**' (besides the implicit one) is fine
+        assert ingest(root, "ingest-store", "ingest-test", mirror=True).count("unchanged") == 4
+        return
+    with pytest.raises(IngestError) as caught:
+        ingest(root, "ingest-store", "ingest-test", mirror=True)
+    assert str(caught.value) == f"{root / '.kleaignore'}{'' if error.startswith(':') else ', '}{error}"
+    assert Document.objects.filter(store__name="ingest-store").count() == 4
+
+
+def test_a_kleaignore_linked_out_of_the_folder_is_not_read(domain, tmp_path):
+    root = make_tree(tmp_path / "docs")
+    (tmp_path / "elsewhere").write_text("*.md\n", encoding="utf-8")
+    (root / ".kleaignore").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(IngestError) as caught:
+        ingest(root, "ingest-store", "ingest-test", mirror=True)
+    assert str(caught.value) == f"{root / '.kleaignore'}: symbolic link to a path outside the folder; not followed"

@@ -20,6 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from chat import tokens
+from chat.mcp_jsonrpc import BATCH, NOT_A_MESSAGE
+from chat.mcp_jsonrpc import error as rpc_error
 
 from .chat_world import SECRET_TEXT, in_thread, world  # noqa: F401
 from .live_daphne import LiveDaphne, database_url
@@ -138,21 +140,30 @@ async def test_over_streamable_http_with_tokens(world, tmp_path):
             assert (response.status_code, response.json()["error"]["code"]) == (401, "invalid_token")
             response = await client.post(f"{server.url}/mcp/", json={}, headers={"Host": "evil.example"})
             assert response.status_code == 400
-            # JSON nested too deeply for the parser, a body over the limit: 400 with a code, not a 500
+            # JSON nested too deeply for the parser, a body over the limit, not JSON, a batch,
+            # JSON that is no message: 400 with a JSON-RPC error in plain words, not a 500
+            # and not pydantic's validation text
             headers = {"Authorization": f"Bearer {alice}", "Content-Type": "application/json",
                        "Accept": "application/json, text/event-stream"}
             call = ('{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search", '
                     '"arguments": {"domain": "wsneuro", "query": "q", "filters": {"year": %s}}}}')
-            response = await client.post(f"{server.url}/mcp/", headers=headers,
-                                         content=call % ("[" * 30_000 + "]" * 30_000))
-            assert (response.status_code, response.json()) == (
-                400, {"error": {"code": "bad_json", "message": "not JSON: nested too deeply"}})
             limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-            response = await client.post(f"{server.url}/mcp/", headers=headers, content=call % ("0" * limit))
-            assert (response.status_code, response.json()) == (
-                400, {"error": {"code": "too_large", "message": f"the request body is larger than {limit} bytes"}})
-            response = await client.post(f"{server.url}/mcp/", headers=headers, content=b"{nope")
-            assert (response.status_code, response.json()["error"]["code"]) == (400, "bad_json")
+            ping = {"jsonrpc": "2.0", "id": 4, "method": "ping"}
+            for body, answer in [
+                (call % ("[" * 30_000 + "]" * 30_000), rpc_error(1, -32700, "bad_json: not valid JSON: nested too deeply")),
+                (call % ("0" * limit), rpc_error(None, -32600, f"too_large: the request body is larger than {limit} bytes")),
+                ("{nope", rpc_error(None, -32700, "bad_json: not valid JSON (key must be a string at line 1, column 2)")),
+                ("", rpc_error(None, -32700, "bad_json: not valid JSON (EOF while parsing a value at line 1, column 0)")),
+                (json.dumps([ping, {**ping, "id": 5}]), rpc_error(None, -32600, BATCH)),
+                (json.dumps({"id": 6, "method": "ping"}), rpc_error(6, -32600, NOT_A_MESSAGE)),
+                (json.dumps({"jsonrpc": "2.0", "id": 7}), rpc_error(7, -32600, NOT_A_MESSAGE)),
+                ('"ping"', rpc_error(None, -32600, NOT_A_MESSAGE)),
+            ]:
+                response = await client.post(f"{server.url}/mcp/", headers=headers, content=body)
+                assert (response.status_code, response.json()) == (400, answer), body[:60]
+            # one message is still answered by the SDK
+            response = await client.post(f"{server.url}/mcp/", headers=headers, content=json.dumps(ping))
+            assert (response.status_code, response.text.count('"id":4')) == (200, 1)
     assert "Traceback" not in log.read_text()
 
 
@@ -192,9 +203,11 @@ def test_over_stdio_json_nested_too_deeply_gets_a_parse_error_and_the_server_rea
         deep = "[" * 5_000 + "]" * 5_000
         assert call('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", '
                     f'"arguments": {{"domain": "wsneuro", "query": "q", "filters": {{"year": {deep}}}}}}}}}') == {
-            "jsonrpc": "2.0", "id": 2, "error": {"code": -32700, "message": "bad_json: not JSON: nested too deeply"}}
+            "jsonrpc": "2.0", "id": 2, "error": {"code": -32700, "message": "bad_json: not valid JSON: nested too deeply"}}
         assert call("{nope") == {"jsonrpc": "2.0", "id": None, "error": {
-            "code": -32700, "message": "bad_json: not JSON: key must be a string at line 1 column 2"}}
+            "code": -32700, "message": "bad_json: not valid JSON (key must be a string at line 1, column 2)"}}
+        assert call('[{"jsonrpc": "2.0", "id": 8, "method": "ping"}]') == rpc_error(None, -32600, BATCH)
+        assert call('{"id": 9, "method": "ping"}') == rpc_error(9, -32600, NOT_A_MESSAGE)
         listed = call(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                                   "params": {"name": "list_domains", "arguments": {}}}))
         assert ws_names(types.CallToolResult.model_validate(listed["result"])) == ["wsarrays", "wsneuro", "wssecret"]

@@ -118,7 +118,7 @@ def test_errors_have_the_protocols_shape(world, tmp_path):
         response = httpx.post(f"{server.url}/v1/chat/completions", content=deep,
                               headers={"Authorization": f"Bearer {token}"})
         assert (response.status_code, response.json()["error"]["code"], response.json()["error"]["message"]) == (
-            400, "bad_json", "not JSON: nested too deeply")
+            400, "bad_json", "not valid JSON: nested too deeply")
         assert httpx.get(f"{server.url}/v1/chat/completions", headers={"Authorization": f"Bearer {token}"}
                          ).status_code == 405
         response = httpx.get(f"{server.url}/v1/models")  # no token: nobody (KLEA_CHAT_PUBLIC is off)

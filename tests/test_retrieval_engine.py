@@ -4,6 +4,7 @@ import importlib
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.test import override_settings
 
 from domains import embeddings
@@ -169,3 +170,43 @@ def test_default_k_is_eight_and_domains_left_at_five_move_with_it(db):
     migration.to_old_default(apps, None)
     mine = Domain.objects.filter(name__in=["chosen", "left", "many", "narrow"])  # other modules may keep domains
     assert sorted(mine.values_list("name", "default_k")) == [("chosen", 3), ("left", 5), ("many", 5), ("narrow", 5)]
+
+
+def test_a_search_costs_one_statement_per_list_and_puts_no_setting_back(setup):
+    """Round trips are much of a small search's time on a loaded machine: one transaction
+    (here a savepoint in the test's), rolled back at the end, takes the place of a
+    savepoint per list and of the statements that put the settings back; the declared
+    filter fields are read only for a filter. The caller's settings are untouched."""
+    domain, ids = setup
+    with CaptureQueriesContext(connection) as queries:
+        result = retrieve("neurons firing", [domain])
+    statements = [" ".join(q["sql"].split()[:2]) for q in queries.captured_queries]
+    assert statements == [
+        "SELECT lexeme",  # the query's lexemes
+        'SELECT "domains_store"."id",',  # the domain's stores
+        "SAVEPOINT " + statements[2].split()[1],
+        "SELECT set_config('statement_timeout',",
+        "SELECT chunk_id,",  # extra:bm25
+        "SELECT coalesce(sum(chunk_count)",  # main:vector: the store's size, then the search
+        "SELECT id,",
+        "SELECT chunk_id,",  # main:bm25
+        "SELECT id,",  # the years of the fused chunks
+        "SELECT c.id,",  # text and file of the top k
+        "ROLLBACK TO",  # SAVEPOINT <name>
+        "RELEASE SAVEPOINT",
+    ]
+    assert [c.chunk_id for c in result.results][:2] == [ids[("neurons.md", 0)], ids[("copy.md", 0)]]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == "0"
+
+
+def test_queries_with_the_same_lexemes_share_one_bm25_search(setup):
+    domain, _ = setup
+    with CaptureQueriesContext(connection) as queries:
+        both = retrieve(["neurons firing", "the neuron fires"], [domain], k=5, modes=["bm25"])
+    searches = [q["sql"] for q in queries.captured_queries if "bm25_topk" in q["sql"] or "bm25posting" in q["sql"]]
+    assert len(searches) == 2  # one per store (main, extra), not one per store and query
+    single = retrieve("neurons firing", [domain], k=5, modes=["bm25"])
+    assert [c.chunk_id for c in both.results] == [c.chunk_id for c in single.results]
+    assert both.keywords == ["neuron", "fire"]

@@ -269,7 +269,7 @@ def test_store_lint_totals_findings_and_samples(domain, folder):
     # a field the domain filters on is expected of every file
     FilterField.objects.create(domain=domain, name="year", value_type="int")
     assert store_lint("steps-store").sections["chunks missing metadata"] == [
-        "guide.md #0: year", "guide.md #1: year", "guide.md #2: year", "notes.txt #0: year", "tiny.md #0: year"]
+        "guide.md: year (3 of 3 chunks)", "notes.txt: year (1 of 1 chunk)", "tiny.md: year (1 of 1 chunk)"]
 
 
 def test_bibliographic_fields_are_expected_of_papers_and_cited_works_only():

@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
@@ -83,29 +84,20 @@ def _fill(chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
     return filled
 
 
-def _savepoint():
-    """A savepoint inside a caller's transaction (one failed list must not abort it);
-    nothing in autocommit mode, where a failed statement leaves no trace."""
-    return transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
-
-
 @contextlib.contextmanager
-def _statement_timeout():
-    """A transaction whose statements may each run KLEA_RETRIEVAL_STATEMENT_TIMEOUT
-    seconds at most (PostgreSQL cancels a longer one with QueryCanceled); the previous
-    value is put back for a caller's transaction that goes on. No bound when 0."""
+def _read_only():
+    """The statements of one retrieve(): a transaction of their own (a savepoint inside a
+    caller's), each statement cancelled after KLEA_RETRIEVAL_STATEMENT_TIMEOUT seconds
+    (QueryCanceled; no bound when 0), rolled back at the end: retrieve() only reads, and
+    the settings it makes transaction-local (statement_timeout, vector.py's
+    hnsw.ef_search) end with it, with no statement to put them back."""
     seconds = settings.KLEA_RETRIEVAL_STATEMENT_TIMEOUT
-    if not seconds or seconds <= 0:
-        yield
-        return
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT current_setting('statement_timeout'), set_config('statement_timeout', %s, true)",
-                           [f"{max(1, round(seconds * 1000))}ms"])
-            previous = cursor.fetchone()[0]
+        if seconds and seconds > 0:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config('statement_timeout', %s, true)", [f"{max(1, round(seconds * 1000))}ms"])
         yield
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
+        transaction.set_rollback(True)
 
 
 # PostgreSQL's SQLSTATE for a statement cancelled by statement_timeout (query_canceled).
@@ -165,10 +157,17 @@ class _Search:
         label = f"{store.name}:{mode}"
         if mode == "vector":
             return [
-                (label, vector_search(store.id, vector, depth, domain.min_relevance, where=where).hits)
+                (label, vector_search(store.id, vector, depth, domain.min_relevance, where=where,
+                                      restore_settings=False).hits)
                 for vector in self.vectors
             ]
-        return [(label, bm25_search(store.id, lexemes, depth, where=where)) for lexemes in self.lexemes]
+        # queries that differ only in stop words or word forms share one search (and its
+        # list still counts once per query in the fusion)
+        found: dict[frozenset, list] = {}
+        for lexemes in self.lexemes:
+            if frozenset(lexemes) not in found:
+                found[frozenset(lexemes)] = bm25_search(store.id, lexemes, depth, where=where)
+        return [(label, found[frozenset(lexemes)]) for lexemes in self.lexemes]
 
     def store_modes(self, store: Store) -> list[str]:
         allowed = {"vector": store.uses_vector, "bm25": store.uses_bm25}
@@ -231,19 +230,31 @@ def retrieve(
         if missing:
             raise ValueError(f"unknown store(s) {missing}: not stores of the domains searched")
     try:
-        compiled = {d.pk: compile_filter(filters, field_specs(d), prefix=f"f{d.pk}_") for d in active}
+        # a domain's declared fields are read only when there is a filter to compile
+        compiled = {d.pk: compile_filter(filters, field_specs(d) if filters else {}, prefix=f"f{d.pk}_")
+                    for d in active}
         for domain in active:
             for name in compiled[domain.pk].dropped:
                 result.dropped_filters.setdefault(name, []).append(domain.name)
         search = _Search(queries, tuple(modes or MODES), None if query_vectors is None else np.asarray(query_vectors))
         for lexemes in search.lexemes:
             result.keywords += [lex for lex in lexemes if lex not in result.keywords]
-        with _statement_timeout():
-            per_domain = [
-                _search_domain(search, domain, compiled[domain.pk], result, k=k, depth=depth, stores=stores,
-                               fusion=fusion)
-                for domain in active
-            ]
+        jobs = [
+            _Job(domain, store, mode, compiled[domain.pk], depth or max(LIST_DEPTH, _k(k, domain)))
+            for domain in active for store in _stores(domain, stores) for mode in search.store_modes(store)
+        ]
+        lists: dict[int, list[tuple[str, list]]] = {d.pk: [] for d in active}
+        while True:
+            # A failed list aborts the transaction: it is rolled back and the lists after
+            # the failed one run in a new one (a savepoint per list cost two statements
+            # each, a fifth of a hybrid search's round trips).
+            with _read_only():
+                jobs, failed = _run_lists(search, jobs, lists, result)
+                if not failed:
+                    per_domain = [
+                        _top(domain, lists[domain.pk], _k(k, domain), fusion or domain.fusion) for domain in active
+                    ]
+                    break
     except DatabaseError as exc:  # the database as a whole, not one list
         logger.exception("retrieval failed")
         result.retrieval_failed = True
@@ -254,26 +265,49 @@ def retrieve(
     return result
 
 
-def _search_domain(search: _Search, domain: Domain, where, result: RetrievalResult, *, k, depth, stores, fusion):
-    """One domain: its lists (failures noted in ``result``), fused, recency, top k."""
-    domain_k = k if k is not None else domain.default_k
-    list_depth = depth or max(LIST_DEPTH, domain_k)
-    lists: list[tuple[str, list]] = []
-    store_rows = domain.stores.all()
-    if stores is not None:
-        store_rows = store_rows.filter(name__in=list(stores))
-    for store in store_rows:
-        for mode in search.store_modes(store):
-            try:  # a savepoint per list: one broken list leaves the others usable
-                with _savepoint():
-                    lists += search.store_lists(store, domain, where, list_depth, mode)
-            except (DatabaseError, embeddings.EmbeddingError) as exc:
-                logger.exception("%s search failed for store %s of domain %s", mode, store.name, domain.name)
-                result.retrieval_failed = True
-                message = f"{store.name}:{mode} (domain {domain.name}): {exc}".strip()
-                result.error = f"{result.error}; {message}" if result.error else message
-                result.failures.append(f"{store.name}:{mode} (domain {domain.name}): {_failure_kind(exc)}")
-    fused = fuse(lists, fusion or domain.fusion, domain.fusion_alpha)
+def _k(k: int | None, domain: Domain) -> int:
+    return k if k is not None else domain.default_k
+
+
+def _stores(domain: Domain, names: list[str] | None) -> list[Store]:
+    rows = domain.stores.all()
+    return list(rows if names is None else rows.filter(name__in=names))
+
+
+@dataclass
+class _Job:
+    """The ranked lists of one (domain, store, mode): one per query."""
+
+    domain: Domain
+    store: Store
+    mode: str
+    where: object
+    depth: int
+
+
+def _run_lists(search: _Search, jobs: list[_Job], lists: dict, result: RetrievalResult) -> tuple[list[_Job], bool]:
+    """Run ``jobs`` in order, their lists into ``lists[domain pk]``, until one fails.
+
+    :returns: (the jobs after the failed one, True), or ([], False) when none failed;
+        a failure is noted in ``result`` and leaves the transaction aborted.
+    """
+    for i, job in enumerate(jobs):
+        store, domain, mode = job.store, job.domain, job.mode
+        try:
+            lists[domain.pk] += search.store_lists(store, domain, job.where, job.depth, mode)
+        except (DatabaseError, embeddings.EmbeddingError) as exc:
+            logger.exception("%s search failed for store %s of domain %s", mode, store.name, domain.name)
+            result.retrieval_failed = True
+            message = f"{store.name}:{mode} (domain {domain.name}): {exc}".strip()
+            result.error = f"{result.error}; {message}" if result.error else message
+            result.failures.append(f"{store.name}:{mode} (domain {domain.name}): {_failure_kind(exc)}")
+            return jobs[i + 1:], True
+    return [], False
+
+
+def _top(domain: Domain, lists: list[tuple[str, list]], k: int, fusion: str) -> list[RetrievedChunk]:
+    """One domain's lists fused, blended with recency, cut to ``k`` and filled."""
+    fused = fuse(lists, fusion, domain.fusion_alpha)
     years = _years([cid for cid, _, _ in fused])
     chunks = [
         RetrievedChunk(
@@ -283,4 +317,4 @@ def _search_domain(search: _Search, domain: Domain, where, result: RetrievalResu
         for cid, score, sources in fused
         if cid in years
     ]
-    return _fill(blend_recency(chunks)[:domain_k])
+    return _fill(blend_recency(chunks)[:k])

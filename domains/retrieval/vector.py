@@ -133,15 +133,17 @@ ORDER BY distance, id
 LIMIT %(k)s
 """
 # Over-fetch from the index over the whole table (no WHERE, so the planner uses it),
-# then restrict to the store and the filter.
+# then restrict to the store and the filter. The candidates carry the columns a filter
+# reads (filters.py: c.year, c.metadata) from the heap tuple the index scan fetched
+# anyway: joining the table again cost a primary-key probe per candidate (1,000 at 1M).
 _HNSW = """
-SELECT h.id, 1 - h.distance AS relevance
+SELECT c.id, 1 - c.distance AS relevance
 FROM (
-    SELECT id, embedding <=> %(q)s::vector AS distance FROM domains_chunk
+    SELECT id, store_id, year, metadata, embedding <=> %(q)s::vector AS distance FROM domains_chunk
     ORDER BY embedding <=> %(q)s::vector LIMIT %(ef)s
-) h JOIN domains_chunk c ON c.id = h.id
+) c
 WHERE c.store_id = %(store)s AND {where}
-ORDER BY h.distance, h.id
+ORDER BY c.distance, c.id
 LIMIT %(k)s
 """
 _ITERATIVE = """
@@ -154,24 +156,32 @@ SELECT id, 1 - distance AS relevance FROM h ORDER BY distance, id
 """
 
 
-def _run(sql: str, values: dict, local_settings: dict[str, str]) -> list[tuple[int, float]]:
+def _run(sql: str, values: dict, local_settings: dict[str, str], restore: bool = True) -> list[tuple[int, float]]:
     if not local_settings:
         with connection.cursor() as cursor:
             cursor.execute(sql, values)
             return [(cid, float(rel)) for cid, rel in cursor.fetchall()]
-    # Transaction-local settings, put back afterwards in case a caller's transaction
-    # goes on (a savepoint release keeps them).
-    with transaction.atomic(), connection.cursor() as cursor:
-        previous = {}
-        for name, value in local_settings.items():
-            cursor.execute("SELECT current_setting(%s, true)", [name])
-            previous[name] = cursor.fetchone()[0]
-            cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
+    # Transaction-local settings (a transaction of our own in autocommit mode), put back
+    # afterwards when a caller's transaction goes on (a savepoint release keeps them) and
+    # ``restore`` asks for it; no savepoint of our own (a failed statement fails the
+    # caller's transaction either way; retrieve() isolates its lists itself). Reading the
+    # old values and setting the new ones is one statement (a row's items are evaluated
+    # in order): on a loaded machine round trips are much of a search's time.
+    restore = restore and connection.in_atomic_block
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.name, current_setting(s.name, true), set_config(s.name, s.value, true) "
+            "FROM unnest(%s::text[], %s::text[]) AS s(name, value)",
+            [list(local_settings), list(local_settings.values())],
+        )
+        previous = {name: value for name, value, _ in cursor.fetchall() if value is not None}
         cursor.execute(sql, values)
         rows = [(cid, float(rel)) for cid, rel in cursor.fetchall()]
-        for name, value in previous.items():
-            if value is not None:
-                cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
+        if restore and previous:
+            cursor.execute(
+                "SELECT set_config(s.name, s.value, true) FROM unnest(%s::text[], %s::text[]) AS s(name, value)",
+                [list(previous), list(previous.values())],
+            )
     return rows
 
 
@@ -183,6 +193,7 @@ def vector_search(
     *,
     where: CompiledFilter | None = None,
     exact_max_rows: int | None = None,
+    restore_settings: bool = True,
 ) -> VectorHits:
     """The ``k`` chunks of a store nearest to ``query_vector`` (cosine).
 
@@ -191,6 +202,9 @@ def vector_search(
         to k, so fewer than k may remain).
     :param where: filter over the chunk alias ``c``, applied before ranking.
     :param exact_max_rows: override of KLEA_VECTOR_EXACT_MAX_ROWS.
+    :param restore_settings: put ``hnsw.ef_search`` (set for the HNSW statement, local to
+        the transaction) back afterwards inside a caller's transaction; False when the
+        caller rolls that transaction back anyway (retrieve()), one statement fewer.
     :returns: VectorHits (hits best first, ties by chunk id; the strategy used).
     :raises EmbeddingError: when the query vector has the wrong dimension, a non-finite
         value or is all zeros.
@@ -211,10 +225,11 @@ def vector_search(
         if pgvector_version() >= ITERATIVE_SCAN_VERSION:
             strategy = "iterative"
             local = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(ef or HNSW_EF_MAX)}
-            rows = _run(_ITERATIVE.format(where=where.sql), values, local)
+            rows = _run(_ITERATIVE.format(where=where.sql), values, local, restore_settings)
         else:
             strategy = "hnsw"
-            rows = _run(_HNSW.format(where=where.sql), {**values, "ef": ef}, {"hnsw.ef_search": str(ef)})
+            rows = _run(_HNSW.format(where=where.sql), {**values, "ef": ef}, {"hnsw.ef_search": str(ef)},
+                        restore_settings)
         if len(rows) < k:
             strategy += "+exact"
             rows = []

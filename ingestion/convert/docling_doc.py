@@ -12,16 +12,15 @@ provenance (docs/ingestion.md, "Provenance").
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from .base import Block, BlockCollector, ConversionError, ConvertedDocument, LineBox
 from .docx_check import check_package, explain_failure
 from .pdf_structure import numbering_level
+from .textclean import SPACE_BEFORE_PUNCTUATION
 
 _SKIPPED_LABELS = {"page_header", "page_footer", "marker", "empty_value"}
 _CODE_LABELS = {"code", "formula"}
-_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?)\]])")
 # docling boxes items, not lines: every part of the block's text is under all its boxes
 _WHOLE_BLOCK = 1 << 30
 
@@ -119,7 +118,7 @@ class _Walker(BlockCollector):
                 parts.append(child.text)
             elif child.children:
                 parts.append(self.inline_text(child))
-        return _SPACE_BEFORE_PUNCTUATION.sub(r"\1", " ".join(p.strip() for p in parts if p.strip()))
+        return SPACE_BEFORE_PUNCTUATION.sub("", " ".join(p.strip() for p in parts if p.strip()))
 
     def list_text(self, group, depth: int) -> str:
         lines = []

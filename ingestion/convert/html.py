@@ -7,12 +7,12 @@ import re
 from bs4 import BeautifulSoup, NavigableString, Tag
 
 from .base import BlockCollector, ConversionError, ConvertedDocument, line_offsets
+from .textclean import SPACE_BEFORE_PUNCTUATION
 
 CHROME = ["script", "style", "noscript", "nav", "header", "footer", "aside", "form", "svg", "template"]
 BLOCK_TAGS = {"p", "pre", "ul", "ol", "dl", "table", "blockquote", "figcaption"}
 HEADINGS = {f"h{i}": i for i in range(1, 7)}
 _SPACES = re.compile(r"\s+")
-_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?)\]])")
 # Elements nested deeper than this fail the file (as Markdown's MAX_NESTING does): the walk
 # takes a stack frame per level, and Python's limit (1,000 frames) ended it with a bare
 # RecursionError. Real pages nest a few dozen levels.
@@ -21,7 +21,7 @@ MAX_NESTING = 500
 
 def _text(tag: Tag) -> str:
     # " " keeps words of adjacent elements apart; it must not split "bold</b>." though.
-    return _SPACE_BEFORE_PUNCTUATION.sub(r"\1", _SPACES.sub(" ", tag.get_text(" "))).strip()
+    return SPACE_BEFORE_PUNCTUATION.sub("", _SPACES.sub(" ", tag.get_text(" "))).strip()
 
 
 class _Walker(BlockCollector):

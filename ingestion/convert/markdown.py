@@ -11,6 +11,7 @@ and YAML front matter is read for the title and date instead of being indexed.
 
 from __future__ import annotations
 
+import csv
 import re
 from dataclasses import replace
 
@@ -40,6 +41,9 @@ _SPACES = re.compile(r"[ \t]+")
 # markdown-it stops reading a file silently at its own limit (maxNesting, 20 in the
 # commonmark preset): the rest of the document was lost while the file counted as stored.
 MAX_NESTING = 100
+# Directives inside directives: each one's body is parsed again on its own, so n levels
+# parse the innermost text n times (and 300 levels exhausted Python's stack).
+MAX_DIRECTIVE_DEPTH = 20
 
 
 def _too_deep(state, start_line: int, end_line: int, silent: bool) -> bool:
@@ -101,8 +105,9 @@ def _inline_text(text: str, marks: bool = False) -> str:
 
 
 class _Walker(BlockCollector):
-    def __init__(self) -> None:
+    def __init__(self, depth: int = 0) -> None:
         super().__init__()
+        self.depth = depth  # directives around this walker's text
         self.first_h1 = ""
         self.label = ""  # a MyST target "(label)=" waiting for the heading it names
 
@@ -192,7 +197,7 @@ class _Walker(BlockCollector):
             if child.type == "dt":
                 lines.append(_inline(child.children[0]) if child.children else "")
             elif child.type == "dd":
-                inner = _Walker()
+                inner = _Walker(self.depth)
                 inner.walk(child.children)
                 lines.append("  " + " ".join(b.text for b in inner.blocks))
         self.add("\n".join(lines), "list")
@@ -200,6 +205,9 @@ class _Walker(BlockCollector):
     def directive(self, name: str, args: str, content: str) -> None:
         if name in DROPPED_DIRECTIVES:
             return
+        if self.depth >= MAX_DIRECTIVE_DEPTH:
+            raise ConversionError("broken", f"directives nested too deeply at line {self._line()} "
+                                            f"(over {MAX_DIRECTIVE_DEPTH} levels)")
         body = strip_options(content)
         if name in CODE_DIRECTIVES:
             self.add(body.rstrip(), "code")
@@ -208,7 +216,11 @@ class _Walker(BlockCollector):
             self._rst(body)
             return
         if name == "csv-table":
-            self._table(args, [[_inline_text(cell, marks=True) for cell in row] for row in csv_rows(content, body)])
+            try:
+                rows = csv_rows(content, body)
+            except csv.Error as exc:
+                raise ConversionError("broken", f"{{csv-table}} at line {self._line()}: {exc}") from None
+            self._table(args, [[_inline_text(cell, marks=True) for cell in row] for row in rows])
             return
         if name == "list-table":
             self._table(args, [[self._cell_text(cell) for cell in row]
@@ -221,8 +233,9 @@ class _Walker(BlockCollector):
             label = args
         elif args and name not in ARGUMENT_NOT_TITLE:
             self.add(args)
-        inner = _Walker()
+        inner = _Walker(self.depth + 1)
         inner.stack, inner.anchors = list(self.stack), list(self.anchors)
+        inner.source_lines = self.source_lines  # the body's own lines are not the file's
         if label:
             # Deeper than any Markdown heading: a heading inside the panel nests under it.
             inner.enter_heading(7 + len(self.stack), _inline_text(label), self.anchor)
@@ -240,9 +253,8 @@ class _Walker(BlockCollector):
             self.add(_inline_text(args, marks=True))
         self.add("\n".join(" | ".join(row) for row in rows), "table")
 
-    @staticmethod
-    def _cell_text(nodes: list[SyntaxTreeNode]) -> str:
-        inner = _Walker()
+    def _cell_text(self, nodes: list[SyntaxTreeNode]) -> str:
+        inner = _Walker(self.depth + 1)  # the table's body was parsed again
         inner.walk(nodes)
         return " ".join(b.text.replace("\n", " ") for b in inner.blocks)
 
@@ -253,6 +265,10 @@ class _Walker(BlockCollector):
         where = {"lines": self.source_lines, "offset": self._offset()} if self.line_offsets is not None else {}
         for block in convert_rst(body).blocks:
             self.blocks.append(replace(block, headings=self.headings + block.headings, anchor=self.anchor, **where))
+
+    def _line(self) -> int | str:
+        """The file's line this walker is at (an inner walker's: its outermost directive's)."""
+        return self.source_lines[0] if self.source_lines else "?"
 
     def _offset(self) -> int | None:
         if self.source_lines is None or self.line_offsets is None:
@@ -308,7 +324,10 @@ def convert_markdown(text: str) -> ConvertedDocument:
         walker.stack = [(0, str(front["title"]).strip())]
     tree = SyntaxTreeNode(tokens)
     with labels(_heading_labels(tree)):
-        walker.walk(tree.children)
+        try:
+            walker.walk(tree.children)
+        except RecursionError:  # markup our limits above let through, nested past Python's stack
+            raise ConversionError("broken", "markup nested too deeply for Python's stack") from None
     metadata = {}
     for key in ("date", "tags", "author", "authors", "description"):
         if front.get(key):

@@ -51,7 +51,6 @@ DROPPED_ROLES = {"cite", "cite:p", "cite:t", "cite:ps", "cite:ts", "footcite", "
 # Roles whose content is shown as written.
 _VERBATIM_ROLES = {"math", "abbr", "sub", "sup", "kbd", "guilabel", "menuselection", "samp"}
 
-_ROLE_TARGET = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 _OPTION_LINE = re.compile(r"^:[\w-]+:.*$")
 _CSV_DELIMITERS = {"tab": "\t", "space": " "}
 
@@ -83,9 +82,9 @@ def render_role(name: str, content: str, code: bool = False) -> str:
         return ""
     if name in _VERBATIM_ROLES:
         return content
-    match = _ROLE_TARGET.match(content)
-    if match and match.group("text"):
-        text = match.group("text")
+    shown = _role_text(content)
+    if shown:
+        text = shown
     elif name in ("ref", "numref", "doc"):
         target = content.lstrip("~!")
         text = _LABELS.get().get(target) or label_text(target)
@@ -100,6 +99,17 @@ def render_role(name: str, content: str, code: bool = False) -> str:
     if code and _CODE_ROLE.search(name) and text and "`" not in text:
         return f"`{text}`"
     return text
+
+
+def _role_text(content: str) -> str:
+    """The text of a role written ``text <target>`` (``""`` without one). The target is
+    what follows the last ``<``; a regex (``(.*?)\\s*<([^<>]+)>$``) tried every ``<`` and
+    space run: a role of 8,000 spaces took 0.6 s and 200,000 minutes."""
+    body = content[:-1] if content.endswith("\n") else content  # "$" allowed one newline
+    start = body.rfind("<")
+    if start < 0 or not body.endswith(">") or start == len(body) - 2 or ">" in body[start + 1 : -1]:
+        return ""
+    return body[:start].rstrip()
 
 
 def label_text(target: str) -> str:
@@ -165,7 +175,8 @@ def csv_rows(content: str, body: str) -> list[list[str]]:
     """A ``csv-table``'s rows of raw cell text, split as docutils does (``:delim:``, quotes);
     a ``:header:`` option is the first row.
 
-    :param content: the directive's content with its options; ``body`` without them."""
+    :param content: the directive's content with its options; ``body`` without them.
+    :raises csv.Error: a cell over csv's ``field_size_limit`` (128 KiB)."""
     found = options(content)
     delimiter = found.get("delim", ",")
     delimiter = _CSV_DELIMITERS.get(delimiter, delimiter[:1] or ",")

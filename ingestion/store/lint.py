@@ -1,7 +1,7 @@
 """``stores store-lint NAME [--samples 3]``: what a store holds and what looks wrong.
 
 Totals (chunks, files, chunks per file min/max/mean, characters); near-empty chunks
-(< 20 characters); chunks missing title, year or doi (year and doi only where
+(< 20 characters); chunks missing title, year or doi, one line per file and fields (year and doi only where
 expected: papers, cited works, fields the domain filters on, see
 :func:`ingestion.metadata.map_lint.missing_fields`; file name comes from the Document); values of the wrong type; at most 20 items per finding; ``samples``
 evenly spaced windows of 3 consecutive chunks, text cut to 200 characters.
@@ -62,17 +62,27 @@ def store_lint(store_name: str, samples: int = 0) -> LintReport:
         report.add("documents not stored", f"{document.file_name}: {document.status} {document.error}".strip())
     domain_fields = frozenset(store.domain.filter_fields.values_list("name", flat=True))
     rows = chunks.select_related("document").only("id", "ordinal", "text", "metadata", "document__file_name")
+    # Missing metadata is a file's (its DEFAULT entry), so one line per file and set of
+    # missing fields, with how many of its chunks lack them, not one line per chunk.
+    missing_in: dict[tuple[str, str], int] = {}
+    chunks_in: dict[str, int] = {}
     for chunk in rows.order_by("document__file_name", "ordinal").iterator(chunk_size=2000):
-        where = f"{chunk.document.file_name} #{chunk.ordinal}"
+        file_name = chunk.document.file_name
+        where = f"{file_name} #{chunk.ordinal}"
+        chunks_in[file_name] = chunks_in.get(file_name, 0) + 1
         if len(chunk.text.strip()) < NEAR_EMPTY:
             report.add("near-empty chunks", f"{where}: {chunk.text.strip()!r}")
-        missing = missing_fields(chunk.document.file_name, chunk.metadata, REQUIRED, domain_fields)
+        missing = missing_fields(file_name, chunk.metadata, REQUIRED, domain_fields)
         if missing:
-            report.add("chunks missing metadata", f"{where}: {', '.join(missing)}")
+            key = (file_name, ", ".join(missing))
+            missing_in[key] = missing_in.get(key, 0) + 1
         for key, value in chunk.metadata.items():
             problem = "" if key.startswith("_") or value in (None, "") else _type_problem(key, value)
             if problem:
                 report.add("bad types", f"{where}: {problem}")
+    for (file_name, fields), count in missing_in.items():
+        of = chunks_in[file_name]
+        report.add("chunks missing metadata", f"{file_name}: {fields} ({count} of {of} chunk{'s' if of > 1 else ''})")
     if samples and n:
         ordered = list(chunks.order_by("document__file_name", "ordinal").values_list("id", flat=True))
         starts = sorted({int(i * max(len(ordered) - WINDOW, 0) / max(samples - 1, 1)) for i in range(samples)})

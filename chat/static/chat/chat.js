@@ -64,7 +64,7 @@
   function showHint() {
     const empty = !$("conversation").childElementCount;
     $("empty-hint").hidden = !empty || !state.domains.length;
-    $("empty-hint").textContent = `Ask a question about: ${state.domains.join(", ")}`;
+    $("empty-hint").textContent = R.visible(`Ask a question about: ${state.domains.join(", ")}`);
   }
 
   function sessionItem(session) {
@@ -236,7 +236,7 @@
       case "error":
         if (item && state.running) R.addError(item, event.code === "interrupted" ? "Stopped: the answer is incomplete."
           : `${event.message} (${event.code})`);
-        else $("connection").textContent = `${event.message} (${event.code})`;
+        else $("connection").textContent = R.visible(`${event.message} (${event.code})`);
         break;
       case "done":
         finish();

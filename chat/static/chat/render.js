@@ -1,17 +1,28 @@
 /* Rendering of messages and references. User text and source text go through
    textContent (never innerHTML); answers are Markdown rendered by markdown.js (raw HTML
-   off, sanitised). Only http(s) URLs become links. */
+   off, sanitised). Only http(s) URLs become links. Every text shown passes visible(). */
 "use strict";
 
 const KleaRender = (() => {
+  /* Bidi controls (embeddings, overrides, isolates, the Arabic letter mark) and invisible
+     characters (zero-width spaces, joiners and marks, word joiner, invisible operators,
+     BOM), dropped from all text the page shows: in a file name, a title, an answer or a
+     question they could reorder what is read ("report\u202Efdp.exe" reads "reportexe.pdf")
+     or hide a difference. Joiners go too: an emoji sequence shows as its parts. */
+  const INVISIBLE = /[\u061C\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/g;
+  function visible(text) {
+    return String(text).replace(INVISIBLE, "");
+  }
+
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(attrs || {})) {
-      if (key === "text") node.textContent = value;
+      if (key === "text") node.textContent = visible(value);
       else if (key === "class") node.className = value;
+      else if (key === "title" || key === "aria-label" || key === "alt") node.setAttribute(key, visible(value));
       else node.setAttribute(key, value);
     }
-    for (const child of children) if (child) node.append(child);
+    for (const child of children) if (child) node.append(typeof child === "string" ? visible(child) : child);
     return node;
   }
 
@@ -191,12 +202,12 @@ const KleaRender = (() => {
     item.kleaText = text;
     const box = item.querySelector(".text");
     if (item.classList.contains("user")) {
-      box.textContent = text;
+      box.textContent = visible(text);
       return;
     }
     box.classList.add("answer");
     const seen = {};  // number -> markers [n] rendered so far (text order = the markers' order)
-    box.replaceChildren(KleaMarkdown.render(text, (number, marker) => {
+    box.replaceChildren(KleaMarkdown.render(visible(text), (number, marker) => {
       seen[number] = (seen[number] || 0) + 1;
       return citeButton(item, number, marker, seen[number] - 1);
     }));
@@ -238,6 +249,6 @@ const KleaRender = (() => {
     item.querySelector(".errors").append(el("p", { class: "error", role: "alert", text }));
   }
 
-  return { el, message, fill, answerText, appendText, setReferences, openReference, references, warnings, toolLine,
+  return { visible, el, message, fill, answerText, appendText, setReferences, openReference, references, warnings, toolLine,
     addError };
 })();

@@ -163,12 +163,12 @@ const KleaSource = (() => {
 
   function render(info, passages) {
     const box = dialog();
-    box.querySelector(".source-title").textContent = info.title || info.file_name;
-    box.querySelector(".source-file").textContent = [info.domain, info.file_name, info.heading_chain]
-      .filter(Boolean).join(" · ");
+    box.querySelector(".source-title").textContent = KleaRender.visible(info.title || info.file_name);
+    box.querySelector(".source-file").textContent = KleaRender.visible([info.domain, info.file_name,
+      info.heading_chain].filter(Boolean).join(" · "));
     const download = box.querySelector(".source-download");
     download.href = info.file_url;
-    download.setAttribute("download", info.file_name.split("/").pop());
+    download.setAttribute("download", KleaRender.visible(info.file_name.split("/").pop()));
     const paging = info.kind === "pdf" && !info.unavailable;
     box.querySelector(".source-paging").hidden = !paging;
     if (paging) showPage(info.pages ? info.pages[0] : 1);

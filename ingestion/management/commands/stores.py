@@ -176,8 +176,11 @@ class Command(BaseCommand):
             chunking.close()
             storing.close()
         self._summary(report, f"store {report.store} (job {report.job_id})")
+        # build = chunk + store, so both lints (docs/ingestion.md)
+        lint = map_lint(report.directory)
+        self.stdout.write("\n".join(lint.lines()))
         self.stdout.write("\n".join(store_lint(report.store, samples=0).lines()))
-        self._exit(report)
+        self._exit(report, fatal_lint=lint.fatal_findings() if lint.fatal else "")
 
     def handle_map_export(self, directory, collection, output, **_):
         data = export_map(directory=directory, store_name=collection)

@@ -20,7 +20,7 @@ import itertools
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 from django.conf import settings
@@ -45,6 +45,9 @@ class _Transient(Exception):
 class _Tally:
     requests: int = 0
     connected: bool = False  # some service could be connected to
+    # The last failure per service ("ConnectError", "answered 503"): one warning line
+    # per DOI names them, not one log line per request (9 for 3 services x 3 tries).
+    failures: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -106,11 +109,13 @@ class DoiResolver:
             try:
                 service, record = retrying(self._round, client, doi, pending, tally)
             except RetryError:
-                logger.warning("DOI %s: no service answered (%s); not cached, retried next time",
-                               doi, ", ".join(s.name for s in pending))
+                failures = ", ".join(f"{name} {why}" for name, why in tally.failures.items())
+                pause = ""
                 if not tally.connected:
                     self._offline_until = time.monotonic() + OFFLINE_PAUSE
-                    logger.warning("DOI services unreachable: no lookups for %d s", OFFLINE_PAUSE)
+                    pause = f"; DOI services unreachable: no lookups for {OFFLINE_PAUSE:.0f} s"
+                logger.warning("DOI %s: no service answered (%s; %d requests); not cached, retried next time%s",
+                               doi, failures, tally.requests, pause)
                 return DoiLookup(None, requests=tally.requests)
         self._store(doi, service, record)
         return DoiLookup(record, service, requests=tally.requests)
@@ -128,13 +133,15 @@ class DoiResolver:
             try:
                 response = client.get(service.url(doi), params=service.query(), headers=service.headers())
             except httpx.HTTPError as exc:  # timeouts, refused connections, DNS failures
-                logger.info("DOI %s: %s failed (%s)", doi, service.name, type(exc).__name__)
+                logger.debug("DOI %s: %s failed (%s)", doi, service.name, type(exc).__name__)
+                tally.failures[service.name] = type(exc).__name__
                 tally.connected = tally.connected or not isinstance(exc, httpx.ConnectError)
                 failed.append(service)
                 continue
             tally.connected = True
             if response.status_code == 429 or response.status_code >= 500:
-                logger.info("DOI %s: %s answered %s", doi, service.name, response.status_code)
+                logger.debug("DOI %s: %s answered %s", doi, service.name, response.status_code)
+                tally.failures[service.name] = f"answered {response.status_code}"
                 failed.append(service)
                 continue
             if response.status_code != 200:
@@ -142,6 +149,7 @@ class DoiResolver:
             try:
                 record = service.parse(response.json())
             except ValueError:
+                tally.failures[service.name] = "answered no JSON"
                 failed.append(service)  # not JSON: a proxy's error page
                 continue
             if record:
