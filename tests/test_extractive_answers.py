@@ -17,7 +17,7 @@ from chat.backends.extractive.shapes import as_question, is_generic, shapes
 from chat.backends.extractive.text import Block as TextBlock
 from chat.backends.extractive.text import leads_on, list_items, segment
 from chat.rag import Knowledge
-from domains import embeddings
+from domains import embeddings, retrieval
 from domains.models import Domain
 from ingestion.chunk.chunker import chunk_blocks
 from ingestion.convert.base import Block
@@ -275,6 +275,24 @@ def test_a_question_naming_what_a_domain_or_its_documents_name_is_routed_there(o
         assert (result.answer.route, result.answer.domains) == ("domains", ["papers"]), question
     off = run("What is the capital of France?", domains)
     assert (off.answer.route, off.answer.domains) == ("refused", [])
+    # In another language, the names and numbers are the evidence there is; its small
+    # words ("die", "von") are none
+    german = run("Was löst Dijkstra in seinem Artikel von 1965?", domains)
+    assert (german.answer.route, german.answer.domains) == ("domains", ["papers"])
+    off = run("Was ist die Hauptstadt von Frankreich?", domains)
+    assert (off.answer.route, off.answer.domains) == ("refused", [])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("text, language, words", [
+    ("Wie wählt Raft einen Anführer?", "german", {"wählt", "raft", "anführer"}),
+    ("Comment Raft élit-il un leader ?", "french", {"comment", "raft", "élit-il", "élit", "leader"}),
+    ("What problem does Dijkstra solve in his 1965 paper?", "english", {"problem", "dijkstra", "solve", "1965", "paper"}),
+    ("Raft 1965", "english", {"raft", "1965"}),  # no small words: the sources' language
+])
+def test_the_language_of_a_question_is_that_of_its_stop_words(text, language, words):
+    assert retrieval.language(text) == language
+    assert set(retrieval.content_words(text, language).split()) == words
 
 
 def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_domain, monkeypatch):

@@ -51,6 +51,25 @@ def _idf_weights(cursor, store_id: int, terms: Sequence[str]) -> dict[str, float
     return {t: math.log(1 + (total - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
 
 
+def lexemes_in_use(lexemes: Sequence[str], domains: Sequence,
+                   known: Mapping[int, Collection[str]] | None = None) -> list[str]:
+    """The ``lexemes`` some store of the ``domains`` indexes (or ``known`` holds), in
+    their order: the words of a question in another language that the sources can match
+    (names, numbers, loanwords), the rest being words no source uses in any case.
+
+    :returns: a sublist of ``lexemes``; [] when none is in use.
+    """
+    terms = sorted(set(lexemes))
+    used = {t for words in (known or {}).values() for t in words if t in terms}
+    stores = [store.id for domain in domains for store in domain.stores.all()]
+    if terms and stores:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT DISTINCT lexeme FROM domains_bm25term WHERE store_id = ANY(%s) AND lexeme = ANY(%s::text[])",
+                           [stores, terms])
+            used |= {row[0] for row in cursor.fetchall()}
+    return [t for t in lexemes if t in used]
+
+
 def lexical_coverage(lexemes: Sequence[str], domains: Sequence, depth: int = 3,
                      known: Mapping[int, Collection[str]] | None = None) -> dict[int, float]:
     """Per domain id, how much of the question one chunk of the domain holds: over the

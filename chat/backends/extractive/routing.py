@@ -22,6 +22,11 @@ lexical evidence is at least its best-matching document's share
 A bibliographic question ("Who wrote ...?", "When was ... published?", :mod:`.biblio`)
 counts only the words naming its document for that, and its dense evidence is at least
 the cosine of the question to that document's reference line.
+
+A question in another language (:func:`domains.retrieval.language`, by its stop words)
+shares few words with English sources, and each word no source uses would count against
+it: its lexical evidence counts only the words some source of the domains uses
+(:func:`domains.retrieval.lexemes_in_use`: names, numbers, loanwords).
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ import numpy as np
 
 from domains import embeddings
 from domains.models import Document
-from domains.retrieval import document_coverage, lexical_coverage, nearest_chunk_similarity, query_lexemes
+from domains.retrieval import (content_words, document_coverage, language, lexemes_in_use, lexical_coverage, nearest_chunk_similarity,
+                               query_lexemes)
 
 from . import biblio
 from .shapes import is_generic
@@ -70,6 +76,11 @@ def score_domains(query_vector: np.ndarray, domains: Sequence, question: str) ->
     nearest = nearest_chunk_similarity(query_vector, domains)
     lexemes = query_lexemes(question)
     known = {domain.id: described(domain) for domain in domains}
+    if (asked_in := language(question)) != "english":
+        # Its words are not the sources' words: what evidence there is lies in the names,
+        # numbers and loanwords they share ("Wie wählt Raft einen Anführer?": "Raft"),
+        # never in its own language's small words ("die", "von").
+        lexemes = lexemes_in_use(query_lexemes(content_words(question, asked_in)), domains, known)
     lexical = lexical_coverage(lexemes, domains, known=known)
     if biblio.asked_fields(question):
         naming = [t for t in lexemes if t not in biblio.field_lexemes()]
