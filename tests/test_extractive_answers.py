@@ -202,23 +202,11 @@ GUACAMOLE = "- 3 ripe avocados\n- 1 lime, juiced\n- 1/2 onion, diced\n- 1 teaspo
     "What ingredients do I need for hummus?",
     "Can you list the ingredients for hummus?",
 ])
-def test_a_request_gets_the_whole_list_as_the_question_does_and_no_other_recipes(question):
+def test_a_request_gets_the_whole_list_as_the_question_does(question):
     # The list is long enough to be quoted item by item (a step of a method); asked for
-    # as a list, it is quoted whole, and another recipe's list adds nothing to it.
+    # as a list, it is quoted whole.
     assert answer(question, source(1, HUMMUS, ["Hummus", "Ingredients"], score=0.6, file_name="hummus.md"),
                   source(2, GUACAMOLE, ["Guacamole", "Ingredients"], file_name="guacamole.md")) == f"{HUMMUS} [1]"
-
-
-def test_another_document_saying_nothing_new_does_not_follow():
-    banana = ("5. Grease a loaf pan with butter and dust it with a spoonful of flour, tapping out what does not stick "
-              "to the sides and the bottom of the pan.\n"
-              "6. Pour the batter into the loaf pan and smooth the top with a spatula, pushing it into the corners.\n"
-              "7. Bake for around an hour, until a skewer comes out clean.")
-    bread = "8. Bake the bread for 26 to 35 minutes, or until deep golden brown and risen."
-    assert answer("How long do I bake banana bread?",
-                  source(1, banana, ["Banana bread", "Directions"], score=0.6, file_name="banana-bread.md"),
-                  source(2, bread, ["Bread", "Directions"], file_name="bread.md")) == (
-        "7. Bake for around an hour, until a skewer comes out clean. [1]")
 
 
 @pytest.fixture

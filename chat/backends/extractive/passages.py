@@ -10,9 +10,7 @@ heading chain + passage, the way chunks are embedded), the chunk's retrieval sco
 the question's shape (:mod:`.shapes`). The best passage is the answer; a second one
 when it scores within :data:`NEAR_TIE` of the first (the evidence cannot tell them apart;
 of several, the one adding most of the question terms the first lacks), or else when it
-adds such terms and scores nearly as well (from another document only when it holds a
-question term the first lacks in its text and headings: else it is a rival answer),
-unless the first defines what "what is X"
+adds such terms and scores nearly as well, unless the first defines what "what is X"
 asks about (to "what is X and what is Y", the best passage defining Y follows the one
 defining X); two passages of one chunk are quoted in their order there. When no
 passage reaches :data:`MIN_SIMILARITY` and none holds every question term, nothing is said
@@ -181,15 +179,12 @@ class Composer:
         and scores within :data:`SECOND_MARGIN` + that share of ``best``; either only when
         both fit in :data:`SECOND_CHARS`."""
         ties, adding = [], []
-        in_best_headings = matches(self.wanted, best.chunk.headings)
         for other in others:
             if other.cosine < MIN_SIMILARITY or len(best.text) + len(other.text) > SECOND_CHARS:
                 continue
             if overlap(best, other) or other.text in best.text or best.text in other.text:
                 continue  # the same words twice (a passage repeated in another file) say nothing new
             new_share = sum(idf[t] for t in other.found - best.found) / total
-            if other.chunk.number != best.chunk.number and not other.found - best.found - in_best_headings:
-                continue  # another document adding no question term is a rival answer (another recipe's time)
             if other.score >= best.score - NEAR_TIE:
                 ties.append((SECOND_ADDS * new_share + other.score, other))
             # What it adds buys it room: the second part of "X and Y?" scores lower.
