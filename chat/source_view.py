@@ -1,5 +1,6 @@
 """The source view's HTTP endpoints (docs/api.md, "The source view"): where a cited
-chunk is in its file, PDF pages as images, the original file.
+chunk (and the passage an answer quotes of it) is in its file, the top of a document
+cited as a whole, PDF pages as images, the original file.
 
 Access is the references' own: a chunk or document is visible when its domain is one
 the user may query (:func:`domains.access.queryable_domains`) and, for a document, when
@@ -17,10 +18,16 @@ from django.http import FileResponse, HttpResponse, JsonResponse
 
 from domains.access import queryable_domains
 from domains.models import Chunk, Document
-from domains.sources import SourceUnavailable, is_pdf, open_verified, render_page, source_file, text_section
+from domains.sources import (
+    SourceUnavailable, document_top, is_pdf, open_verified, quoted_boxes, render_page, source_file, text_section,
+)
 
 from .api import api, error
 
+# Quoted passages a request may name (``quote`` parameters) and the characters of each
+# that are read: an answer's marker quotes a few sentences.
+MAX_QUOTES = 20
+MAX_QUOTE_CHARS = 4000
 # Rendered pages change only with the file (the URL's document is re-ingested under a
 # new content hash): browsers may keep them a day.
 PAGE_MAX_AGE = 86400
@@ -50,44 +57,89 @@ def _document_urls(document: Document) -> dict:
     }
 
 
+def _payload(document: Document, domain: str) -> dict:
+    """The keys of a source payload that describe the document."""
+    return {
+        "chunk_id": None,
+        "document_id": document.pk,
+        "file_name": document.file_name,
+        "title": document.title,
+        "domain": domain,
+        "heading_chain": "",
+        "text": "",
+        "kind": "pdf" if is_pdf(document) else "text",
+        "pages": None,
+        "page_count": document.pages,
+        "boxes": [],
+        "quoted": [],
+        "lines": None,
+        "anchor": "",
+        "section": None,
+        "unavailable": None,
+        **_document_urls(document),
+    }
+
+
 @api("GET")
 def chunk_source(request, chunk_id: int):
-    """``GET /api/chunks/<id>/source``: where the chunk is in its file.
+    """``GET /api/chunks/<id>/source[?quote=<text>&quote=...]``: where the chunk is in its
+    file, and for a PDF where the quoted passages are (``quote``: the text an answer's
+    marker quotes of the chunk, verbatim; at most MAX_QUOTES of MAX_QUOTE_CHARS each).
 
     :returns: 200 ``{"chunk_id", "document_id", "file_name", "title", "domain",
         "heading_chain", "text", "kind" ("pdf" | "text"), "pages", "page_count",
-        "boxes" ([[page, left, top, right, bottom]], fractions of the page), "lines",
-        "anchor", "section" ({"first", "last", "lines", "highlight"} | null),
-        "unavailable" ({"code", "message"} | null), "page_url", "file_url"}``;
+        "boxes" ([[page, left, top, right, bottom]], fractions of the page), "quoted"
+        (boxes of the quoted passages on the page's text layer, one per line; [] when
+        none is asked for or one cannot be located there), "lines", "anchor", "section"
+        ({"first", "last", "lines", "highlight"} | null), "unavailable" ({"code",
+        "message"} | null), "page_url", "file_url"}``;
         404 not_found for a chunk that is missing or in a domain the user may not query.
     """
     chunk = _visible_chunk(request.user, chunk_id)
     if chunk is None:
         return error(404, "not_found", f"no chunk {chunk_id}")
-    document, provenance = chunk.document, chunk.provenance or {}
+    provenance = chunk.provenance or {}
     payload = {
+        **_payload(chunk.document, chunk.store.domain.name),
         "chunk_id": chunk.pk,
-        "document_id": document.pk,
-        "file_name": document.file_name,
-        "title": document.title,
-        "domain": chunk.store.domain.name,
         "heading_chain": chunk.heading_chain,
         "text": chunk.text,
-        "kind": "pdf" if is_pdf(document) else "text",
         "pages": provenance.get("pages"),
-        "page_count": document.pages,
         "boxes": provenance.get("boxes", []),
         "lines": provenance.get("lines"),
         "anchor": provenance.get("anchor", ""),
-        "section": None,
-        "unavailable": None,
-        **_document_urls(document),
     }
+    quotes = [quote[:MAX_QUOTE_CHARS] for quote in request.GET.getlist("quote")[:MAX_QUOTES]]
+    try:
+        if payload["kind"] == "pdf":
+            source_file(chunk.document)
+            payload["quoted"] = quoted_boxes(chunk, quotes)
+        elif payload["lines"]:
+            payload["section"] = text_section(chunk)
+    except SourceUnavailable as exc:
+        payload["unavailable"] = {"code": exc.code, "message": str(exc)}
+    return JsonResponse(payload)
+
+
+@api("GET")
+def document_source(request, document_id: int):
+    """``GET /api/documents/<id>/source``: the top of a document cited as a whole (an
+    answer from its metadata: who wrote it, when it was published).
+
+    :returns: 200 the shape of :func:`chunk_source` with ``chunk_id`` null, no boxes
+        and, for a PDF, ``"pages": [1, 1]``; for a text source ``section`` holds its
+        first lines with ``"highlight": null``; 404 not_found as :func:`document_page`.
+    """
+    document = _visible_document(request.user, document_id)
+    if document is None:
+        return error(404, "not_found", f"no document {document_id}")
+    payload = _payload(document, document.store.domain.name)
     try:
         if payload["kind"] == "pdf":
             source_file(document)
-        elif payload["lines"]:
-            payload["section"] = text_section(chunk)
+            payload["pages"] = [1, 1]
+        else:
+            payload["section"] = document_top(document)
     except SourceUnavailable as exc:
         payload["unavailable"] = {"code": exc.code, "message": str(exc)}
     return JsonResponse(payload)

@@ -13,6 +13,7 @@ urlpatterns = [
     path("api/sessions/<int:session_id>/messages", api.session_messages, name="api-session-messages"),
     # The source view (docs/api.md, "The source view")
     path("api/chunks/<int:chunk_id>/source", source_view.chunk_source, name="api-chunk-source"),
+    path("api/documents/<int:document_id>/source", source_view.document_source, name="api-document-source"),
     path("api/documents/<int:document_id>/pages/<int:page>", source_view.document_page, name="api-document-page"),
     path("api/documents/<int:document_id>/file", source_view.document_file, name="api-document-file"),
     re_path(r"^api/", api.not_found, name="api-not-found"),  # after ingestion's api/ (klea_site/urls.py)

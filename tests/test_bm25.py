@@ -343,3 +343,36 @@ def test_migration_0009_retokenises_only_the_chunks_with_invisible_characters(co
     assert str(Chunk.objects.get(id=soft.id).search_vector) == "'inform':2 'soft':1"
     assert bm25_search(store.id, query_lexemes("information"), 5)[0][0] == soft.id
     assert indexed_statistics(store.id) == recomputed_statistics(store.id)
+
+
+def test_migration_0016_retokenises_only_the_chunks_with_dotted_names(corpus):
+    import importlib
+
+    migration = importlib.import_module("domains.migrations.0016_search_text_splits_dotted_names")
+    domain, store, _ = corpus
+    doc = Document.objects.get(store=store)
+    with connection.cursor() as cursor:
+        cursor.execute(migration.PREVIOUS_FUNCTION)  # a store indexed before 0016
+        dotted = Chunk.objects.create(store=store, document=doc, ordinal=50, text="Fill with DataArray.ffill.")
+        numbers = Chunk.objects.create(store=store, document=doc, ordinal=51, text="Pi is 3.14, e.g. in v1.2.3.")
+        assert str(Chunk.objects.get(id=dotted.id).search_vector) == "'dataarray.ffill':3 'fill':1"
+
+        def versions():
+            cursor.execute("SELECT id, ctid::text FROM domains_chunk WHERE store_id = %s", [store.id])
+            return dict(cursor.fetchall())
+
+        before = versions()
+        cursor.execute(migration.SEARCH_TEXT_FUNCTION)
+        cursor.execute(migration.RETOKENISE)
+        after = versions()
+        assert [cid for cid in before if before[cid] != after[cid]] == [dotted.id]
+        assert str(Chunk.objects.get(id=dotted.id).search_vector) == "'dataarray':3 'ffill':4 'fill':1"
+        assert bm25_search(store.id, query_lexemes("ffill"), 5)[0][0] == dotted.id
+        assert indexed_statistics(store.id) == recomputed_statistics(store.id)
+        # and back: the reverse re-tokenises the same chunk with the function it installs
+        cursor.execute(migration.PREVIOUS_FUNCTION)
+        cursor.execute(migration.RETOKENISE)
+        assert [cid for cid in after if after[cid] != versions()[cid]] == [dotted.id]
+    assert str(Chunk.objects.get(id=dotted.id).search_vector) == "'dataarray.ffill':3 'fill':1"
+    assert str(Chunk.objects.get(id=numbers.id).search_vector) == "'1':7 '3.14':3 'e.g':4 'pi':1 'v':6 'v1.2.3':8"
+    assert indexed_statistics(store.id) == recomputed_statistics(store.id)

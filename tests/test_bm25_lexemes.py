@@ -79,3 +79,59 @@ def test_scientific_tokens_match_in_every_written_form(db):
     Chunk.objects.filter(id=ids[5]).update(text="Unrelated infor\u00admation about neu\u200bron\ufeffs.")
     assert found("information") == [5] and found("neurons") == [5] and found("infor\u00admation") == [5]
     assert indexed_statistics(store.id) == recomputed_statistics(store.id)
+
+
+@pytest.mark.parametrize(
+    "query, lexemes",
+    [
+        # a dotted name gives its parts (PostgreSQL alone kept "dataarray.ffill" whole, and
+        # read "xarray.open_dataset" as xarray.open + dataset)
+        ("DataArray.ffill", ["dataarray", "ffill"]),
+        ("How do I use xarray.open_dataset(path)?", ["use", "xarray", "open", "dataset", "path"]),
+        ("ds.sel(time=x).mean()", ["ds", "sel", "time", "x", "mean"]),
+        ("np.float64", ["np", "float", "64", "float64"]),
+        ("The end.Next", ["end", "next"]),
+        # numbers, versions, abbreviations and a one-letter attribute stay as PostgreSQL reads them
+        ("3.14 and v1.2.3", ["3.14", "v", "1", "v1.2.3"]),
+        ("e.g. U.S.A. Fig.2", ["e.g", "u.s.a", "fig.2"]),
+        ("ds.x", ["ds.x"]),
+        # so do URLs, paths and e-mail addresses
+        ("see https://docs.xarray.dev/en/xarray.open_dataset.html",
+         ["see", "docs.xarray.dev/en/xarray.open_dataset.html", "docs.xarray.dev", "/en/xarray.open_dataset.html"]),
+        ("docs/retrieval.md", ["docs/retrieval.md"]),
+        ("mail user@example.org", ["mail", "user@example.org"]),
+    ],
+)
+def test_query_lexemes_of_dotted_names(db, query, lexemes):
+    assert query_lexemes(query) == lexemes
+
+
+def test_dotted_names_are_found_by_their_parts(db):
+    """A chunk that writes a method with its class or module is found by the method's
+    name alone, and by the dotted form it does not use (index and query lexemes agree)."""
+    domain = Domain.objects.create(name="dotted", description="d")
+    store = Store.objects.create(name="dotted", domain=domain, mode=Store.Mode.BM25)
+    doc = Document.objects.create(store=store, file_name="a.md")
+    texts = [
+        "Fill the gaps forward with DataArray.ffill.",  # 0
+        "Read a netCDF file with xr.open_dataset(path).",  # 1
+        "Gaps are filled with ffill, and files read with open_dataset.",  # 2
+        "See https://docs.xarray.dev/en/stable/generated/xarray.DataArray.bfill.html for more.",  # 3
+        "Unrelated text about neurons.",  # 4
+    ]
+    chunks = Chunk.objects.bulk_create(
+        Chunk(store=store, document=doc, ordinal=i, text=t) for i, t in enumerate(texts)
+    )
+    ids = [c.id for c in chunks]
+
+    def found(query):
+        return sorted(ids.index(cid) for cid, _ in bm25_search(store.id, query_lexemes(query), 10))
+
+    assert str(Chunk.objects.get(id=ids[0]).search_vector) == "'dataarray':6 'ffill':7 'fill':1 'forward':4 'gap':3"
+    assert found("ffill") == [0, 2]
+    ranked = [ids.index(cid) for cid, _ in bm25_search(store.id, query_lexemes("DataArray.ffill"), 10)]
+    assert ranked == [0, 2]  # the chunk with both parts first
+    assert found("open_dataset") == [1, 2]
+    assert found("xarray.open_dataset") == [1, 2]
+    assert found("bfill") == []  # a name inside a URL is not split
+    assert indexed_statistics(store.id) == recomputed_statistics(store.id)

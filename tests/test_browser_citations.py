@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 from .browser import browser_page, screenshot, sign_in
 from .chat_world import group_domain, world  # noqa: F401
 from .live_daphne import LiveDaphne
+from .pdf_factory import paper
 
 pytestmark = pytest.mark.django_db
 RAFT = """# Raft
@@ -149,4 +150,96 @@ def test_a_quoted_row_far_below_its_header_is_scrolled_into_view(world, port_tab
         page.locator(".message.assistant .text button.cite").nth(1).click()
         expect(view.locator(".source-where")).to_have_text("line 3 · quoted passage highlighted")
         expect(view.locator('mark.source-line[data-line="3"]')).to_be_in_viewport()
+    assert "Traceback" not in (tmp_path / "daphne.log").read_text()
+
+
+@pytest.fixture
+def cortex_paper(world, tmp_path):
+    """paper.pdf (tests/pdf_factory.py) with its authors and year in the folder's metadata
+    map, ingested as the committed domain ``wscortex``, open to GROUP only."""
+    root = tmp_path / "wscortex"
+    root.mkdir()
+    paper(root / "paper.pdf")
+    (root / "metadata-map.json").write_text(json.dumps({"paper.pdf": {"DEFAULT": {
+        "title": "Spiking neurons in cortex", "authors": ["Ada Lovelace", "Alan Hodgkin"], "year": 2021}}}))
+
+    with group_domain(root, "wscortex", "Lab papers: spiking neurons in cortex, excitability."):
+        yield root
+
+
+def measure_highlights(page) -> list[list[float]]:
+    """The highlight boxes over the page image, as fractions of the image (left, top, right, bottom)."""
+    return page.evaluate("""() => {
+      const frame = document.querySelector('#source-view .page-image').getBoundingClientRect();
+      return [...document.querySelectorAll('#source-view .highlight')].map((box) => {
+        const r = box.getBoundingClientRect();
+        return [(r.left - frame.left) / frame.width, (r.top - frame.top) / frame.height,
+                (r.right - frame.left) / frame.width, (r.bottom - frame.top) / frame.height];
+      });
+    }""")
+
+
+def test_an_answer_from_metadata_opens_the_first_page_and_a_quoted_sentence_is_highlighted_alone(
+        world, cortex_paper, tmp_path):
+    with LiveDaphne(tmp_path / "daphne.log") as server, browser_page() as page:
+        # who wrote it: the metadata answers; [1] cites the document and opens page 1, unmarked
+        final, reference = ask(page, server, world.alice, "wscortex", "Who wrote Spiking neurons in cortex?")
+        assert final["text"] == "*Spiking neurons in cortex*, Ada Lovelace and Alan Hodgkin, 2021. [1]"
+        assert (reference["markers"], reference["quoted"], reference["pages"]) == (
+            [{"chunk_id": None, "passages": []}], [], None)
+        expect(page.locator(".reference .ref-file")).to_have_text("wscortex · paper.pdf")
+        page.locator(".message.assistant .text button.cite").click()
+        view = page.locator("#source-view")
+        expect(view.locator(".source-title")).to_have_text("Spiking neurons in cortex")
+        expect(view.locator(".source-where")).to_have_text("Page 1 of 2 · the document as a whole is cited")
+        expect(view.locator(".page-frame.loaded")).to_have_count(1)
+        expect(view.locator(".highlight")).to_have_count(0)
+        expect(view.locator(".source-prev")).to_be_disabled()
+        screenshot(page, "cite-document")
+        page.keyboard.press("Escape")
+        expect(page.locator(".reference").first).to_be_focused()
+
+        # a quoted passage of a PDF chunk is highlighted where it is printed: here the answer
+        # quotes the Introduction's two sentences, its four lines
+        page.get_by_label("Your question").fill("What is the classic description of excitability in the cortex?")
+        page.get_by_label("Your question").press("Enter")
+        expect(page.locator(".message.assistant")).to_have_count(2)
+        expect(page.locator(".message.assistant.streaming")).to_have_count(0)
+        answer = page.locator(".message.assistant").nth(1)
+        (reference,) = answer.evaluate("(item) => item.kleaReferences")
+        introduction = next(c for c in reference["chunks"] if c["heading_chain"] == "1 Introduction")
+        sentences = ["Neurons communicate through synapses and their membrane potential rises when sodium channels "
+                     "open.", "This is the classic description of excitability in the cortex."]
+        assert reference["markers"] == [{"chunk_id": introduction["chunk_id"], "passages": [" ".join(sentences)]}]
+        lines = page.evaluate(f"fetch('/api/chunks/{introduction['chunk_id']}/source').then((r) => r.json())")["boxes"]
+        answer.locator(".text button.cite").click()
+        expect(view.locator(".source-where")).to_have_text("Page 1 of 2 · quoted passage highlighted")
+        expect(view.locator(".page-frame.loaded")).to_have_count(1)
+        assert measure_highlights(page) == [pytest.approx(box[1:], abs=0.002) for box in lines]
+        page.keyboard.press("Escape")
+        # a marker quoting the second sentence only (as one quoting a sentence of a long
+        # paragraph does): from the "T" of "This" mid-line three to the end of line four
+        answer.evaluate("""(item, passages) => {
+          const refs = JSON.parse(JSON.stringify(item.kleaReferences));
+          refs[0].markers[0].passages = passages;
+          KleaRender.setReferences(item, refs);
+        }""", sentences[1:])
+        answer.locator(".text button.cite").click()
+        expect(view.locator(".source-where")).to_have_text("Page 1 of 2 · quoted passage highlighted")
+        expect(view.locator(".page-frame.loaded")).to_have_count(1)
+        assert measure_highlights(page) == [pytest.approx([0.2398, *lines[2][2:]], abs=0.002),
+                                            pytest.approx(lines[3][1:], abs=0.002)]
+        screenshot(page, "cite-pdf-sentence")
+        page.keyboard.press("Escape")
+        # a passage the text layer does not have (an OCR page, a changed layout): the chunk, as before
+        answer.evaluate("""(item) => {
+          const refs = JSON.parse(JSON.stringify(item.kleaReferences));
+          refs[0].markers[0].passages = ["Not printed on this page at all."];
+          KleaRender.setReferences(item, refs);
+        }""")
+        answer.locator(".text button.cite").click()
+        expect(view.locator(".source-where")).to_have_text("Page 1 of 2 · cited passage highlighted")
+        expect(view.locator(".page-frame.loaded")).to_have_count(1)
+        assert measure_highlights(page) == [pytest.approx(box[1:], abs=0.002) for box in lines]
+        page.keyboard.press("Escape")
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()

@@ -77,12 +77,13 @@ def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(wor
 
             assert reference["quoted"] == [chunk["chunk_id"]]  # the passage the answer quotes
 
-            # click [1]: the dialog shows page 2 with the passage's line highlighted
+            # click [1]: the dialog shows page 2 with the quoted passage highlighted (here the
+            # chunk's one line: tests/test_browser_citations.py has a sentence of several lines)
             page.locator(".message.assistant .text button.cite").first.click()
             view = page.locator("#source-view")
             expect(view).to_be_visible()
             expect(view.locator(".source-title")).to_have_text("Spiking neurons in cortex")
-            expect(view.locator(".source-where")).to_have_text("Page 2 of 2 · cited passage highlighted")
+            expect(view.locator(".source-where")).to_have_text("Page 2 of 2 · quoted passage highlighted")
             expect(view.locator(".page-frame.loaded")).to_have_count(1)
             expect(view.locator(".source-prev")).to_be_enabled()
             expect(view.locator(".source-next")).to_be_disabled()
@@ -110,7 +111,7 @@ def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(wor
             # (page 1's Abstract); without "quoted" and "markers" (a model's answer) it opens the first.
             (abstract,) = in_thread(lambda: list(Chunk.objects.filter(
                 document_id=reference["document_id"], headings=["Abstract"]).values("id", "provenance")))
-            for quoted, where in [([chunk["chunk_id"]], "Page 2 of 2"), ([], "Page 1 of 2")]:
+            for quoted, where in [([chunk["chunk_id"]], "Page 2 of 2 · quoted"), ([], "Page 1 of 2 · cited")]:
                 page.evaluate("""([first, quoted]) => {
                   const item = document.querySelector('.message.assistant');
                   const refs = JSON.parse(JSON.stringify(item.kleaReferences));
@@ -121,7 +122,7 @@ def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(wor
                 }""", [{"chunk_id": abstract["id"], "pages": abstract["provenance"]["pages"], "lines": None,
                         "headings": ["Abstract"], "heading_chain": "Abstract", "text": "", "anchor": ""}, quoted])
                 page.locator(".message.assistant .text button.cite").first.click()
-                expect(view.locator(".source-where")).to_have_text(f"{where} · cited passage highlighted")
+                expect(view.locator(".source-where")).to_have_text(f"{where} passage highlighted")
                 expect(view.locator(".page-frame.loaded")).to_have_count(1)
                 page.keyboard.press("Escape")
                 expect(view).to_be_hidden()
@@ -144,6 +145,7 @@ def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(wor
             assert width <= 390 and image <= 390 and page.evaluate("document.documentElement.scrollWidth") <= 390
             (shown,) = page.evaluate(MEASURE)
             assert shown["rel"] == pytest.approx(box[1:], abs=0.006) and shown["dark"] > 20
+            assert outside_the_screen(page) == []
             screenshot(page, "source-view-phone")
             # zoom in on a phone: the page is drawn 2x as wide and scrolls; the highlight stays on its line
             view.locator(".source-zoom-in").click()
@@ -161,6 +163,19 @@ def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(wor
             view.locator(".source-zoom-out").click()
             expect(view.locator(".source-zoom-out")).to_be_disabled()
             expect(view.locator(".page-frame.zoomed")).to_have_count(0)
+            view.locator(".source-close").click()
+            expect(view).to_be_hidden()
+
+            # the smallest phones (320 px): the page chrome wraps onto lines of its own and
+            # nothing of it reaches past the screen's edge; the page image fits the width
+            page.set_viewport_size(PHONE_320)
+            page.locator(".message.assistant .text button.cite").first.click()
+            expect(view.locator(".page-frame.loaded")).to_have_count(1)
+            assert outside_the_screen(page) == []
+            assert page.evaluate("document.querySelector('#source-view .page-image').getBoundingClientRect().width") <= 320
+            (shown,) = page.evaluate(MEASURE)
+            assert shown["rel"] == pytest.approx(box[1:], abs=0.006) and shown["dark"] > 20
+            screenshot(page, "source-view-phone-320")
             view.locator(".source-close").click()
             expect(view).to_be_hidden()
         # one folder per file version; pages at the widths the screens asked for (device pixel ratio 1)
@@ -181,6 +196,27 @@ def test_click_a_citation_to_see_the_cited_page_with_the_passage_highlighted(wor
                 "error": {"code": "not_found", "message": f"no chunk {chunk_id + 100000}"}}
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()
     shutil.rmtree(cache, ignore_errors=True)
+
+
+PHONE_320 = {"width": 320, "height": 640}
+
+
+def outside_the_screen(page) -> list[str]:
+    """The source view's chrome (title, file, buttons, links, status) that does not fit the
+    screen's width or scrolls sideways: "<class>: <left>-<right> of <width>" each ([] = fits)."""
+    return page.evaluate("""() => {
+      const width = document.documentElement.clientWidth, out = [];
+      if (document.documentElement.scrollWidth > width) out.push(`page: ${document.documentElement.scrollWidth}`);
+      const view = document.querySelector('#source-view');
+      for (const node of [view, ...view.querySelectorAll('.source-head, .source-bar, .source-head *, .source-bar *')]) {
+        if (node.hidden || !node.getClientRects().length) continue;
+        const r = node.getBoundingClientRect();
+        if (r.left < 0 || r.right > width + 0.5 || node.scrollWidth > node.clientWidth + 1 && node.clientWidth) {
+          out.push(`${node.className || node.tagName}: ${Math.round(r.left)}-${Math.round(r.right)} of ${width}`);
+        }
+      }
+      return out;
+    }""")
 
 
 def chunk_boxes(page, chunk_id: int) -> list:

@@ -64,6 +64,11 @@ def test_the_authors_come_from_the_metadata_not_the_acknowledgments(papers):
         "*In Search of an Understandable Consensus Algorithm*, Diego Ongaro and John Ousterhout, 2014 USENIX ATC, "
         "2014. [1]")
     assert [(r["number"], r["file_name"]) for r in result.references] == [(1, "ongaro2014_raft.md")]
+    # the answer is the document's metadata, not a passage: [1] cites the document as a whole
+    # (it opens its top), and no chunk's place is given as where the answer is
+    (reference,) = result.references
+    assert (reference["markers"], reference["quoted"], reference["pages"]) == (
+        [{"chunk_id": None, "passages": []}], [], None)
 
 
 def test_a_year_only_in_the_metadata_is_routed_and_answered_with_no_domain_ticked(papers):

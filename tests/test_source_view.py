@@ -60,7 +60,8 @@ def test_a_pdf_chunk_opens_its_page_with_the_highlight_over_its_line(sources):
         "chunk_id": chunk.pk, "document_id": document.pk, "file_name": "paper.pdf",
         "title": "Spiking neurons in cortex", "domain": "lab", "heading_chain": "3 Results",
         "text": "Firing rates doubled after stimulation.", "kind": "pdf", "pages": [2, 2], "page_count": 2,
-        "boxes": chunk.provenance["boxes"], "lines": None, "anchor": "", "section": None, "unavailable": None,
+        "boxes": chunk.provenance["boxes"], "quoted": [], "lines": None, "anchor": "", "section": None,
+        "unavailable": None,
         "page_url": f"/api/documents/{document.pk}/pages/", "file_url": f"/api/documents/{document.pk}/file",
     }
     (box,) = info["boxes"]
@@ -86,6 +87,64 @@ def test_a_pdf_chunk_opens_its_page_with_the_highlight_over_its_line(sources):
     download = alice.get(f"/api/documents/{document.pk}/file")
     assert download["Content-Disposition"] == 'attachment; filename="paper.pdf"'
     assert b"".join(download.streaming_content) == (sources / "paper.pdf").read_bytes()
+
+
+INTRODUCTION = ("Neurons communicate through synapses and their membrane potential rises when sodium channels "
+                "open. This is the classic description of excitability in the cortex.")
+
+
+def test_a_quoted_passage_of_a_pdf_chunk_is_located_on_the_text_layer_to_the_character(sources):
+    chunk = chunk_of(INTRODUCTION)
+    lines = chunk.provenance["boxes"]  # four printed lines; "descrip-" / "tion" across the last two
+    assert [box[0] for box in lines] == [1, 1, 1, 1]
+    alice = client_for("alice")
+
+    def quoted(*passages: str) -> list:
+        return alice.get(f"/api/chunks/{chunk.pk}/source", {"quote": list(passages)}).json()["quoted"]
+
+    # the second sentence: from the "T" of "This" (mid-line three; the glyph's own edge, as
+    # reportlab set it: 72 pt + the width of "channels open. " in Helvetica 10 = 0.2396 of
+    # the page) to "cortex." (the end of line four); the word hyphenated across them found whole
+    second = quoted("This is the classic description of excitability in the cortex.")
+    assert second == [[1, 0.2398, 0.3039, 0.4348, 0.3148], lines[3]]
+    # the first sentence: lines one and two whole, line three up to the stop after "open"
+    # (its advance ends at 0.2349, its ink a little before)
+    first = quoted("Neurons communicate through synapses and their membrane potential rises when sodium "
+                   "channels open.")
+    assert first == [lines[0], lines[1], [1, 0.1216, 0.3039, 0.2334, 0.3148]]
+    # both: every line whole; a passage given as Markdown reads the same
+    assert quoted("**Neurons** communicate through synapses and their membrane potential rises when sodium "
+                  "channels open.", "This is the classic description of excitability in the cortex.") == [
+        lines[0], lines[1], [1, 0.1216, 0.3039, 0.4348, 0.3148], lines[3]]
+    # not on the page, or no passage: nothing located (the view highlights the chunk)
+    assert quoted("Firing rates doubled after stimulation.") == []
+    assert quoted() == [] and quoted("  ") == []
+    # a text chunk's passages are found in the browser: the server locates none
+    text = chunk_of("- alpha rises\n- beta falls")
+    assert alice.get(f"/api/chunks/{text.pk}/source", {"quote": "alpha rises"}).json()["quoted"] == []
+
+
+def test_a_document_cited_as_a_whole_opens_at_its_first_page_or_the_top_of_its_file(sources):
+    pdf = Document.objects.get(store__name="lab-store", file_name="paper.pdf")
+    markdown = Document.objects.get(store__name="lab-store", file_name="channels.md")
+    alice = client_for("alice")
+    assert alice.get(f"/api/documents/{pdf.pk}/source").json() == {
+        "chunk_id": None, "document_id": pdf.pk, "file_name": "paper.pdf", "title": "Spiking neurons in cortex",
+        "domain": "lab", "heading_chain": "", "text": "", "kind": "pdf", "pages": [1, 1], "page_count": 2,
+        "boxes": [], "quoted": [], "lines": None, "anchor": "", "section": None, "unavailable": None,
+        "page_url": f"/api/documents/{pdf.pk}/pages/", "file_url": f"/api/documents/{pdf.pk}/file",
+    }
+    info = alice.get(f"/api/documents/{markdown.pk}/source").json()
+    assert (info["kind"], info["pages"], info["page_url"]) == ("text", None, None)
+    assert info["section"] == {"first": 1, "last": len(MARKDOWN.splitlines()), "lines": MARKDOWN.splitlines(),
+                               "highlight": None}
+    # access as for every source URL: bob may not query "lab"
+    response = client_for("bob").get(f"/api/documents/{pdf.pk}/source")
+    assert (response.status_code, response.json()) == (
+        404, {"error": {"code": "not_found", "message": f"no document {pdf.pk}"}})
+    (sources / "channels.md").write_text("edited")
+    assert alice.get(f"/api/documents/{markdown.pk}/source").json()["unavailable"] == {
+        "code": "source_changed", "message": "channels.md: the file changed since it was ingested; ingest it again"}
 
 
 def test_a_text_chunk_opens_its_section_with_the_passage_highlighted(sources):

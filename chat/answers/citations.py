@@ -47,6 +47,7 @@ class AnswerCleaner:
         self.cited: list[int] = []  # original numbers, in order of first citation
         self.quoted: dict[int, list[int]] = {}  # original number -> quoted chunk ids, in order
         # original number -> one {"chunk_id", "passages"} per marker made by cite(), in order
+        # (chunk_id None: the marker cites the document as a whole)
         self.markers: dict[int, list[dict]] = {}
         self.dropped = 0
         self._buffer = ""
@@ -63,22 +64,26 @@ class AnswerCleaner:
         """The rest of the text (an unfinished think block is dropped)."""
         return self._drain(final=True)
 
-    def cite(self, original: int, quoted: Iterable[int] = (), passages: Iterable[str] = ()) -> str:
+    def cite(self, original: int, quoted: Iterable[int] = (), passages: Iterable[str] = (), *,
+             document: bool = False) -> str:
         """The marker for a citation made by our own code (the extractive backend), e.g.
         ``"[1]"``; registered like a parsed one. ``quoted``: the ids of the source's
         chunks the text before the marker quotes (recorded in :attr:`quoted`, so the
         marker can open that passage); ``passages``: that text, one string per passage.
         Each call also records ``{"chunk_id" (the first quoted id), "passages"}`` in
-        :attr:`markers` (the k-th marker [n] opens its own chunk, at its own passage).
+        :attr:`markers` (the k-th marker [n] opens its own chunk, at its own passage);
+        with ``document`` (the text comes from the source's metadata: its authors, its
+        year) ``{"chunk_id": None, "passages": []}``: the marker opens the document's top.
         :raises ValueError: a number not given."""
         number = self._number(original)
         if number is None:
             raise ValueError(f"source {original} was not given")
-        quoted = [chunk_id for chunk_id in quoted if chunk_id is not None]
+        quoted = [chunk_id for chunk_id in quoted if chunk_id is not None] if not document else []
         known = self.quoted.setdefault(original, [])
         known.extend(chunk_id for chunk_id in quoted if chunk_id not in known)
-        if quoted:
-            self.markers.setdefault(original, []).append({"chunk_id": quoted[0], "passages": list(passages)})
+        if quoted or document:
+            self.markers.setdefault(original, []).append(
+                {"chunk_id": quoted[0] if quoted else None, "passages": list(passages) if quoted else []})
         return f"[{self.labels.get(original, number)}]"
 
     def _number(self, original: int) -> int | None:

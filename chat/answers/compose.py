@@ -89,15 +89,16 @@ class Composition:
     @property
     def cited(self) -> list:
         """The material's sources the answer cites, in order of first citation; a
-        document source whose quoted chunks are known (the extractive backend's) is a
-        copy with ``quoted`` set to their ids, in answer order, and ``markers`` to what
-        each of its markers quotes (:attr:`AnswerCleaner.markers`)."""
+        document source whose quoted chunks are known (the extractive backend's) or that
+        is cited as a whole (an answer from its metadata) is a copy with ``quoted`` set
+        to their ids, in answer order, and ``markers`` to what each of its markers quotes
+        (:attr:`AnswerCleaner.markers`)."""
         by_number = {source.number: source for source in self.material.sources}
         cited = []
         for number in self.cleaner.cited:
-            source, quoted = by_number[number], self.cleaner.quoted.get(number)
-            if quoted and hasattr(source, "quoted"):
-                markers = [dict(marker) for marker in self.cleaner.markers.get(number, [])]
+            source, quoted = by_number[number], self.cleaner.quoted.get(number) or []
+            markers = [dict(marker) for marker in self.cleaner.markers.get(number, [])]
+            if (quoted or markers) and hasattr(source, "quoted"):
                 source = dataclasses.replace(source, quoted=list(quoted), markers=markers)
             cited.append(source)
         return cited

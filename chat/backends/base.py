@@ -102,7 +102,8 @@ class Citer:
     This default keeps text as it is and marks source n as ``[n]``; ``quoted`` (the ids
     of the source's chunks that the text before the marker quotes) and ``passages``
     (that text, verbatim from the chunk, one string per passage) are for citers that
-    record them."""
+    record them, as is ``document`` (the text before the marker comes from the source's
+    metadata, not from a passage: the marker cites the document as a whole)."""
 
     def feed(self, piece: str) -> str:
         return piece
@@ -110,7 +111,8 @@ class Citer:
     def close(self) -> str:
         return ""
 
-    def cite(self, number: int, quoted: Sequence[int] = (), passages: Sequence[str] = ()) -> str:
+    def cite(self, number: int, quoted: Sequence[int] = (), passages: Sequence[str] = (), *,
+             document: bool = False) -> str:
         return f"[{number}]"
 
 

@@ -93,13 +93,16 @@ class References(Event):
     "file_name", "document_id", "title", "authors" (list of str), "year" (int | None),
     "journal", "doi", "url", "urls" ([{"label", "url"}]), "pages" ([first, last] over
     the quoted chunks of a PDF, or when the answer quotes none known, over its cited
-    chunks; else None), "chunks" ([{"chunk_id", "headings",
+    chunks; None for a text source and for a document cited as a whole), "chunks"
+    ([{"chunk_id", "headings",
     "heading_chain", "text", "pages" ([first, last] | None), "lines" ([first, last] |
     None, text sources), "anchor" (str)}]), "quoted" (the chunk_ids of the chunks the
     answer quotes, in answer order; [] when not known, as for a model's answer),
     "markers" (one ``{"chunk_id", "passages" (the quoted text, verbatim)}`` per marker
-    [n] in the answer text, in order: the k-th [n] opens its chunk at its passage; []
-    when not known: [n] opens the first quoted chunk)}``, all built from stored metadata
+    [n] in the answer text, in order: the k-th [n] opens its chunk at its passage;
+    ``chunk_id`` None: the marker cites the document as a whole, as an answer from its
+    metadata does, and opens its first page or the top of its file; [] when not known:
+    [n] opens the first quoted chunk)}``, all built from stored metadata
     (docs/pipeline.md, "Provenance").
     Tool results (``"kind": "tool"``): ``{"number", "kind", "domain", "server", "tool",
     "title", "arguments", "status" ("ok" | "error" | "timeout"), "text", "truncated"}``.

@@ -166,6 +166,9 @@ def reference_item(number: int, source: Source | ToolSource) -> dict:
     # a paper reads "p. 1-15", the whole paper (new-user trial).
     quoted = set(getattr(source, "quoted", None) or [])
     shown = [chunk for chunk in source.chunks if chunk.chunk_id in quoted] or source.chunks
+    markers = [dict(marker) for marker in getattr(source, "markers", None) or []]
+    # Cited as a whole only (an answer from its metadata): no page of it is the answer's.
+    whole = bool(markers) and not quoted and all(marker["chunk_id"] is None for marker in markers)
     return {
         "number": number,
         "kind": "document",
@@ -180,10 +183,10 @@ def reference_item(number: int, source: Source | ToolSource) -> dict:
         "doi": str(metadata.get("doi") or ""),
         "url": primary_url(metadata),
         "urls": labelled_urls(metadata),
-        "pages": page_span(shown),
+        "pages": None if whole else page_span(shown),
         "chunks": [chunk_item(chunk) for chunk in source.chunks],
         "quoted": list(getattr(source, "quoted", None) or []),
-        "markers": [dict(marker) for marker in getattr(source, "markers", None) or []],
+        "markers": markers,
     }
 
 

@@ -23,7 +23,7 @@ import pypdfium2.raw as pdfium_c
 from .base import OCR_MODES, ConversionError, ConvertedDocument
 from .ocr import OcrConfig, OcrError, OcrResult, ocr_pages, unavailable_reason as ocr_unavailable
 from .pdf_chars import page_char_count
-from .pdf_lines import Line, page_lines
+from .pdf_lines import Line, upright_page
 from .pdf_structure import structure
 
 NO_PAGES = "{name}: the PDF has no pages (0 pages)"
@@ -121,12 +121,10 @@ def convert_native(pdf: pdfium.PdfDocument, ocr: OcrResult | None = None) -> tup
             continue
         page = pdf[index]
         try:
-            lines, height = page_lines(page, index)
-            width, shown_height = page.get_size()
+            lines, width, height = upright_page(page, index)
             pages.append(lines)
             heights.append(height)
-            # Lines are measured upright; on a page set sideways the frame is turned.
-            widths.append(width if abs(height - shown_height) < 1 else shown_height)
+            widths.append(width)
         finally:
             page.close()
     return structure(pages, heights, widths, frozenset(ocr.lines) if ocr is not None else frozenset())

@@ -177,6 +177,19 @@ def _build(items: list, orientation, transform, page_index: int, rotated: bool) 
     return builder.lines
 
 
+def _upright(page: pdfium.PdfPage, items: list):
+    """The orientations of ``items`` (:func:`.pdf_chars.read_chars`), the dominant one,
+    the transform to its upright frame, that frame's height, and the unrotated page's
+    width and height, in points."""
+    orientations = Counter(item[5].orientation for item in items if not isinstance(item, str))
+    width, height = page.get_size()
+    if page.get_rotation() in (90, 270):
+        width, height = height, width  # character boxes are in the unrotated page space
+    dominant = next((o for o, _ in orientations.most_common() if o is not None), (1, 0, 0, 1))
+    transform, frame_height = upright_frame(dominant, width, height)
+    return orientations, dominant, transform, frame_height, width, height
+
+
 def page_lines(page: pdfium.PdfPage, page_index: int, *, rotated: bool = False) -> tuple[list[Line], float]:
     """The text lines of one page in content-stream order (not yet reading order), and
     the page height in the frame the lines are measured in.
@@ -186,15 +199,37 @@ def page_lines(page: pdfium.PdfPage, page_index: int, *, rotated: bool = False) 
     out, or with ``rotated`` added after the upright lines, flagged ``rotated``.
     """
     items = read_chars(page)
-    orientations = Counter(item[5].orientation for item in items if not isinstance(item, str))
-    width, height = page.get_size()
-    if page.get_rotation() in (90, 270):
-        width, height = height, width  # character boxes are in the unrotated page space
-    dominant = next((o for o, _ in orientations.most_common() if o is not None), (1, 0, 0, 1))
-    transform, frame_height = upright_frame(dominant, width, height)
+    orientations, dominant, transform, frame_height, width, height = _upright(page, items)
     lines = _build(items, dominant, transform, page_index, rotated=False)
     if rotated:
         for other in (o for o in orientations if o is not None and o != dominant):
             lines += _build(items, other, upright_frame(other, width, height)[0], page_index, rotated=True)
     return lines, frame_height
 
+
+def _frame_width(page: pdfium.PdfPage, frame_height: float) -> float:
+    # Lines are measured upright; on a page set sideways the frame is turned.
+    width, shown_height = page.get_size()
+    return width if abs(frame_height - shown_height) < 1 else shown_height
+
+
+def upright_page(page: pdfium.PdfPage, page_index: int) -> tuple[list[Line], float, float]:
+    """:func:`page_lines` of one page with the width and height, in points, of the frame
+    its lines are measured in (line boxes as fractions of the page divide by these)."""
+    lines, height = page_lines(page, page_index)
+    return lines, _frame_width(page, height), height
+
+
+def upright_chars(page: pdfium.PdfPage) -> tuple[list, float, float]:
+    """The page's characters as its lines are measured: in content-stream order, a str
+    for a line break or space, else ``(char, left, right, bottom, top)`` in points in
+    the upright frame of the dominant text direction (characters set in another
+    direction are left out); with that frame's width and height, as :func:`upright_page`."""
+    items = read_chars(page)
+    _, dominant, transform, frame_height, _, _ = _upright(page, items)
+    chars = [
+        item if isinstance(item, str) else (item[0], *transform(*item[1:5]))
+        for item in items
+        if isinstance(item, str) or item[5].orientation == dominant
+    ]
+    return chars, _frame_width(page, frame_height), frame_height

@@ -245,10 +245,16 @@ def line_boxes(paragraph: Paragraph, widths: list[float], heights: list[float]) 
     """The paragraph's lines as :class:`LineBox` es: fractions of their page, top-left origin."""
     boxes = []
     for line, (start, end) in zip(paragraph.lines, line_spans([line.text for line in paragraph.lines])):
-        width, height = widths[line.page] or 1.0, heights[line.page] or 1.0
-        box = (line.x0 / width, 1 - line.y1 / height, line.x1 / width, 1 - line.y0 / height)
-        boxes.append(LineBox(start, end, line.page + 1, tuple(round(min(max(v, 0.0), 1.0), 4) for v in box)))
+        boxes.append(LineBox(start, end, line.page + 1, fraction_box(line, widths[line.page], heights[line.page])))
     return tuple(boxes)
+
+
+def fraction_box(line: Line, width: float, height: float) -> tuple[float, float, float, float]:
+    """``line``'s box as (left, top, right, bottom) fractions of a page ``width`` x ``height``
+    points, origin top-left, rounded to 4 places (as stored in provenance)."""
+    width, height = width or 1.0, height or 1.0
+    box = (line.x0 / width, 1 - line.y1 / height, line.x1 / width, 1 - line.y0 / height)
+    return tuple(round(min(max(v, 0.0), 1.0), 4) for v in box)
 
 
 def _same_list(items: list[Paragraph], paragraph: Paragraph) -> bool:

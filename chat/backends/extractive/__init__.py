@@ -63,7 +63,7 @@ class ExtractiveBackend(LLMBackend):
         if reference is not None:
             number, line = reference
             yield line
-            yield " " + task.citer.cite(number)
+            yield " " + task.citer.cite(number, document=True)  # the metadata, not a passage
             return
         vector = await task.vector()
         async for piece in Composer(vector, task.sources, task.question, task.search_text).pieces(task.citer.cite):

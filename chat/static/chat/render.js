@@ -157,12 +157,16 @@ const KleaRender = (() => {
   }
 
   /* The chunk the k-th marker [n] opens (k from 0), with the passages it quotes: the
-     chunk of its own passage (the reference's markers[k]), else the first quoted one that
-     records where it is, else the first chunk that does (a model's answer: which passage
-     it used is not known). */
+     chunk of its own passage (the reference's markers[k]), or the document as a whole
+     when that marker cites it so (chunk_id null: an answer from its metadata), else the
+     first quoted one that records where it is, else the first chunk that does (a model's
+     answer: which passage it used is not known). */
   function quotedChunk(reference, k) {
     const chunks = (reference.chunks || []).filter((c) => KleaSource.viewable(c));
     const marker = (reference.markers || [])[k];
+    if (marker && marker.chunk_id === null && reference.document_id) {
+      return { document_id: reference.document_id, whole: true };
+    }
     const own = marker && chunks.find((c) => c.chunk_id === marker.chunk_id);
     if (own) return { ...own, passages: marker.passages || [] };
     for (const id of reference.quoted || []) {
@@ -177,7 +181,8 @@ const KleaRender = (() => {
      (its data), element (its list item)}; a listener that calls preventDefault() replaces
      the default action: openReference(), then the source view on the chunk this marker
      quotes (the reference's "markers"[k] for its k-th marker, k from 0, else "quoted"),
-     else on its first chunk that records where it is (closing the view gives the focus
+     or on the document's top when the marker cites it as a whole, else on its first
+     chunk that records where it is (closing the view gives the focus
      back to the reference). */
   function citeButton(item, number, marker, k) {
     const element = item.querySelector(`.reference[data-number="${number}"]`);

@@ -1,17 +1,22 @@
 /* The source view: a cited chunk where it is in its file (docs/api.md, "The source view").
-   A PDF chunk opens its page as an image with the chunk's lines highlighted, previous and
-   next page, zoom in / out (the page scrolls, the highlight stays on its lines), the page
+   A PDF chunk opens its page as an image with the quoted passage highlighted (located on the
+   page's text layer by the server), else the chunk's lines; previous and next page, zoom in / out (the page scrolls, the highlight stays on its lines), the page
    full size in a tab, and the original file to download; a text chunk opens its section with the
-   passage highlighted. The dialog is the page's <dialog id="source-view">; closing it gives
+   passage highlighted; a document cited as a whole (an answer from its metadata) opens at its
+   first page or the top of its file. The dialog is the page's <dialog id="source-view">; closing it gives
    the focus back to what opened it. Text from the server goes through textContent only. */
 "use strict";
 
 const KleaSource = (() => {
   const dialog = () => document.getElementById("source-view");
   let state = null;  // {info, page, zoom, opener}
+  // Characters of quoted text sent with a request (the URL stays short; an answer's
+  // marker quotes a few sentences).
+  const MAX_QUOTE_URL = 6000;
   // Page widths, as multiples of the view's width: a phone shows a page ~370 px wide,
   // too small to read a line, so the page can be zoomed in (and scrolled) or opened whole.
   const ZOOMS = [1, 1.5, 2, 3];
+  const WHOLE = "the document as a whole is cited";
 
   function pageLabel(pages) {
     if (!pages || !pages.length) return "";
@@ -26,7 +31,31 @@ const KleaSource = (() => {
   }
 
   function viewable(chunk) {
+    if (chunk && chunk.whole) return Boolean(chunk.document_id);
     return Boolean(chunk && chunk.chunk_id && (chunk.pages || chunk.lines));
+  }
+
+  /* The highlight of a PDF chunk: the quoted passage's boxes when the server found it on
+     the text layer, else the chunk's lines. */
+  function marks(info) {
+    return info.quoted && info.quoted.length ? { boxes: info.quoted, label: "quoted passage highlighted" }
+      : { boxes: info.boxes, label: "cited passage highlighted" };
+  }
+
+  /* Where the source of `chunk` is served, with the passages it quotes when the server
+     locates them (a PDF's text layer; a text source's lines are found here). */
+  function sourceUrl(chunk) {
+    if (chunk.whole) return `/api/documents/${chunk.document_id}/source`;
+    let url = `/api/chunks/${chunk.chunk_id}/source`;
+    if (chunk.pages) {
+      const query = new URLSearchParams();
+      for (const passage of chunk.passages || []) {
+        if (query.toString().length + passage.length > MAX_QUOTE_URL) break;
+        query.append("quote", passage);
+      }
+      if (query.toString()) url += `?${query}`;
+    }
+    return url;
   }
 
   /* Pixels of image to ask for: the frame's width on this screen (the server rounds up
@@ -49,7 +78,8 @@ const KleaSource = (() => {
       body.replaceChildren(el("p", { class: "error", role: "alert", text: `Page ${number} could not be shown.` }));
     }, { once: true });
     frame.append(img);
-    const here = info.boxes.filter((box) => box[0] === number);
+    const highlight = marks(info);
+    const here = highlight.boxes.filter((box) => box[0] === number);
     for (const [, left, top, right, bottom] of here) {
       frame.append(el("div", { class: "highlight", "aria-hidden": "true",
         style: `left:${left * 100}%;top:${top * 100}%;width:${(right - left) * 100}%;height:${(bottom - top) * 100}%` }));
@@ -62,7 +92,7 @@ const KleaSource = (() => {
     dialog().querySelector(".source-zoom-in").disabled = zoom >= ZOOMS[ZOOMS.length - 1];
     const count = info.page_count || number;
     dialog().querySelector(".source-where").textContent = `Page ${number} of ${count}` +
-      (here.length ? " · cited passage highlighted" : "");
+      (here.length ? ` · ${highlight.label}` : info.chunk_id === null && number === 1 ? ` · ${WHOLE}` : "");
     dialog().querySelector(".source-prev").disabled = number <= 1;
     dialog().querySelector(".source-next").disabled = number >= count;
     if (here.length) {
@@ -115,8 +145,8 @@ const KleaSource = (() => {
     const el = KleaRender.el;
     const body = dialog().querySelector(".source-body");
     const section = info.section;
-    const [first, last] = section.highlight;
-    const quoted = passageLines(section, passages);
+    const [first, last] = section.highlight || [0, -1];  // none: the document cited as a whole
+    const quoted = section.highlight ? passageLines(section, passages) : new Set();
     const marked = quoted.size ? (number) => quoted.has(number) : (number) => number >= first && number <= last;
     const pre = el("pre", { class: "source-text" });
     section.lines.forEach((line, index) => {
@@ -126,9 +156,10 @@ const KleaSource = (() => {
       pre.append(row);
     });
     body.replaceChildren(pre);
-    const shown = quoted.size ? [Math.min(...quoted), Math.max(...quoted)] : [first, last];
+    const shown = quoted.size ? [Math.min(...quoted), Math.max(...quoted)]
+      : section.highlight ? [first, last] : [section.first, section.last];
     dialog().querySelector(".source-where").textContent = (shown[0] === shown[1] ? `line ${shown[0]}`
-      : `lines ${shown[0]}–${shown[1]}`) + (quoted.size ? " · quoted passage highlighted" : "");
+      : `lines ${shown[0]}–${shown[1]}`) + (quoted.size ? " · quoted passage highlighted" : section.highlight ? "" : ` · ${WHOLE}`);
     scrollToMarks(body, pre);
   }
 
@@ -171,14 +202,16 @@ const KleaSource = (() => {
     download.setAttribute("download", KleaRender.visible(info.file_name.split("/").pop()));
     const paging = info.kind === "pdf" && !info.unavailable;
     box.querySelector(".source-paging").hidden = !paging;
-    if (paging) showPage(info.pages ? info.pages[0] : 1);
+    const first = marks(info).boxes[0];
+    if (paging) showPage(first ? first[0] : info.pages ? info.pages[0] : 1);
     else if (info.section) showSection(info, passages);
     else showText(info);
   }
 
   /* Open the source view on `chunk` ({chunk_id, ...} of a reference, with `passages`: the
-     text an answer's marker quotes of it, when known: a text source highlights those
-     lines of the chunk); `opener` gets the focus back when it closes. */
+     text an answer's marker quotes of it, when known: those lines of a text source, that
+     passage on a PDF page are highlighted), or on a document as a whole ({document_id,
+     whole: true}); `opener` gets the focus back when it closes. */
   async function open(chunk, opener) {
     const box = dialog();
     if (!box || !viewable(chunk)) return false;
@@ -191,7 +224,7 @@ const KleaSource = (() => {
     if (!box.open) box.showModal();
     let response;
     try {
-      response = await fetch(`/api/chunks/${chunk.chunk_id}/source`, { credentials: "same-origin" });
+      response = await fetch(sourceUrl(chunk), { credentials: "same-origin" });
     } catch (e) {
       response = null;
     }
