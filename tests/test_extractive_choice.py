@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.backends.extractive.candidates import Chunk, Passage
+from chat.backends.extractive.candidates import SHORT_LIST, Chunk, Passage, extend, units_of, with_list
 from chat.backends.extractive.passages import NEAR_TIE, Composer
 from chat.backends.extractive.shapes import BLOCK_OTHERWISE, NUMBER_FOR_HOW_MANY, bonus, field, shapes
 from chat.backends.extractive.text import matches, terms
@@ -374,3 +374,58 @@ def test_a_question_asking_for_a_name_written_in_code_gets_the_code_block():
 ])
 def test_questions_asking_for_a_name_written_in_code(question, expected):
     assert set(shapes(question)) == expected
+
+
+SIMULATOR = (
+    "Quokka is the Quick Object Kinetics Kernel. It is the numerical core of large models of cell signalling "
+    "and electrical activity. It is built on a rewrite of the Wallaby 3 solver. Models in other formats are "
+    "converted on import."
+)
+
+
+def test_a_short_sentence_carries_on_with_the_sentences_leaning_on_it():
+    # "It is the numerical core ..." and "It is built on ..." go on describing Quokka: the
+    # passage is not cut before the last of them; "Models in other formats" is another subject.
+    chunk = Chunk(1, 0, 0.9, "Quokka", units_of(SIMULATOR))
+    first = Passage(chunk, 0, 0, "prose", chunk.units[0].text)
+    wanted = terms("What is Quokka built on?")
+    assert extend(first, wanted, {t: 1.0 for t in wanted}).text == (
+        "Quokka is the Quick Object Kinetics Kernel. It is the numerical core of large models of cell signalling "
+        "and electrical activity. It is built on a rewrite of the Wallaby 3 solver."
+    )
+
+
+def test_a_long_sentence_carries_on_only_with_a_sentence_leaning_on_it():
+    text = (
+        "The converter reads every file of the folder, keeps the headings of each page and writes one chunk per "
+        "section of at most four hundred and fifty tokens. It also keeps the tables whole. The web page lists them."
+    )
+    chunk = Chunk(1, 0, 0.9, "Converter", units_of(text))
+    first = Passage(chunk, 0, 0, "prose", chunk.units[0].text)
+    assert extend(first, {"converter"}, {"converter": 1.0}).text == (
+        "The converter reads every file of the folder, keeps the headings of each page and writes one chunk per "
+        "section of at most four hundred and fifty tokens. It also keeps the tables whole."
+    )
+
+
+SOCIALS = (
+    "Quill is active on several social media platforms. We use these platforms to share updates.\n\n"
+    "- Mastodon\n- Bluesky\n\n"
+    "Quill has a mailing list too."
+)
+
+
+def test_a_short_list_no_lead_in_introduces_is_quoted_with_the_paragraph_before_it():
+    # The paragraph speaks of the platforms, the list under it names them.
+    assert answer("Which social media is Quill on?", source(1, SOCIALS, ["Social media"])) == (
+        "Quill is active on several social media platforms. We use these platforms to share updates.\n\n"
+        "- Mastodon\n- Bluesky [1]"
+    )
+
+
+def test_a_long_list_after_a_paragraph_is_not_added_to_it():
+    items = "\n".join(f"- Platform number {n} with a rather long name and a description" for n in range(1, 5))
+    chunk = Chunk(1, 0, 0.9, "Social media", units_of(f"Quill is active on several social media platforms.\n\n{items}"))
+    first = Passage(chunk, 0, 0, "prose", chunk.units[0].text)
+    assert len(items) > SHORT_LIST
+    assert with_list(first) is first

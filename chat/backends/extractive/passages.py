@@ -31,6 +31,7 @@ from domains import embeddings
 from domains.retrieval import next_chunks
 
 from .candidates import (Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap, trails_lead_in,
+                         with_list,
                          units_of)
 from .shapes import bonus, counted, counts, defined, shapes, subjects
 from .text import matches, terms
@@ -153,7 +154,7 @@ class Composer:
                                              for p in kept))):
             return []
         kept.sort(key=lambda p: (-p.score, p.chunk.rank, p.start))
-        best = lean_back(extend(kept[0], self.wanted, idf))
+        best = with_list(lean_back(extend(kept[0], self.wanted, idf)))
         chosen = [best]
         first = defined(self.shapes, best.text)
         pair = len(subjects(self.shapes)) > 1
