@@ -4,7 +4,7 @@
 
 Three read-only tools, acting as one user with that user's domains:
 
-- ``list_domains()`` -> ``{"domains": [{"name", "description", "filter_fields"}]}``;
+- ``list_domains()`` -> ``{"domains": [{"name", "description", "examples", "filter_fields"}]}``;
 - ``search(domain, query, filters?, k?)`` -> ``{"domain", "query", "results": [result],
   "warnings"}``, a result = the reference fields of the chunk's document (``file_name``,
   ``store``, ``document_id``, ``title``, ``authors``, ``year``, ``journal``, ``doi``,

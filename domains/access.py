@@ -87,13 +87,14 @@ def pick_domains(user, names: Iterable[str] | None) -> tuple[list[Domain], list[
 
 def domain_list(user) -> list[dict]:
     """The domains ``user`` may query as the clients see them (``GET /api/domains``, the
-    MCP server's ``list_domains``): ``[{"name", "description", "filter_fields": [{"name",
-    "value_type", "description"}]}]`` by name."""
+    MCP server's ``list_domains``): ``[{"name", "description", "examples": [question],
+    "filter_fields": [{"name", "value_type", "description"}]}]`` by name."""
     rows = queryable_domains(user).prefetch_related("filter_fields")
     return [
         {
             "name": d.name,
             "description": d.description,
+            "examples": d.example_questions,
             "filter_fields": [
                 {"name": f.name, "value_type": f.value_type, "description": f.description}
                 for f in d.filter_fields.all()

@@ -4,7 +4,7 @@
 updates the chunks without this app importing it."""
 
 from django.contrib import admin, messages
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from .models import Chunk, Document, Domain, FilterField, MetadataEntry, Store
 from .signals import map_edited
@@ -19,21 +19,35 @@ class FilterFieldInline(admin.TabularInline):
     fields = ["name", "value_type", "person_name", "description"]
 
 
+def with_counts(stores):
+    """Stores annotated with ``n_documents`` (stored documents only: a file that failed,
+    needs OCR or is in progress is no document of the store's totals), ``n_not_stored``
+    (those others, counted apart) and ``n_chunks``."""
+    stored = Q(documents__status=Document.Status.STORED)
+    return stores.annotate(
+        n_documents=Count("documents", filter=stored, distinct=True),
+        n_not_stored=Count("documents", filter=~stored, distinct=True),
+        n_chunks=Count("chunks", distinct=True),
+    )
+
+
 class StoreInline(admin.TabularInline):
     model = Store
     extra = 0
-    fields = ["name", "mode", "embedding_model", "embedding_dim", "document_count", "chunk_count"]
-    readonly_fields = ["embedding_model", "embedding_dim", "document_count", "chunk_count"]
+    fields = ["name", "mode", "embedding_model", "embedding_dim", "document_count", "not_stored_count", "chunk_count"]
+    readonly_fields = ["embedding_model", "embedding_dim", "document_count", "not_stored_count", "chunk_count"]
     show_change_link = True
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            n_documents=Count("documents", distinct=True), n_chunks=Count("chunks", distinct=True)
-        )
+        return with_counts(super().get_queryset(request))
 
     @admin.display(description="documents")
     def document_count(self, obj):
         return getattr(obj, "n_documents", "-")
+
+    @admin.display(description="not stored")
+    def not_stored_count(self, obj):
+        return getattr(obj, "n_not_stored", "-")
 
     @admin.display(description="chunks")
     def chunk_count(self, obj):
@@ -69,22 +83,22 @@ class DomainAdmin(admin.ModelAdmin):
 
 @admin.register(Store)
 class StoreAdmin(admin.ModelAdmin):
-    list_display = ["name", "domain", "mode", "document_count", "chunk_count", "embedding_model"]
+    list_display = ["name", "domain", "mode", "document_count", "not_stored_count", "chunk_count", "embedding_model"]
     list_filter = ["mode", "domain"]
     search_fields = ["name", "domain__name"]
     readonly_fields = ["embedding_model", "embedding_dim", "created_at"]
 
     def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("domain")
-            .annotate(n_documents=Count("documents", distinct=True), n_chunks=Count("chunks", distinct=True))
-        )
+        return with_counts(super().get_queryset(request).select_related("domain"))
 
     @admin.display(description="documents", ordering="n_documents")
     def document_count(self, obj):
         return obj.n_documents
+
+    @admin.display(description="not stored", ordering="n_not_stored")
+    def not_stored_count(self, obj):
+        """Failed, needing OCR or in progress: listed under Documents with their status."""
+        return obj.n_not_stored
 
     @admin.display(description="chunks", ordering="n_chunks")
     def chunk_count(self, obj):

@@ -10,7 +10,8 @@
 
 A store listed under both ``vector_stores`` and ``bm25_stores`` is searched both ways.
 Optional keys of ours: ``active``, ``default_k``, ``k_max``, ``k_inc``,
-``min_relevance``, ``fusion``, ``fusion_alpha``, ``instructions`` on a domain and ``person_name`` on a filter field.
+``min_relevance``, ``fusion``, ``fusion_alpha``, ``instructions``, ``examples`` (a list of
+example questions) on a domain and ``person_name`` on a filter field.
 Loading is idempotent: the file is authoritative for the filter fields of the domains
 it names; stores are created or updated, never deleted (they hold data).
 """
@@ -106,6 +107,11 @@ def load_domain_config(data) -> LoadSummary:
         for knob in DOMAIN_KNOBS:
             if knob in spec:
                 setattr(domain, knob, spec[knob])
+        if "examples" in spec:
+            examples = _expect(spec["examples"], list, f"{where}.examples")
+            if not all(isinstance(q, str) and "\n" not in q for q in examples):
+                raise DomainConfigError(f"{where}.examples: expected a list of one-line questions")
+            domain.examples = "\n".join(q.strip() for q in examples if q.strip())
         _validated(domain, where)
         domain.save()
         _load_filter_fields(domain, spec, where)
@@ -145,5 +151,6 @@ def dump_domain_config() -> dict:
                 for f in domain.filter_fields.all()
             ],
             **{knob: getattr(domain, knob) for knob in DOMAIN_KNOBS},
+            **({"examples": domain.example_questions} if domain.examples else {}),
         }
     return {"domains": out}

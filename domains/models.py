@@ -77,6 +77,10 @@ class Domain(models.Model):
         help_text="Convex fusion only: weight of the vector lists (1 - alpha for BM25).",
     )
     instructions = models.TextField(blank=True, help_text="Extra instructions for the answer model.")
+    examples = models.TextField(
+        blank=True,
+        help_text="Example questions, one per line: the empty chat shows them under the description, to click.",
+    )
     allowed_groups = models.ManyToManyField(
         Group,
         blank=True,
@@ -91,6 +95,11 @@ class Domain(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def example_questions(self) -> list[str]:
+        """``examples`` as a list: its non-blank lines, stripped."""
+        return [line.strip() for line in self.examples.splitlines() if line.strip()]
 
     def clean(self) -> None:
         if self.k_max is not None and self.default_k is not None and self.k_max < self.default_k:

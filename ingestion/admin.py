@@ -45,7 +45,7 @@ class IngestionJobAdmin(admin.ModelAdmin):
             '<progress class="klea-job" data-job-url="{}" data-status="{}" value="{}" max="{}"></progress> '
             '<span class="klea-job-count">{}/{} ({}%) {}</span>',
             reverse("ingestion-job", args=[obj.pk]), obj.status, obj.percent, 100, obj.done, obj.total,
-            obj.percent, obj.get_status_display().lower(),
+            obj.percent, obj.status_label,
         )
 
     def changelist_view(self, request, extra_context=None):
@@ -58,7 +58,9 @@ class IngestionJobAdmin(admin.ModelAdmin):
         job = self.get_queryset(request).filter(pk=object_id).first()
         if job is not None:
             files = [(name, outcome, job.errors.get(name, "")) for name, outcome in sorted(job.outcomes.items())]
-            extra_context = {**(extra_context or {}), "job_files": files, "job_waiting": max(job.total - job.done, 0)}
+            files += [(name, "in progress", ocr) for name, ocr in job.in_progress]
+            waiting = max(job.total - job.done - len(job.in_progress), 0)
+            extra_context = {**(extra_context or {}), "job_files": files, "job_waiting": waiting}
         return super().change_view(request, object_id, form_url, extra_context)
 
     @admin.display(description="errors")

@@ -31,7 +31,8 @@ class IngestionJob(models.Model):
         default=dict, blank=True, help_text="file name -> outcome (stored, unchanged, failed, ...); done = its size"
     )
     pages = models.JSONField(
-        default=dict, blank=True, help_text="file name -> [pages done, pages] of files being OCRed (no outcome yet)"
+        default=dict, blank=True,
+        help_text="file name -> [pages OCRed, pages to OCR] of files in progress (no outcome yet; [0, 0] until OCR)"
     )
     celery_id = models.CharField(max_length=64, blank=True)
     heartbeat_at = models.DateTimeField(
@@ -47,7 +48,22 @@ class IngestionJob(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"{self.kind} #{self.pk} ({self.status}, {self.done}/{self.total})"
+        return f"{self.kind} #{self.pk} ({self.status_label}, {self.done}/{self.total})"
+
+    @property
+    def status_label(self) -> str:
+        """The one word(s) for the status everywhere (heading, breadcrumb, bar, list):
+        "pending", "running", "succeeded", "succeeded with errors", "failed"."""
+        return self.get_status_display().lower()
+
+    @property
+    def in_progress(self) -> list[tuple[str, str]]:
+        """(file name, OCR progress or "") of files started and without an outcome yet."""
+        return [
+            (name, f"OCR page {done} of {total}" if total else "")
+            for name, (done, total) in sorted(self.pages.items())
+            if name not in self.outcomes
+        ]
 
     @property
     def percent(self) -> int:

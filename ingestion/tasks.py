@@ -50,6 +50,7 @@ def ingest_file(self, job_id: int, step: str, directory: str, file_name: str, st
     try:
         if upload:
             directory = str(materialise(upload))
+        jobs.start_file(job_id, file_name)
         outcome = run_file(step, directory, file_name, store_id, options, on_page=recording_pages(job_id))
     except (OperationalError, InterfaceError):
         if self.request.retries >= self.max_retries:

@@ -24,12 +24,14 @@ def visible_jobs(user):
 def job_payload(job: IngestionJob) -> dict:
     """The job as plain JSON values: status, done/total files, ``percent`` (0-100: files
     done plus the OCRed share of files in progress, 100 only once finished), ``pages``
-    (file name -> [pages OCRed, pages] of files in progress), errors per file."""
+    (file name -> [pages OCRed, pages to OCR] of files in progress; [0, 0] before any
+    OCR), ``status_label`` (the status as the admin words it), errors per file."""
     return {
         "id": job.pk,
         "kind": job.kind,
         "store": job.store.name if job.store_id else None,
         "status": job.status,
+        "status_label": job.status_label,
         "done": job.done,
         "total": job.total,
         "percent": job.percent,

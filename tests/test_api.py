@@ -56,13 +56,13 @@ def test_every_endpoint_needs_a_signed_in_user(setup):
 
 def test_domains_lists_only_the_queryable_ones(setup):
     neuro = {"name": "neuro", "description": "Computational neuroscience papers: neuron models, spiking, synaptic "
-             "plasticity.", "filter_fields": [
+             "plasticity.", "examples": [], "filter_fields": [
                  {"name": "authors", "value_type": "string", "description": ""},
                  {"name": "keywords", "value_type": "list", "description": ""},
                  {"name": "year", "value_type": "int", "description": ""}]}
     arrays = {"name": "arrays", "description": "Labelled N-dimensional arrays in Python: resampling time series, "
-              "netCDF input and output.", "filter_fields": []}
-    empty = {"name": "empty", "description": "Nothing indexed yet.", "filter_fields": []}
+              "netCDF input and output.", "examples": [], "filter_fields": []}
+    empty = {"name": "empty", "description": "Nothing indexed yet.", "examples": [], "filter_fields": []}
     assert client_for(setup["alice"]).get("/api/domains").json() == {"domains": [arrays, empty, neuro]}
     assert client_for(setup["bob"]).get("/api/domains").json() == {"domains": [arrays, empty]}
 

@@ -58,6 +58,7 @@ def web_docs(world, tmp_path):
 
 def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
     frames: list[dict] = []
+    in_thread(lambda: Domain.objects.filter(name="webdocs").update(examples=f"{QUESTION}\nSecond example?"))
     with LiveDaphne(tmp_path / "daphne.log") as server, browser_page() as page:
         page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(json.loads(payload))))
 
@@ -75,11 +76,19 @@ def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
         expect(page.get_by_label("wsneuro")).to_be_visible()
         assert page.get_by_label("wssecret").count() == 0
 
-        # ask with Enter; the answer streams in, then the references
+        # the empty chat lists each domain with its description and example questions
+        names = page.evaluate("fetch('/api/domains').then((r) => r.json())")["domains"]
+        hint = page.locator("#empty-hint")
+        expect(hint.locator(".hint-domain strong")).to_have_text([d["name"] for d in names])
+        expect(hint.locator(".hint-domain > span")).to_have_text([d["description"] for d in names])
+        expect(hint.locator(".example")).to_have_text([QUESTION, "Second example?"])
+        screenshot(page, "chat-empty-hint")
+
+        # click an example: it is asked; the answer streams in, then the references
         page.get_by_label("webdocs").check()
-        page.get_by_label("Your question").fill(QUESTION)
-        page.get_by_label("Your question").press("Enter")
+        hint.get_by_role("button", name=QUESTION).click()
         expect(page.locator(".message.user .text")).to_have_text(QUESTION)
+        expect(hint).to_be_hidden()
         answer = page.locator(".message.assistant .text")
         expect(page.locator(".message.assistant .references")).to_be_visible()
         expect(page.locator(".message.assistant.streaming")).to_have_count(0)
@@ -197,8 +206,7 @@ def test_stop_a_streaming_answer_then_rename_reopen_and_delete_the_conversation(
             sign_in(fresh, server, world.alice)
             expect(fresh.locator("#session-list .open")).to_have_text(["Cheap models"])
             names = fresh.evaluate("fetch('/api/domains').then((r) => r.json())")["domains"]
-            expect(fresh.locator("#empty-hint")).to_have_text(
-                "Ask a question about: " + ", ".join(d["name"] for d in names))
+            expect(fresh.locator("#empty-hint .hint-domain strong")).to_have_text([d["name"] for d in names])
             expect(fresh.locator(".message")).to_have_count(0)
             expect(fresh.locator("#session-list li.current")).to_have_count(0)
             visit.close()
@@ -213,8 +221,7 @@ def test_stop_a_streaming_answer_then_rename_reopen_and_delete_the_conversation(
             expect(page.locator("#session-list li")).to_have_count(0)
             expect(page.locator(".message")).to_have_count(0)
             names = page.evaluate("fetch('/api/domains').then((r) => r.json())")["domains"]
-            expect(page.locator("#empty-hint")).to_have_text(
-                "Ask a question about: " + ", ".join(d["name"] for d in names))
+            expect(page.locator("#empty-hint .hint-domain strong")).to_have_text([d["name"] for d in names])
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()
 
 

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from domains.models import Domain, Store
 from ingestion.models import IngestionJob
 from ingestion.outcomes import FileOutcome
-from ingestion.runs.jobs import record, record_pages, start_job
+from ingestion.runs.jobs import record, record_pages, start_file, start_job
 
 from .browser import PHONE, browser_page, screenshot
 from .chat_world import PASSWORD, in_thread
@@ -62,15 +62,23 @@ def test_the_job_page_follows_its_job_live_and_the_upload_page_uses_admin_rows(j
         expect(heading).to_have_text(f"build #{job.pk} (running, 1/3)")
         assert page.title().startswith(f"build #{job.pk} (running, 1/3) | ")
         expect(rows).to_have_text(["a.mdstored", "2 more file(s)waiting"])
+        # a file that starts is named as in progress, not counted as waiting
+        in_thread(start_file, job.pk, "b.pdf")
+        expect(rows).to_have_text(["a.mdstored", "b.pdfin progress", "1 more file(s)waiting"])
         # the pages OCRed of a file in progress move the bar before its outcome
+        in_thread(start_file, job.pk, "c.pdf")
         in_thread(record_pages, job.pk, "c.pdf", 15, 30)
         expect(count).to_have_text("1/3 (50%) running")
+        expect(rows).to_have_text(["a.mdstored", "b.pdfin progress", "c.pdfin progressOCR page 15 of 30"])
         expect(panel.locator("progress")).to_have_attribute("value", "50")
         expect(panel.locator(".klea-job-messages li")).to_have_text(["c.pdf: OCR page 15 of 30"])
         in_thread(record, job.pk, FileOutcome("b.pdf", "failed", error=ENCRYPTED))
         in_thread(record, job.pk, FileOutcome("c.pdf", "stored", chunks=1), True)
         expect(count).to_have_text("3/3 (100%) succeeded with errors")
-        expect(heading).to_have_text(f"build #{job.pk} (partial, 3/3)")
+        # one state, one label: the bar, the heading and the breadcrumb agree
+        expect(heading).to_have_text(f"build #{job.pk} (succeeded with errors, 3/3)")
+        expect(page.locator(".breadcrumbs")).to_have_text(
+            f"Home › Ingestion › Ingestion jobs › build #{job.pk} (succeeded with errors, 3/3)")
         expect(rows).to_have_text(["a.mdstored", f"b.pdffailed{ENCRYPTED}", "c.pdfstored"])
         expect(panel.locator(".klea-job-messages li")).to_have_text(["1 failed, 2 stored"])
         expect(panel.locator(".klea-job-finished")).to_contain_text("Finished")

@@ -63,9 +63,25 @@ def test_dump_round_trips(tmp_path):
         {"name": "year", "description": "Publication year", "value_type": "int"},
     ]
     assert (dumped["default_k"], dumped["k_max"], dumped["min_relevance"]) == (8, 10, 0.15)
+    assert "examples" not in dumped  # none given
     # Loading the dump changes nothing.
     call_command("loaddomains", write(tmp_path, {"domains": {"papers": dumped}}, "again.json"), stdout=StringIO())
     assert Store.objects.filter(domain__name="papers").count() == 2
+
+
+@pytest.mark.django_db
+def test_example_questions_load_as_lines_and_dump_as_a_list(tmp_path):
+    config = json.loads(json.dumps(CONFIG))
+    config["domains"]["papers"]["examples"] = ["Who proved FLP? ", "", "What is Raft?"]
+    call_command("loaddomains", write(tmp_path, config), stdout=StringIO())
+    domain = Domain.objects.get(name="papers")
+    assert (domain.examples, domain.example_questions) == ("Who proved FLP?\nWhat is Raft?", ["Who proved FLP?", "What is Raft?"])
+    out = StringIO()
+    call_command("dumpdomains", stdout=out)
+    assert json.loads(out.getvalue())["domains"]["papers"]["examples"] == ["Who proved FLP?", "What is Raft?"]
+    config["domains"]["papers"]["examples"] = ["two\nlines"]
+    with pytest.raises(CommandError, match=r"domains\.papers\.examples: expected a list of one-line questions$"):
+        call_command("loaddomains", write(tmp_path, config, "bad.json"), stdout=StringIO())
 
 
 @pytest.mark.django_db

@@ -61,14 +61,20 @@ def test_admin_pages_show_inlines_counts_and_errors(admin_client):
     domain = Domain.objects.create(name="d-admin", description="An admin test domain")
     FilterField.objects.create(domain=domain, name="year", value_type="int")
     store = Store.objects.create(name="s-admin", domain=domain)
-    document = Document.objects.create(store=store, file_name="x.md")
+    document = Document.objects.create(store=store, file_name="x.md", status=Document.Status.STORED)
     Chunk.objects.create(store=store, document=document, ordinal=0, text="hello")
+    # a file that failed is no document of the store's totals: it is counted apart
+    Document.objects.create(store=store, file_name="bad.pdf", status=Document.Status.FAILED, error="not a PDF")
 
     page = admin_client.get(f"/admin/domains/domain/{domain.pk}/change/").content.decode()
     assert 'name="filter_fields-0-name"' in page and 'value="year"' in page
     assert 'name="stores-0-name"' in page and 'value="s-admin"' in page
     listing = admin_client.get("/admin/domains/store/?q=s-admin").content.decode()
     assert '<td class="field-document_count">1</td>' in listing
+    assert '<td class="field-not_stored_count">1</td>' in listing
+    # the domain page's store row too
+    assert re.search(r'<td class="field-document_count">\s*<p>1</p>.*?<td class="field-not_stored_count">\s*<p>1</p>',
+                     page, re.S)
     assert '<td class="field-chunk_count">1</td>' in listing
 
     form = {

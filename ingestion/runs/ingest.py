@@ -137,6 +137,7 @@ def _add_files(report: StepReport, work: list[tuple[Path, str]], store, options:
         if queue:
             continue
         try:
+            jobs.start_file(report.job_id, name)
             outcome = run_file("build", str(folder), name, store.pk, options.as_dict(), on_page=on_page)
         except BaseException as exc:  # the job must never stay running
             jobs.fail(report.job_id, f"{name}: {run_error(exc)}")

@@ -107,6 +107,17 @@ def _without_pages(messages: list[str], file_name: str) -> list[str]:
 
 
 @transaction.atomic
+def start_file(job_id: int, file_name: str) -> None:
+    """Show ``file_name`` as in progress on its job (``pages`` [0, 0]) until its outcome,
+    so the job page names the file being worked on, not only "N more file(s) waiting"."""
+    job = IngestionJob.objects.select_for_update().filter(pk=job_id).first()
+    if job is None or file_name in job.outcomes or file_name in job.pages:
+        return
+    job.pages[file_name] = [0, 0]
+    job.save(update_fields=["pages"])
+
+
+@transaction.atomic
 def record_pages(job_id: int, file_name: str, done: int, total: int) -> None:
     """Show OCR progress of one file on its job until the file has its outcome: one
     message per file, replaced as pages are done, and ``pages`` (counted into

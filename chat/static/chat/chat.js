@@ -60,11 +60,27 @@
     }
   }
 
-  /* A hint in an empty conversation: what may be asked about. */
+  /* A hint in an empty conversation: each domain with its description and its example
+     questions (Domain.examples), which ask themselves when clicked. */
   function showHint() {
     const empty = !$("conversation").childElementCount;
-    $("empty-hint").hidden = !empty || !state.domains.length;
-    $("empty-hint").textContent = R.visible(`Ask a question about: ${state.domains.join(", ")}`);
+    const hint = $("empty-hint");
+    hint.hidden = !empty || !state.domains.length;
+    if (hint.hidden) return;
+    const items = state.domains.map((domain) => {
+      const examples = domain.examples.map((question) => {
+        const button = R.el("button", { type: "button", class: "example", text: question });
+        button.addEventListener("click", () => {
+          $("question").value = question;
+          submit();
+        });
+        return R.el("li", {}, button);
+      });
+      return R.el("li", { class: "hint-domain" },
+        R.el("strong", { text: domain.name }), R.el("span", { text: domain.description }),
+        ...(examples.length ? [R.el("ul", { class: "examples" }, ...examples)] : []));
+    });
+    hint.replaceChildren(R.el("p", { text: "Ask a question about:" }), R.el("ul", {}, ...items));
   }
 
   function sessionItem(session) {
@@ -127,7 +143,7 @@
     const box = $("domain-options");
     box.replaceChildren();
     if (!body.domains.length) box.append(R.el("p", { text: "No domain is available to you yet." }));
-    state.domains = body.domains.map((domain) => domain.name);
+    state.domains = body.domains;
     showHint();
     for (const domain of body.domains) {
       const id = `domain-${domain.name.replace(/[^A-Za-z0-9_-]/g, "_")}`;

@@ -12,6 +12,12 @@ DEMO_DESCRIPTION = (
     "settings, domains, stores and filter fields, ingesting documents, asking questions, "
     "the HTTP and Python APIs, retrieval (BM25, vectors, RRF) and deployment."
 )
+# Offered by the empty chat (Domain.examples); each is answered from docs/.
+DEMO_EXAMPLES = (
+    "How do I point Klea at my own PostgreSQL?\n"
+    "How do I stop the embedded database?\n"
+    "How do I create an API token?"
+)
 
 
 class Command(BaseCommand):
@@ -22,10 +28,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         domain, created = Domain.objects.get_or_create(
-            name=DEMO_DOMAIN, defaults={"description": DEMO_DESCRIPTION}
+            name=DEMO_DOMAIN, defaults={"description": DEMO_DESCRIPTION, "examples": DEMO_EXAMPLES}
         )
         if created:
             self.stdout.write(f"created demo domain {DEMO_DOMAIN}")
+        elif not domain.examples:  # a demo domain from before examples existed; an admin's edit stays
+            domain.examples = DEMO_EXAMPLES
+            domain.save(update_fields=["examples"])
         try:
             report = ingest(settings.BASE_DIR / "docs", DEMO_STORE, domain.name, mirror=True)
         except IngestError as exc:

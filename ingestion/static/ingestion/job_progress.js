@@ -7,8 +7,6 @@
 (() => {
   const EVERY_MS = 1500;
   const FINISHED = new Set(["succeeded", "partial", "failed"]);
-  const LABELS = { pending: "waiting", running: "running", succeeded: "succeeded", partial: "succeeded with errors",
-    failed: "failed" };
 
   function cell(tag, text, className) {
     const node = document.createElement(tag);
@@ -21,33 +19,43 @@
     bar.max = 100;
     bar.value = job.percent;  // counts the OCRed pages of files in progress
     const label = bar.nextElementSibling;
-    if (label) label.textContent = `${job.done}/${job.total} (${job.percent}%) ${LABELS[job.status] || job.status}`;
+    if (label) label.textContent = `${job.done}/${job.total} (${job.percent}%) ${job.status_label}`;
   }
 
-  /* The job page's heading and the window title name the job as IngestionJob.__str__
+  /* The job page's heading, breadcrumb and window title name the job as IngestionJob.__str__
      does: "build #2 (running, 1/24)"; they follow the live count like the bar. */
   function showTitle(job) {
     const heading = document.querySelector(".klea-job-title");
     if (!heading) return;
-    const title = `${job.kind} #${job.id} (${job.status}, ${job.done}/${job.total})`;
-    if (document.title.startsWith(heading.textContent)) {
-      document.title = title + document.title.slice(heading.textContent.length);
+    const old = heading.textContent;
+    const title = `${job.kind} #${job.id} (${job.status_label}, ${job.done}/${job.total})`;
+    if (document.title.startsWith(old)) document.title = title + document.title.slice(old.length);
+    const crumb = document.querySelector(".breadcrumbs")?.lastChild;  // the admin's text node "› build #2 (...)"
+    if (crumb && crumb.nodeType === Node.TEXT_NODE && crumb.textContent.includes(old)) {
+      crumb.textContent = crumb.textContent.replace(old, title);
     }
     heading.textContent = title;
+  }
+
+  function fileRow(name, outcome, error) {
+    const row = document.createElement("tr");
+    const slug = outcome.replace(/ /g, "-");
+    row.append(cell("td", name), cell("td", outcome, `klea-outcome klea-outcome-${slug}`), cell("td", error));
+    return row;
   }
 
   function showPanel(panel, job) {
     showBar(panel.querySelector("progress"), job);
     showTitle(job);
     panel.dataset.status = job.status;
-    const rows = Object.keys(job.outcomes).sort().map((name) => {
-      const row = document.createElement("tr");
-      const outcome = job.outcomes[name];
-      row.append(cell("td", name), cell("td", outcome, `klea-outcome klea-outcome-${outcome}`),
-        cell("td", job.errors[name] || ""));
-      return row;
-    });
-    const waiting = job.total - job.done;
+    const rows = Object.keys(job.outcomes).sort().map((name) => fileRow(name, job.outcomes[name], job.errors[name] || ""));
+    // files started, without an outcome yet (as IngestionJob.in_progress)
+    const started = Object.keys(job.pages).sort().filter((name) => !(name in job.outcomes));
+    for (const name of started) {
+      const [done, total] = job.pages[name];
+      rows.push(fileRow(name, "in progress", total ? `OCR page ${done} of ${total}` : ""));
+    }
+    const waiting = job.total - job.done - started.length;
     if (waiting > 0) {
       const row = document.createElement("tr");
       row.append(cell("td", `${waiting} more file(s)`), cell("td", "waiting", "klea-outcome"), cell("td", ""));
