@@ -13,11 +13,11 @@ from asgiref.sync import async_to_sync
 from chat.backends import get_backend
 from chat.backends.extractive.candidates import CODE_CHARS, Passage
 from chat.backends.extractive.passages import Composer, with_marker
-from chat.backends.extractive.shapes import is_generic
+from chat.backends.extractive.shapes import as_question, is_generic, shapes
 from chat.backends.extractive.text import Block as TextBlock
 from chat.backends.extractive.text import leads_on, list_items, segment
 from chat.rag import Knowledge
-from domains import embeddings
+from domains import embeddings, retrieval
 from domains.models import Domain
 from ingestion.chunk.chunker import chunk_blocks
 from ingestion.convert.base import Block
@@ -167,6 +167,48 @@ def test_generic_questions(question, generic):
     assert is_generic(question) is generic
 
 
+@pytest.mark.parametrize("request_, question", [
+    ("Give me the ingredients for hummus", "What are the ingredients for hummus"),
+    ("Can you show me the table of protocol error codes?", "What is the table of protocol error codes?"),
+    ("Please list the three rules of tidy data", "What are the three rules of tidy data"),
+    ("Name the authors of the Raft paper", "What are the authors of the Raft paper"),
+    ("Tell me how to install pyNeuroML", "how to install pyNeuroML"),
+    ("Tell me about Raft", "What is Raft"),
+    ("Listing options is slow", "Listing options is slow"),  # not a request
+])
+def test_a_request_is_read_as_its_question(request_, question):
+    assert as_question(request_) == question
+
+
+def test_a_request_has_its_questions_shapes():
+    assert shapes("Give me the ingredients for hummus") == shapes("What are the ingredients for hummus?") == {
+        "listing", "definition:ingredients"}
+    assert shapes("Show me how to install pyNeuroML") == shapes("How to install pyNeuroML?") == {"howto"}
+
+
+HUMMUS = (
+    "- One can of garbanzo beans (chickpeas)\n- 1/2 teaspoon baking soda\n- 1/2 cup of tahini (also known as tehina)\n"
+    "- 1/4 cup (or more, to taste) of lemon juice, fresh preferred - this is about 1 1/2 to 2 lemons' worth\n"
+    "- 1 (or 2) clove(s) of garlic, roughly chopped (fresh or frozen pre-chopped is fine, but not dry)\n"
+    "- 1/4 teaspoon cumin, ground (if you have whole, toast in a dry pan until fragrant before grinding)\n"
+    "- 1/4 teaspoon za'atar (optional, if you can find it)\n- 1 Tablespoon of olive oil, plus more for serving\n"
+    "- Fresh parsley (optional for serving)"
+)
+GUACAMOLE = "- 3 ripe avocados\n- 1 lime, juiced\n- 1/2 onion, diced\n- 1 teaspoon salt"
+
+
+@pytest.mark.parametrize("question", [
+    "Give me the ingredients for hummus",
+    "What ingredients do I need for hummus?",
+    "Can you list the ingredients for hummus?",
+])
+def test_a_request_gets_the_whole_list_as_the_question_does(question):
+    # The list is long enough to be quoted item by item (a step of a method); asked for
+    # as a list, it is quoted whole.
+    assert answer(question, source(1, HUMMUS, ["Hummus", "Ingredients"], score=0.6, file_name="hummus.md"),
+                  source(2, GUACAMOLE, ["Guacamole", "Ingredients"], file_name="guacamole.md")) == f"{HUMMUS} [1]"
+
+
 @pytest.fixture
 def one_domain(db, tmp_path, settings):
     settings.KLEA_LLM_BACKEND = "extractive"
@@ -202,6 +244,43 @@ def test_one_domain_takes_a_question_naming_its_subject_it_when_its_sources_hold
     assert pronoun.answer.text == "Install it with pip [1]:\n\n```\npip install stellar-catalogue\n```"
     rain = run("Is it going to rain tomorrow?", one_domain)
     assert (rain.answer.route, rain.answer.domains) == ("refused", [])
+
+
+def test_a_question_naming_what_a_domain_or_its_documents_name_is_routed_there(one_domain, tmp_path):
+    # Neither the paper's author nor its year is in its text: the domain's description
+    # names the author, the document's file name the author and the year.
+    (tmp_path / "papers").mkdir()
+    (tmp_path / "papers" / "dijkstra1965_cacm.md").write_text(
+        "# Solution of a problem in concurrent programming control\n\n"
+        "A number of mainly independent sequential-cyclic processes with restricted means of communication with "
+        "each other can be made in such a way that at any moment one and only one of them is engaged in the "
+        "critical section of its cycle.\n", encoding="utf-8")
+    Knowledge(store="papers", create=True).add(tmp_path / "papers")
+    Domain.objects.filter(name="papers").update(description="Classic papers: mutual exclusion (Dijkstra)")
+    domains = list(Domain.objects.filter(name__in=["papers", "stellar"]).order_by("name"))
+    for question in ("What problem does Dijkstra solve in his 1965 paper?", "What problem did the 1965 paper solve?"):
+        result = run(question, domains)
+        assert (result.answer.route, result.answer.domains) == ("domains", ["papers"]), question
+    off = run("What is the capital of France?", domains)
+    assert (off.answer.route, off.answer.domains) == ("refused", [])
+    # In another language, the names and numbers are the evidence there is; its small
+    # words ("die", "von") are none
+    german = run("Was löst Dijkstra in seinem Artikel von 1965?", domains)
+    assert (german.answer.route, german.answer.domains) == ("domains", ["papers"])
+    off = run("Was ist die Hauptstadt von Frankreich?", domains)
+    assert (off.answer.route, off.answer.domains) == ("refused", [])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("text, language, words", [
+    ("Wie wählt Raft einen Anführer?", "german", {"wählt", "raft", "anführer"}),
+    ("Comment Raft élit-il un leader ?", "french", {"comment", "raft", "élit-il", "élit", "leader"}),
+    ("What problem does Dijkstra solve in his 1965 paper?", "english", {"problem", "dijkstra", "solve", "1965", "paper"}),
+    ("Raft 1965", "english", {"raft", "1965"}),  # no small words: the sources' language
+])
+def test_the_language_of_a_question_is_that_of_its_stop_words(text, language, words):
+    assert retrieval.language(text) == language
+    assert set(retrieval.content_words(text, language).split()) == words
 
 
 def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_domain, monkeypatch):

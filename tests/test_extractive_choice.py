@@ -275,10 +275,14 @@ TIDY = (
 def test_a_list_of_as_many_items_as_the_question_counts_is_quoted_with_its_lead_in():
     assert "count:3" in shapes("What are the three rules of tidy data?")
     assert not any(s.startswith("count:") for s in shapes("What are three-dimensional arrays?"))
-    assert answer("What are the three rules of tidy data?", source(1, TIDY, ["2. Tidy data", "2.3. Tidy data"])) == (
-        "A dataset is messy or tidy depending on how rows, columns and tables are matched up with observations, "
-        "variables and types.\n\nIn tidy data:\n\n1. Each variable forms a column.\n2. Each observation forms a row.\n"
-        "3. Each type of observational unit forms a table. [1]"
+    # The list is "the three rules", in none of the question's words; a sentence with the
+    # word "rule" is not (a PDF's "rule of thumb" scored above it).
+    rule = ("A general rule of thumb is that it is easier to describe functional relationships between variables "
+            "than between rows.")
+    assert answer("What are the three rules of tidy data?", source(1, rule, ["2. Tidy data", "2.2. Data semantics"]),
+                  source(2, TIDY, ["2. Tidy data", "2.3. Tidy data"])) == (
+        "In tidy data:\n\n1. Each variable forms a column.\n2. Each observation forms a row.\n"
+        "3. Each type of observational unit forms a table. [2]"
     )
 
 

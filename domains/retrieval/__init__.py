@@ -1,11 +1,11 @@
 """Hybrid retrieval: BM25 + dense lists per store, fused by RRF, recency-blended."""
 
-from .bm25 import Bm25Params, bm25_search, query_lexemes, shared_results
+from .bm25 import Bm25Params, bm25_search, content_words, language, query_lexemes, shared_results
 from .engine import retrieve
 from .filters import CompiledFilter, FieldSpec, compile_filter
 from .fusion import RRF_K, RRF_WEIGHTS, convex_fusion, fuse, reciprocal_rank_fusion
 from .neighbours import next_chunks
-from .probe import document_coverage, lexical_coverage, nearest_chunk_similarity
+from .probe import document_coverage, lexemes_in_use, lexical_coverage, nearest_chunk_similarity
 from .references import ReferenceMaterial, Source, page_label, page_span, serialize_reference_material
 from .types import RetrievalResult, RetrievedChunk
 from .vector import VectorHits, vector_search

@@ -47,6 +47,50 @@ def query_lexemes(text: str) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
+# Each text search configuration's stop words among the text's words: the words the
+# simple configuration keeps (it has none) less those the configuration keeps.
+_STOP_WORDS_PER_LANGUAGE = """
+SELECT c.cfgname, (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(to_tsvector(c.oid::regconfig, %s)) u)
+FROM pg_ts_config c ORDER BY c.cfgname
+"""
+
+
+def language(text: str) -> str:
+    """The language whose stop words ``text`` uses most, by PostgreSQL's text search
+    configurations ("english", "german", "french", ...); "english" when no other
+    language has more of them (ties included), so that the search configuration's
+    language is assumed unless the text's own small words say otherwise.
+
+    :raises ValueError: as :func:`query_lexemes`.
+    """
+    check_refused("text", text)
+    with connection.cursor() as cursor:
+        cursor.execute(_STOP_WORDS_PER_LANGUAGE, [text])
+        kept = dict(cursor.fetchall())
+    words = kept.pop("simple", 0)
+    stops = {name: words - count for name, count in kept.items()}
+    best = max(stops, key=lambda name: (stops[name], name == "english"), default="english")
+    return best if stops.get(best, 0) > stops.get("english", 0) else "english"
+
+
+_CONTENT_WORDS = """
+SELECT coalesce(string_agg(w.lexeme, ' '), '') FROM unnest(to_tsvector('pg_catalog.simple', %(text)s)) w
+WHERE w.positions && ARRAY(SELECT p FROM unnest(to_tsvector(%(language)s::regconfig, %(text)s)) u, unnest(u.positions) p)
+"""
+
+
+def content_words(text: str, language: str) -> str:
+    """The words of ``text`` that are not stop words of ``language`` (a text search
+    configuration's name), lower-cased, space-separated, in no particular order.
+
+    :raises ValueError: as :func:`query_lexemes`.
+    """
+    check_refused("text", text)
+    with connection.cursor() as cursor:
+        cursor.execute(_CONTENT_WORDS, {"text": text, "language": language})
+        return cursor.fetchone()[0]
+
+
 @dataclass(frozen=True)
 class Bm25Params:
     """k1: tf saturation (>= 0); b: length normalisation in [0, 1]."""

@@ -6,7 +6,7 @@ classifier, docs/pipeline.md "classify").
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 from django.db import connection
@@ -36,10 +36,6 @@ def nearest_chunk_similarity(query_vector: np.ndarray, domains: Sequence) -> dic
     return best
 
 
-_CHUNK_TERMS = """
-SELECT c.id, ARRAY(SELECT u.lexeme FROM unnest(c.search_vector) u WHERE u.lexeme = ANY(%(terms)s::text[]))
-FROM domains_chunk c WHERE c.id = ANY(%(ids)s)
-"""
 
 
 def _idf_weights(cursor, store_id: int, terms: Sequence[str]) -> dict[str, float]:
@@ -55,31 +51,57 @@ def _idf_weights(cursor, store_id: int, terms: Sequence[str]) -> dict[str, float
     return {t: math.log(1 + (total - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
 
 
-def lexical_coverage(lexemes: Sequence[str], domains: Sequence, depth: int = 3) -> dict[int, float]:
+def lexemes_in_use(lexemes: Sequence[str], domains: Sequence,
+                   known: Mapping[int, Collection[str]] | None = None) -> list[str]:
+    """The ``lexemes`` some store of the ``domains`` indexes (or ``known`` holds), in
+    their order: the words of a question in another language that the sources can match
+    (names, numbers, loanwords), the rest being words no source uses in any case.
+
+    :returns: a sublist of ``lexemes``; [] when none is in use.
+    """
+    terms = sorted(set(lexemes))
+    used = {t for words in (known or {}).values() for t in words if t in terms}
+    stores = [store.id for domain in domains for store in domain.stores.all()]
+    if terms and stores:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT DISTINCT lexeme FROM domains_bm25term WHERE store_id = ANY(%s) AND lexeme = ANY(%s::text[])",
+                           [stores, terms])
+            used |= {row[0] for row in cursor.fetchall()}
+    return [t for t in lexemes if t in used]
+
+
+def lexical_coverage(lexemes: Sequence[str], domains: Sequence, depth: int = 3,
+                     known: Mapping[int, Collection[str]] | None = None) -> dict[int, float]:
     """Per domain id, how much of the question one chunk of the domain holds: over the
     ``depth`` best BM25 chunks of each of its stores, the largest idf-weighted share of
-    the question's lexemes a chunk contains (idf of the chunk's store; a lexeme the store
-    never uses weighs most, as if its df were 0).
+    the question's lexemes a chunk contains, its document's bibliographic metadata
+    (title, authors, journal, year, file name) and ``known`` counting as part of it
+    (idf of the chunk's store; a lexeme the store never uses weighs most, as if its df
+    were 0).
 
     :param lexemes: the question's lexemes (:func:`domains.retrieval.bm25.query_lexemes`).
+    :param known: {domain id: lexemes the domain holds whatever the chunk (its name and
+        description)}; absent = none.
     :returns: {domain id: share in [0, 1]}; every domain with a store is present
-        (0.0 when no chunk holds any lexeme); {} when ``lexemes`` is empty.
+        (0.0 when nothing holds any lexeme); {} when ``lexemes`` is empty.
     """
     terms = sorted(set(lexemes))
     if not terms:
         return {}
+    known = known or {}
     shares: dict[int, float] = {}
     with connection.cursor() as cursor:
         for domain in domains:
+            given = set(known.get(domain.id, ())) & set(terms)
             for store in domain.stores.all():
                 weight = _idf_weights(cursor, store.id, terms)
                 whole = sum(weight.values()) or 1.0
-                best = shares.get(domain.id, 0.0)
+                best = max(shares.get(domain.id, 0.0), sum(weight[t] for t in given) / whole)
                 ids = [cid for cid, _ in bm25_search(store.id, terms, depth)]
                 if ids:
-                    cursor.execute(_CHUNK_TERMS, {"terms": terms, "ids": ids})
+                    cursor.execute(_CHUNK_TERMS, {"config": SEARCH_CONFIG, "terms": terms, "ids": ids})
                     for _, held in cursor.fetchall():
-                        best = max(best, sum(weight[t] for t in held) / whole)
+                        best = max(best, sum(weight[t] for t in given.union(held)) / whole)
                 shares[domain.id] = best
     return shares
 
@@ -98,9 +120,17 @@ SELECT id, held FROM (
     FROM domains_document d WHERE d.store_id = %(store)s
 ) m WHERE cardinality(held) > 0
 """
+# A chunk's lexemes among the terms, its document's bibliographic line's included.
+_CHUNK_TERMS = f"""
+SELECT c.id, ARRAY(SELECT u.lexeme FROM unnest(c.search_vector) u WHERE u.lexeme = ANY(%(terms)s::text[])
+    UNION SELECT u.lexeme FROM unnest(to_tsvector(%(config)s::regconfig, klea_search_text({_BIBLIOGRAPHIC_TEXT}))) u
+    WHERE u.lexeme = ANY(%(terms)s::text[]))
+FROM domains_chunk c JOIN domains_document d ON d.id = c.document_id WHERE c.id = ANY(%(ids)s)
+"""
 
 
-def document_coverage(lexemes: Sequence[str], domains: Sequence) -> dict[int, tuple[float, int]]:
+def document_coverage(lexemes: Sequence[str], domains: Sequence,
+                      known: Mapping[int, Collection[str]] | None = None) -> dict[int, tuple[float, int]]:
     """Per domain id, the document whose bibliographic metadata (title, authors, journal,
     year, file name) holds the largest idf-weighted share of ``lexemes`` (idf of its
     store's chunks, as :func:`lexical_coverage`): a question naming a paper by its title
@@ -110,21 +140,25 @@ def document_coverage(lexemes: Sequence[str], domains: Sequence) -> dict[int, tu
     few next to chunks).
 
     :param lexemes: the question's lexemes that name the document (not the field asked for).
+    :param known: as for :func:`lexical_coverage`: lexemes counted as held by every
+        document of the domain.
     :returns: {domain id: (share in [0, 1], document id)}; domains with no matching
         document are absent; {} when ``lexemes`` is empty.
     """
     terms = sorted(set(lexemes))
     if not terms:
         return {}
+    known = known or {}
     found: dict[int, tuple[float, int]] = {}
     with connection.cursor() as cursor:
         for domain in domains:
+            given = set(known.get(domain.id, ())) & set(terms)
             for store in domain.stores.all():
                 weight = _idf_weights(cursor, store.id, terms)
                 whole = sum(weight.values()) or 1.0
                 cursor.execute(_DOCUMENT_TERMS, {"config": SEARCH_CONFIG, "terms": terms, "store": store.id})
                 for document_id, held in cursor.fetchall():
-                    share = sum(weight[t] for t in held) / whole
+                    share = sum(weight[t] for t in given.union(held)) / whole
                     if share > found.get(domain.id, (0.0, 0))[0]:
                         found[domain.id] = (share, document_id)
     return found

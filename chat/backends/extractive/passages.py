@@ -33,7 +33,7 @@ from domains.retrieval import next_chunks
 from .candidates import (Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap, trails_lead_in,
                          with_list,
                          units_of)
-from .shapes import bonus, defined, shapes, subjects
+from .shapes import bonus, counted, counts, defined, shapes, subjects
 from .text import matches, terms
 
 # Cosine similarity (question vs. heading chain + passage) below which a passage does
@@ -91,6 +91,7 @@ class Composer:
         self.question = question
         self.shapes = shapes(question)
         self.wanted = terms(search_text or question)
+        self.counted = counted(question) & self.wanted
         self.chunks: list[Chunk] = []
         for source in sources:
             title = (getattr(source, "metadata", None) or {}).get("title") or ""
@@ -115,7 +116,12 @@ class Composer:
         for chunk in self.chunks:
             heading_terms = matches(self.wanted, chunk.headings)
             for passage in candidates(chunk, self.wanted, "name" in self.shapes):
+                if passage.kind == "item" and "listing" in self.shapes:
+                    continue  # "which ... are" asks for the whole list, never a few of its items
                 passage.found = matches(self.wanted, evidence(passage))
+                if counts(self.shapes, passage.kind, passage.text):
+                    # a list of three items is "the three rules" the question counts, rarely in those words
+                    passage.found |= self.counted
                 in_heading = heading_terms - passage.found
                 passage.lexical = (sum(idf[t] for t in passage.found) + HEADING_WEIGHT * sum(idf[t] for t in in_heading)) / total
                 passage.cheap = (

@@ -13,23 +13,34 @@ A generic question about "this" ("What is this?", "What does this project do?") 
 nothing a source could match; with a single domain it can only mean that one, so it is
 routed there (:func:`is_generic`).
 
+A question may name what only a domain's description or its documents' metadata names
+(an author, a year: "What problem does Dijkstra solve in his 1965 paper?"): a chunk's
+lexical share counts its document's metadata (title, authors, journal, year, file name)
+and the domain's name and description words (:func:`described`) as held, and a domain's
+lexical evidence is at least its best-matching document's share
+(:func:`domains.retrieval.document_coverage`, metadata and description words).
 A bibliographic question ("Who wrote ...?", "When was ... published?", :mod:`.biblio`)
-names its document by title or authors, which are in the documents' metadata and often
-in no chunk: for it, a domain's evidence also counts its best-matching document's
-metadata (:func:`domains.retrieval.document_coverage`: the lexical share of the
-question's naming words, and the cosine of the question to that document's reference line).
+counts only the words naming its document for that, and its dense evidence is at least
+the cosine of the question to that document's reference line.
+
+A question in another language (:func:`domains.retrieval.language`, by its stop words)
+shares few words with English sources, and each word no source uses would count against
+it: its lexical evidence counts only the words some source of the domains uses
+(:func:`domains.retrieval.lexemes_in_use`: names, numbers, loanwords).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from domains import embeddings
 from domains.models import Document
-from domains.retrieval import document_coverage, lexical_coverage, nearest_chunk_similarity, query_lexemes
+from domains.retrieval import (content_words, document_coverage, language, lexemes_in_use, lexical_coverage, nearest_chunk_similarity,
+                               query_lexemes)
 
 from . import biblio
 from .shapes import is_generic
@@ -64,10 +75,18 @@ def score_domains(query_vector: np.ndarray, domains: Sequence, question: str) ->
         return []
     nearest = nearest_chunk_similarity(query_vector, domains)
     lexemes = query_lexemes(question)
-    lexical = lexical_coverage(lexemes, domains)
+    known = {domain.id: described(domain) for domain in domains}
+    if (asked_in := language(question)) != "english":
+        # Its words are not the sources' words: what evidence there is lies in the names,
+        # numbers and loanwords they share ("Wie wählt Raft einen Anführer?": "Raft"),
+        # never in its own language's small words ("die", "von").
+        lexemes = lexemes_in_use(query_lexemes(content_words(question, asked_in)), domains, known)
+    lexical = lexical_coverage(lexemes, domains, known=known)
     if biblio.asked_fields(question):
         naming = [t for t in lexemes if t not in biblio.field_lexemes()]
-        _count_documents(query_vector, domains, naming, nearest, lexical)
+        _count_documents(query_vector, domains, naming, nearest, lexical, known, dense=True)
+    else:
+        _count_documents(query_vector, domains, lexemes, nearest, lexical, known, dense=False)
     descriptions = embeddings.embed_cached([f"{d.name}: {d.description}" for d in domains]) @ query_vector
     scores = []
     for domain, description in zip(domains, descriptions):
@@ -78,12 +97,26 @@ def score_domains(query_vector: np.ndarray, domains: Sequence, question: str) ->
     return sorted(scores, key=lambda s: -s.score)
 
 
+def described(domain) -> frozenset[str]:
+    """The lexemes of a domain's name and description (what it says it is about)."""
+    return _lexemes(f"{domain.name} {domain.description}")
+
+
+@lru_cache(maxsize=256)
+def _lexemes(text: str) -> frozenset[str]:
+    return frozenset(query_lexemes(text))
+
+
 def _count_documents(query_vector: np.ndarray, domains: Sequence, naming: list[str], nearest: dict,
-                     lexical: dict) -> None:
-    """Raise each domain's dense and lexical evidence (in place) to that of its document
-    whose metadata best matches the question's ``naming`` lexemes."""
-    found = document_coverage(naming, domains)
-    if not found:
+                     lexical: dict, known: dict, dense: bool) -> None:
+    """Raise each domain's lexical evidence (in place) to that of its document whose
+    metadata (with the domain's ``known`` lexemes) best matches the question's ``naming``
+    lexemes; with ``dense``, its dense evidence too, to the cosine of the question to
+    that document's reference line."""
+    found = document_coverage(naming, domains, known)
+    for domain_id, (share, _) in found.items():
+        lexical[domain_id] = max(lexical.get(domain_id, 0.0), share)
+    if not found or not dense:
         return
     metadata = dict(Document.objects.filter(id__in=[d for _, d in found.values()]).values_list("id", "metadata"))
     lines = {domain_id: biblio.reference_line(metadata.get(document_id) or {})
@@ -92,8 +125,6 @@ def _count_documents(query_vector: np.ndarray, domains: Sequence, naming: list[s
     cosines = embeddings.embed_cached(list(lines.values())) @ query_vector if lines else []
     for domain_id, cosine in zip(lines, cosines):
         nearest[domain_id] = max(nearest.get(domain_id, -1.0), float(cosine))
-    for domain_id, (share, _) in found.items():
-        lexical[domain_id] = max(lexical.get(domain_id, 0.0), share)
 
 
 def classify(query_vector: np.ndarray, domains: Sequence, question: str) -> list[DomainScore]:

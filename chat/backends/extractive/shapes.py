@@ -83,6 +83,18 @@ GENERIC_TERMS = REFERENTS | terms(
     "is are was were does do can could should would"
 )
 _WORDS = re.compile(r"[a-z]+")
+# An imperative request asks what its question form asks ("Give me the ingredients for
+# hummus" = "What are the ingredients for hummus?"; "Tell me how to ..." = "How to ...?";
+# "Tell me about X" = "What is X?"): :func:`as_question`.
+_REQUEST = re.compile(
+    r"^\s*(?:please\s+)?(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"(?:(?:give|show|tell|bring)\s+(?:me|us)|list|name)\s+(?:please\s+)?(?:about\s+)?(?P<rest>\S.*)$",
+    re.I | re.S,
+)
+_ASKS = re.compile(r"^(what|which|who|whom|whose|when|where|why|how|whether|if)\b", re.I)
+# The words after a noun phrase's head ("the ingredients | for hummus", "the table | of ...").
+_AFTER_HEAD = re.compile(
+    r"\s+(?:of|for|in|on|to|from|with|by|at|about|that|which|who|used|needed|required|and|or)\b.*$", re.I | re.S)
 
 
 def is_generic(question: str) -> bool:
@@ -173,10 +185,34 @@ def field(text: str) -> str:
     return next((kind for kind, pattern in _FIELD_LABELS.items() if pattern.fullmatch(label)), "")
 
 
+def as_question(question: str) -> str:
+    """The question an imperative request asks ("Give me the X", "Show me the X", "Tell
+    me (about) X", "List the X", "Name the X"; "can you ..." and "please" aside): its
+    rest when that is a question ("Tell me how to ..." -> "how to ..."), else "What are
+    X?" for a plural noun phrase and "What is X?" for a singular one. Any other text is
+    returned as it is."""
+    match = _REQUEST.match(question)
+    if match is None:
+        return question
+    rest = match.group("rest").strip()
+    if _ASKS.match(rest):
+        return rest
+    head = _AFTER_HEAD.sub("", rest.rstrip(" ?.!")).split()
+    last = head[-1].lower() if head else ""
+    plural = last.endswith("s") and not last.endswith(("ss", "us", "is"))
+    return f"{'What are' if plural else 'What is'} {rest}"
+
+
 def shapes(question: str) -> frozenset[str]:
     """The shapes of a question: any of "generic", "howto", "listing", "year", "number",
     "name", "reason" ("why"), "code name" ("which option ..."), "count:<n>" ("the three rules": n things), "definition:<subject>" ("what is X?"; one per subject of
-    "what is X and what is Y?")."""
+    "what is X and what is Y?"). An imperative request has its question form's shapes
+    as well (:func:`as_question`)."""
+    asked = as_question(question)
+    return _shapes(question) | (_shapes(asked) if asked != question else frozenset())
+
+
+def _shapes(question: str) -> frozenset[str]:
     found = {"generic"} if is_generic(question) else set()
     if HOWTO.search(question):
         found.add("howto")
@@ -228,6 +264,18 @@ def defined(question_shapes: frozenset[str], text: str) -> str:
     return ""
 
 
+def counted(question: str) -> set[str]:
+    """The terms of what "the three rules" counts ({"thre", "rule"}; set() = nothing counted)."""
+    match = _COUNTED.search(question)
+    return terms(match.group(0)) if match else set()
+
+
+def counts(question_shapes: frozenset[str], kind: str, text: str) -> bool:
+    """Whether ``text`` is a list of as many items as the question counts ("the three
+    rules": a list of three items, a lead-in aside)."""
+    return kind == "list" and f"count:{len(list_items(segment(text)[-1].text))}" in question_shapes
+
+
 def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) -> float:
     """How well a passage of ``kind`` ("prose", "list", "item", "table", "code") fits the shapes;
     ``opening``: the passage starts its chunk."""
@@ -251,7 +299,7 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
             value += IMPERATIVE_FOR_HOWTO
     if "listing" in question_shapes and (kind in ("list", "table") or _ENUMERATION.search(text)):
         value += LIST_FOR_LISTING
-    if kind == "list" and f"count:{len(list_items(segment(text)[-1].text))}" in question_shapes:
+    if counts(question_shapes, kind, text):
         value += LIST_OF_COUNT
     if "year" in question_shapes:
         value += YEAR_FOR_WHEN if _YEAR_IN.search(text) else NO_YEAR_FOR_WHEN
