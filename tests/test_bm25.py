@@ -320,6 +320,12 @@ def test_concurrent_writers_on_two_stores_keep_statistics_exact(django_db_setup,
     assert leftovers == 0
 
 
+def _row_versions(cursor, store_id: int) -> dict[int, str]:
+    """Each chunk's row version (ctid): a re-tokenising migration rewrites only the rows whose ctid moves."""
+    cursor.execute("SELECT id, ctid::text FROM domains_chunk WHERE store_id = %s", [store_id])
+    return dict(cursor.fetchall())
+
+
 def test_migration_0009_retokenises_only_the_chunks_with_invisible_characters(corpus):
     import importlib
 
@@ -331,14 +337,10 @@ def test_migration_0009_retokenises_only_the_chunks_with_invisible_characters(co
         soft = Chunk.objects.create(store=store, document=doc, ordinal=50, text="Soft infor\u00admation.")
         assert str(Chunk.objects.get(id=soft.id).search_vector) == "'infor\u00adm':2 'soft':1"
 
-        def versions():
-            cursor.execute("SELECT id, ctid::text FROM domains_chunk WHERE store_id = %s", [store.id])
-            return dict(cursor.fetchall())
-
-        before = versions()
+        before = _row_versions(cursor, store.id)
         cursor.execute(migration.SEARCH_TEXT_FUNCTION)
         cursor.execute(migration.RETOKENISE)
-        after = versions()
+        after = _row_versions(cursor, store.id)
     assert [cid for cid in before if before[cid] != after[cid]] == [soft.id]
     assert str(Chunk.objects.get(id=soft.id).search_vector) == "'inform':2 'soft':1"
     assert bm25_search(store.id, query_lexemes("information"), 5)[0][0] == soft.id
@@ -357,14 +359,10 @@ def test_migration_0016_retokenises_only_the_chunks_with_dotted_names(corpus):
         numbers = Chunk.objects.create(store=store, document=doc, ordinal=51, text="Pi is 3.14, e.g. in v1.2.3.")
         assert str(Chunk.objects.get(id=dotted.id).search_vector) == "'dataarray.ffill':3 'fill':1"
 
-        def versions():
-            cursor.execute("SELECT id, ctid::text FROM domains_chunk WHERE store_id = %s", [store.id])
-            return dict(cursor.fetchall())
-
-        before = versions()
+        before = _row_versions(cursor, store.id)
         cursor.execute(migration.SEARCH_TEXT_FUNCTION)
         cursor.execute(migration.RETOKENISE)
-        after = versions()
+        after = _row_versions(cursor, store.id)
         assert [cid for cid in before if before[cid] != after[cid]] == [dotted.id]
         assert str(Chunk.objects.get(id=dotted.id).search_vector) == "'dataarray':3 'ffill':4 'fill':1"
         assert bm25_search(store.id, query_lexemes("ffill"), 5)[0][0] == dotted.id
@@ -372,7 +370,8 @@ def test_migration_0016_retokenises_only_the_chunks_with_dotted_names(corpus):
         # and back: the reverse re-tokenises the same chunk with the function it installs
         cursor.execute(migration.PREVIOUS_FUNCTION)
         cursor.execute(migration.RETOKENISE)
-        assert [cid for cid in after if after[cid] != versions()[cid]] == [dotted.id]
+        reverted = _row_versions(cursor, store.id)
+        assert [cid for cid in after if after[cid] != reverted[cid]] == [dotted.id]
     assert str(Chunk.objects.get(id=dotted.id).search_vector) == "'dataarray.ffill':3 'fill':1"
     assert str(Chunk.objects.get(id=numbers.id).search_vector) == "'1':7 '3.14':3 'e.g':4 'pi':1 'v':6 'v1.2.3':8"
     assert indexed_statistics(store.id) == recomputed_statistics(store.id)
