@@ -57,7 +57,8 @@ Each template takes ``{src}``: a relation with columns (id, store_id, search_vec
 #    parts are indexed: the whole name as well ranked the answering chunks of the answer
 #    bench lower (docs/benchmarks.md, "Dotted names").
 # A free-standing signed number ("at -5 C") keeps its sign. Changing the function needs a
-# migration that re-runs it and re-tokenises the chunks (as domains/migrations/0006, 0009, 0016).
+# migration that re-runs it and re-tokenises the chunks (as domains/migrations/0006, 0009, 0016)
+# and rebuilds the index of documents' bibliographic lexemes (REINDEX INDEX domains_document_bibliographic, 0019).
 IGNORABLE = r"\00AD\200B\200C\200D\2060\FEFF"
 # Step 4's dot: after a name character, before a letter and a second name character, and
 # not in a run of name characters (and dots, hyphens) that follows "/", ":" or "@".

@@ -153,3 +153,32 @@ def test_the_reference_line_holds_only_stored_fields():
     many = [f"Author {i}" for i in range(12)]
     assert reference_line({"authors": many, "year": 2016}) == "Author 0 et al., 2016."
     assert reference_line({"authors": ["A", "B", "C"]}) == "A, B and C."
+
+
+def test_documents_are_found_by_their_metadata_through_the_index(papers):
+    """document_coverage reads the documents whose bibliographic line holds a question
+    term through the GIN index of migration 0019 (the expression spelled as indexed), not
+    by reading every document; a quote or backslash in a lexeme is taken as it is."""
+    from django.db import connection
+
+    from domains.retrieval import document_coverage, query_lexemes
+    from domains.retrieval.probe import _DOCUMENT_TERMS, _DOCUMENT_VECTOR, any_of
+
+    assert any_of(["raft", "it's", "a\\b"]) == "'raft' | 'it''s' | 'a\\\\b'"
+    papers_domain = next(d for d in papers if d.name == "papers")
+    store = papers_domain.stores.get()
+    dijkstra = Document.objects.get(file_name="dijkstra_cacm.md")
+    found = document_coverage(query_lexemes("Dijkstra 1965 it's a\\b"), papers)
+    assert list(found) == [papers_domain.id] and found[papers_domain.id][1] == dijkstra.id
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        # The expression as the query spells it is the index's (else no index could serve it).
+        cursor.execute(f"EXPLAIN SELECT d.id FROM domains_document d WHERE {_DOCUMENT_VECTOR} @@ %s::tsquery",
+                       [any_of(["dijkstra"])])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute(_DOCUMENT_TERMS, {"terms": ["dijkstra", "1965", "raft"], "store": store.id,
+                                         "query": any_of(["dijkstra", "1965", "raft"])})
+        rows = sorted(cursor.fetchall())
+    assert "domains_document_bibliographic" in plan
+    raft = Document.objects.get(file_name="ongaro2014_raft.md")
+    assert rows == sorted([(dijkstra.id, ["1965", "dijkstra"]), (raft.id, ["raft"])])
