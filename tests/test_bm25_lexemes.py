@@ -8,6 +8,15 @@ from domains.retrieval import bm25_search, query_lexemes
 from domains.retrieval.bm25 import indexed_statistics, recomputed_statistics
 
 
+def _bm25_store(name: str, texts: list[str]) -> tuple[Store, list[int]]:
+    """A BM25 store of one document whose chunks are ``texts``, in order; their ids."""
+    domain = Domain.objects.create(name=name, description="d")
+    store = Store.objects.create(name=name, domain=domain, mode=Store.Mode.BM25)
+    doc = Document.objects.create(store=store, file_name="a.md")
+    chunks = Chunk.objects.bulk_create(Chunk(store=store, document=doc, ordinal=i, text=t) for i, t in enumerate(texts))
+    return store, [c.id for c in chunks]
+
+
 @pytest.mark.parametrize(
     "query, lexemes",
     [
@@ -49,21 +58,14 @@ def test_query_lexemes_refuse_nul_and_lone_surrogates_and_the_transaction_stays_
 def test_scientific_tokens_match_in_every_written_form(db):
     """Chunks written one way are found by queries written another (index and query
     lexemes agree); the joined form ranks the chunks that have it first."""
-    domain = Domain.objects.create(name="sci-tokens", description="d")
-    store = Store.objects.create(name="sci-tokens", domain=domain, mode=Store.Mode.BM25)
-    doc = Document.objects.create(store=store, file_name="a.md")
-    texts = [
+    store, ids = _bm25_store("sci-tokens", [
         "Patients with COVID-19 were admitted.",  # 0
         "Serum IL-6 rose in covid19 patients.",  # 1
         "IL6 and TNF were measured.",  # 2
         "The \ufb01brosis score was high.",  # 3
         "Samples were kept at \u22125 degrees for 10-20 days.",  # 4
         "Unrelated text about neurons.",  # 5
-    ]
-    chunks = Chunk.objects.bulk_create(
-        Chunk(store=store, document=doc, ordinal=i, text=t) for i, t in enumerate(texts)
-    )
-    ids = [c.id for c in chunks]
+    ])
 
     def found(query):
         return [ids.index(cid) for cid, _ in bm25_search(store.id, query_lexemes(query), 10)]
@@ -109,20 +111,13 @@ def test_query_lexemes_of_dotted_names(db, query, lexemes):
 def test_dotted_names_are_found_by_their_parts(db):
     """A chunk that writes a method with its class or module is found by the method's
     name alone, and by the dotted form it does not use (index and query lexemes agree)."""
-    domain = Domain.objects.create(name="dotted", description="d")
-    store = Store.objects.create(name="dotted", domain=domain, mode=Store.Mode.BM25)
-    doc = Document.objects.create(store=store, file_name="a.md")
-    texts = [
+    store, ids = _bm25_store("dotted", [
         "Fill the gaps forward with DataArray.ffill.",  # 0
         "Read a netCDF file with xr.open_dataset(path).",  # 1
         "Gaps are filled with ffill, and files read with open_dataset.",  # 2
         "See https://docs.xarray.dev/en/stable/generated/xarray.DataArray.bfill.html for more.",  # 3
         "Unrelated text about neurons.",  # 4
-    ]
-    chunks = Chunk.objects.bulk_create(
-        Chunk(store=store, document=doc, ordinal=i, text=t) for i, t in enumerate(texts)
-    )
-    ids = [c.id for c in chunks]
+    ])
 
     def found(query):
         return sorted(ids.index(cid) for cid, _ in bm25_search(store.id, query_lexemes(query), 10))
