@@ -6,7 +6,8 @@ Access is the references' own: a chunk or document is visible when its domain is
 the user may query (:func:`domains.access.queryable_domains`) and, for a document, when
 it has chunks (a file that failed to ingest, or waits for OCR, is no source); anything
 else is the same 404 as an id that does not exist. Files are read from where ingestion stored
-them (:mod:`domains.sources`), never from a path in the request.
+them (:mod:`domains.sources`), never from a path in the request; a quoted passage is
+located on a PDF page by :mod:`domains.pdf_quotes`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from django.http import FileResponse, HttpResponse, JsonResponse
 
 from domains.access import queryable_domains
 from domains.models import Chunk, Document
+from domains.pdf_quotes import quoted_boxes
 from domains.sources import (
-    SourceUnavailable, document_top, is_pdf, open_verified, quoted_boxes, render_page, source_file, text_section,
+    SourceUnavailable, document_top, is_pdf, open_verified, render_page, source_file, text_section,
 )
 
 from .api import api, error

@@ -1,6 +1,7 @@
 """The source files behind chunks, for the chat's source view (docs/api.md, "The source
-view"): PDF pages rendered as images, the boxes of a quoted passage on a PDF page, the
-section of a text source around a chunk, the top of a text source.
+view"): PDF pages rendered as images, the text layer of PDF pages (where
+:mod:`domains.pdf_quotes` finds a quoted passage), the section of a text source around a
+chunk, the top of a text source.
 
 Files are read only from ``Document.source_path``, where ingestion found them, or from
 the uploads storage under the same store folder and name (a worker on another machine
@@ -19,15 +20,14 @@ import io
 import os
 import re
 import threading
-import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pypdfium2 as pdfium
 from django.conf import settings
 
-from ingestion.convert.pdf_lines import PDFIUM_HYPHEN, upright_chars
+from ingestion.convert.pdf_lines import upright_chars
 
 from .models import Chunk, Document
 from .uploads import local_copy
@@ -46,17 +46,6 @@ SECTION_CONTEXT = 40
 # How far above a section's first chunk its heading line is looked for.
 HEADING_SEARCH_LINES = 30
 _PDFIUM = threading.Lock()
-# Quoted text and the text layer are compared word by word, lower-cased: punctuation,
-# Markdown marks and line breaks aside.
-_WORD = re.compile(r"[^\W_]+")
-# Punctuation that closes a quoted word: highlighted with it.
-_CLOSING = set(".,;:!?)]}\"'\u201d\u2019%")
-# A glyph is under a stored line box when its centre is inside it, give or take this
-# (fractions of the page; stored boxes are rounded to 4 places).
-BOX_TOLERANCE = 0.0002
-# A passage found only by its first and last words may span at most this many words
-# more than twice its own (as the text view's rule in source.js).
-ANCHOR_SLACK = 20
 _MARKUP = re.compile(r"[#*_`=~\-<>/\[\]]|</?h\d[^>]*>")
 
 
@@ -200,6 +189,32 @@ def render_page(document: Document, page: int, width: int | None = None) -> Page
     return PageImage(data, image.width, image.height, cached=False)
 
 
+def text_layers(document: Document, pages: Iterable[int]) -> dict[int, tuple[list, float, float]] | None:
+    """The text layer of ``pages`` (1-based) of a PDF document, read as ingestion read it.
+
+    :returns: ``{page: (chars, width, height)}`` as
+        :func:`~ingestion.convert.pdf_lines.upright_chars` gives them; None when one of
+        ``pages`` is not a page of the file.
+    :raises SourceUnavailable: the file is missing or changed since ingestion.
+    """
+    path = _verified(document)
+    layers: dict[int, tuple[list, float, float]] = {}
+    with _PDFIUM:
+        pdf = pdfium.PdfDocument(str(path))
+        try:
+            for number in sorted(set(pages)):
+                if not 1 <= number <= len(pdf):
+                    return None
+                page = pdf[number - 1]
+                try:
+                    layers[number] = upright_chars(page)
+                finally:
+                    page.close()
+        finally:
+            pdf.close()
+    return layers
+
+
 def _jpeg_height(data: bytes) -> int:
     from PIL import Image
 
@@ -253,149 +268,3 @@ def document_top(document: Document) -> dict:
     text = _verified(document).read_text(encoding="utf-8", errors="replace").splitlines()
     lines = text[:MAX_SECTION_LINES]
     return {"first": 1, "last": max(len(lines), 1), "lines": lines or [""], "highlight": None}
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
-
-
-@dataclass
-class _Word:
-    """A word of the text layer: its text and, per line it is printed on (two for a word
-    hyphenated at a line end), (line index, left, right) as fractions of the page width."""
-
-    text: str
-    spans: list[tuple[int, float, float]]
-    hyphenated: bool = False  # the line breaks inside it: it may read as this + the next
-
-
-def _line_glyphs(chars: list, box: list, width: float, height: float) -> list[tuple[str, float, float] | None]:
-    """The glyphs of ``chars`` (:func:`~ingestion.convert.pdf_lines.upright_chars`) whose
-    centres lie in the line ``box`` (fractions, top-left origin), in reading order, as
-    (character, left, right) in fractions of the width; None where a space comes between."""
-    left, top, right, bottom = box
-    glyphs: list = []
-    space = False
-    for item in chars:
-        if isinstance(item, str):
-            space = bool(glyphs)
-            continue
-        ch, x0, x1, y0, y1 = item
-        x, y = (x0 + x1) / 2 / width, 1 - (y0 + y1) / 2 / height
-        if left - BOX_TOLERANCE <= x <= right + BOX_TOLERANCE and top - BOX_TOLERANCE <= y <= bottom + BOX_TOLERANCE:
-            if space and glyphs and glyphs[-1] is not None:
-                glyphs.append(None)
-            glyphs.append((ch, x0 / width, x1 / width))
-            space = False
-    return glyphs
-
-
-def _layer_words(lines: list[list]) -> list[_Word]:
-    """The words of the chunk's lines (each a :func:`_line_glyphs` list), in order."""
-    words = []
-    for index, glyphs in enumerate(lines):
-        text, where = "", []
-        for glyph in glyphs:
-            piece = " " if glyph is None else unicodedata.normalize("NFKC", glyph[0].replace(PDFIUM_HYPHEN, "-"))
-            text += piece
-            where += [glyph] * len(piece)
-        found = []
-        for match in _WORD.finditer(text):
-            end = match.end()
-            while end < len(text) and text[end] in _CLOSING and where[end] is not None:
-                end += 1  # "cortex." and "(Fig. 2)." are highlighted with their stops and brackets
-            found.append(_Word(match.group().lower(), [(index, where[match.start()][1], where[end - 1][2])]))
-        if found and text.rstrip().endswith("-"):
-            found[-1].hyphenated = True
-        words += found
-    return words
-
-
-def _match(hay: list[_Word], needle: list[str], start: int) -> int | None:
-    """The index after the last hay word when ``needle`` reads on from ``hay[start]``
-    (a hyphenated word matches itself or itself joined to the next), else None."""
-    at = start
-    for word in needle:
-        if at < len(hay) and hay[at].text == word:
-            at += 1
-        elif at + 1 < len(hay) and hay[at].hyphenated and hay[at].text + hay[at + 1].text == word:
-            at += 2
-        else:
-            return None
-    return at
-
-
-def _find(hay: list[_Word], needle: list[str]) -> tuple[int, int] | None:
-    """The hay words ``[first, end)`` that read as ``needle``: the whole of it, else its
-    first and last four words not far apart (a formula or a footnote mark between them
-    reads differently on the text layer)."""
-    for start in range(len(hay)):
-        end = _match(hay, needle, start)
-        if end is not None:
-            return start, end
-    size = min(4, len(needle))
-    for start in range(len(hay)):
-        head = _match(hay, needle[:size], start)
-        if head is None:
-            continue
-        for last in range(start + 1, min(len(hay), start + 2 * len(needle) + ANCHOR_SLACK)):
-            end = _match(hay, needle[-size:], last)
-            if end is not None:
-                return start, end
-    return None
-
-
-def quoted_boxes(chunk: Chunk, passages: Sequence[str]) -> list[list]:
-    """The boxes of the quoted ``passages`` of a PDF chunk on its pages, for a highlight
-    of what an answer quotes instead of the whole chunk.
-
-    The page's text layer is read again as ingestion read it
-    (:func:`ingestion.convert.pdf_lines.upright_chars`); the glyphs under each stored line
-    box of the chunk make that line's words, and each passage is found in those words in
-    chunk order (a word hyphenated across two lines matches both halves). Every line the
-    passage covers gives a box, one it starts or ends in cut at that glyph's edge.
-
-    :returns: ``[[page, left, top, right, bottom], ...]`` as the chunk's ``boxes``
-        (fractions of the page, origin top-left), one per line, in chunk order; ``[]`` when there is
-        no passage with words, the chunk records no boxes, a box is not a line of the
-        text layer (an OCR page, docling's item boxes) or a passage is not found: the
-        chunk is highlighted then.
-    :raises SourceUnavailable: the file is missing or changed since ingestion.
-    """
-    stored = (chunk.provenance or {}).get("boxes") or []
-    needles = [words for words in (_words(p) for p in passages) if words]
-    if not stored or not needles:
-        return []
-    path = _verified(chunk.document)
-    pages: dict[int, tuple[list, float, float]] = {}
-    with _PDFIUM:
-        pdf = pdfium.PdfDocument(str(path))
-        try:
-            for number in sorted({box[0] for box in stored}):
-                if not 1 <= number <= len(pdf):
-                    return []
-                page = pdf[number - 1]
-                try:
-                    pages[number] = upright_chars(page)
-                finally:
-                    page.close()
-        finally:
-            pdf.close()
-    lines = [_line_glyphs(pages[page][0], box, *pages[page][1:]) for page, *box in stored]
-    if not all(lines):
-        return []  # a box with no glyph of the text layer under it: OCR, an image
-    hay = _layer_words(lines)
-    covered: dict[int, tuple[float, float]] = {}  # line index -> (left, right)
-    for needle in needles:
-        span = _find(hay, needle)
-        if span is None:
-            return []
-        first, last = hay[span[0]].spans[0], hay[span[1] - 1].spans[-1]
-        for index in range(first[0], last[0] + 1):
-            _, left, _, right, _ = stored[index]
-            left = first[1] if index == first[0] else left
-            right = last[2] if index == last[0] else right
-            known = covered.get(index)
-            covered[index] = (min(left, known[0]), max(right, known[1])) if known else (left, right)
-    return [[stored[index][0], round(left, 4), stored[index][2], round(right, 4), stored[index][4]]
-            for index, (left, right) in sorted(covered.items())]
