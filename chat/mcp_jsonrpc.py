@@ -37,6 +37,16 @@ def error(ident: int | str | None, code: int, message: str) -> dict:
     return {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
 
 
+def _request_id(literal: str) -> int | str | None:
+    """The id a JSON literal of ``_ID`` reads as; None when it is no JSON value after all
+    (``"\\x"``, ``007``, more digits than Python reads as an int), which the regular
+    expression, kept simple, lets through."""
+    try:
+        return json.loads(literal)
+    except ValueError:
+        return None
+
+
 def message_error(raw: str | bytes) -> dict | None:
     """The JSON-RPC error answering ``raw`` (one request body or stdio line), or None
     when it is one message the SDK can read (its own errors, such as an unknown method,
@@ -52,7 +62,7 @@ def message_error(raw: str | bytes) -> dict | None:
             detail = str(first.get("ctx", {}).get("error") or first["msg"])
             where = _WHERE.sub(r" at line \1, column \2", detail)
             message = "not valid JSON: nested too deeply" if "recursion limit" in detail else f"not valid JSON ({where})"
-            return error(json.loads(found.group(1)) if found else None, PARSE_ERROR, f"bad_json: {message}")
+            return error(_request_id(found.group(1)) if found else None, PARSE_ERROR, f"bad_json: {message}")
     value = json.loads(raw)  # valid JSON (pydantic read it), just not one message
     if isinstance(value, list):
         return error(None, INVALID_REQUEST, BATCH)

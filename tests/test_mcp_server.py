@@ -154,6 +154,7 @@ async def test_over_streamable_http_with_tokens(world, tmp_path):
                 (call % ("0" * limit), rpc_error(None, -32600, f"too_large: the request body is larger than {limit} bytes")),
                 ("{nope", rpc_error(None, -32700, "bad_json: not valid JSON (key must be a string at line 1, column 2)")),
                 ("", rpc_error(None, -32700, "bad_json: not valid JSON (EOF while parsing a value at line 1, column 0)")),
+                ('{"id": 007, ', rpc_error(None, -32700, "bad_json: not valid JSON (invalid number at line 1, column 9)")),
                 (json.dumps([ping, {**ping, "id": 5}]), rpc_error(None, -32600, BATCH)),
                 (json.dumps({"id": 6, "method": "ping"}), rpc_error(6, -32600, NOT_A_MESSAGE)),
                 (json.dumps({"jsonrpc": "2.0", "id": 7}), rpc_error(7, -32600, NOT_A_MESSAGE)),
@@ -206,6 +207,12 @@ def test_over_stdio_json_nested_too_deeply_gets_a_parse_error_and_the_server_rea
             "jsonrpc": "2.0", "id": 2, "error": {"code": -32700, "message": "bad_json: not valid JSON: nested too deeply"}}
         assert call("{nope") == {"jsonrpc": "2.0", "id": None, "error": {
             "code": -32700, "message": "bad_json: not valid JSON (key must be a string at line 1, column 2)"}}
+        # an id that only looks like JSON (a bad escape, a leading zero, 5,000 digits) is null:
+        # reading it stopped the server
+        for line, where in (('{"id": "\\x", ', "invalid escape at line 1, column 10"),
+                            ('{"id": 007, ', "invalid number at line 1, column 9"),
+                            ('{"id": %s,' % ("1" * 5000), "number out of range at line 1, column 4309")):
+            assert call(line) == rpc_error(None, -32700, f"bad_json: not valid JSON ({where})"), line[:20]
         assert call('[{"jsonrpc": "2.0", "id": 8, "method": "ping"}]') == rpc_error(None, -32600, BATCH)
         assert call('{"id": 9, "method": "ping"}') == rpc_error(9, -32600, NOT_A_MESSAGE)
         listed = call(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
