@@ -279,7 +279,7 @@ def test_a_question_naming_what_a_domain_or_its_documents_name_is_routed_there(o
     ("Raft 1965", "english", {"raft", "1965"}),  # no small words: the sources' language
 ])
 def test_the_language_of_a_question_is_that_of_its_stop_words(text, language, words):
-    assert retrieval.language(text) == language
+    assert retrieval.lexemes_and_language(text) == (retrieval.query_lexemes(text), language)
     assert set(retrieval.content_words(text, language).split()) == words
 
 

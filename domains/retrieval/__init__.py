@@ -1,6 +1,6 @@
 """Hybrid retrieval: BM25 + dense lists per store, fused by RRF, recency-blended."""
 
-from .bm25 import Bm25Params, bm25_search, content_words, language, query_lexemes, shared_results
+from .bm25 import Bm25Params, bm25_search, content_words, lexemes_and_language, query_lexemes, shared_results
 from .engine import retrieve
 from .filters import CompiledFilter, FieldSpec, compile_filter
 from .fusion import RRF_K, RRF_WEIGHTS, convex_fusion, fuse, reciprocal_rank_fusion

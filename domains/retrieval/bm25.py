@@ -39,34 +39,44 @@ def query_lexemes(text: str) -> list[str]:
     """
     check_refused("text", text)
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT lexeme FROM unnest(to_tsvector(%s::regconfig, klea_search_text(%s))) "
-            "ORDER BY positions[1], lexeme",
-            [SEARCH_CONFIG, text],
-        )
+        cursor.execute(_LEXEMES, {"config": SEARCH_CONFIG, "text": text})
         return [row[0] for row in cursor.fetchall()]
 
 
-# Each text search configuration's stop words among the text's words: the words the
-# simple configuration keeps (it has none) less those the configuration keeps.
-_STOP_WORDS_PER_LANGUAGE = """
-SELECT c.cfgname, (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(to_tsvector(c.oid::regconfig, %s)) u)
-FROM pg_ts_config c ORDER BY c.cfgname
+_LEXEMES = (
+    "SELECT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, klea_search_text(%(text)s))) "
+    "ORDER BY positions[1], lexeme"
+)
+# The text's lexemes (as _LEXEMES), and each text search configuration's name and count
+# of the text's words, by name: the simple configuration keeps them all (it has no stop
+# words), another all but its stop words.
+_LEXEMES_AND_WORDS_PER_CONFIGURATION = f"""
+SELECT ARRAY({_LEXEMES}), array_agg(c.cfgname::text ORDER BY c.cfgname), array_agg((
+    SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(to_tsvector(c.oid::regconfig, %(text)s)) u
+) ORDER BY c.cfgname)
+FROM pg_ts_config c
 """
 
 
-def language(text: str) -> str:
-    """The language whose stop words ``text`` uses most, by PostgreSQL's text search
-    configurations ("english", "german", "french", ...); "english" when no other
-    language has more of them (ties included), so that the search configuration's
-    language is assumed unless the text's own small words say otherwise.
+def lexemes_and_language(text: str) -> tuple[list[str], str]:
+    """:func:`query_lexemes` of ``text`` and, in the same statement, its language: the one
+    whose stop words it uses most, by PostgreSQL's text search configurations
+    ("english", "german", "french", ...); "english" when no other language has more of
+    them (ties included), so that the search configuration's language is assumed unless
+    the text's own small words say otherwise.
 
+    :returns: ``(lexemes, language)``, language a text search configuration's name.
     :raises ValueError: as :func:`query_lexemes`.
     """
     check_refused("text", text)
     with connection.cursor() as cursor:
-        cursor.execute(_STOP_WORDS_PER_LANGUAGE, [text])
-        kept = dict(cursor.fetchall())
+        cursor.execute(_LEXEMES_AND_WORDS_PER_CONFIGURATION, {"config": SEARCH_CONFIG, "text": text})
+        lexemes, names, counts = cursor.fetchone()
+    return lexemes, _language(dict(zip(names, counts)))
+
+
+def _language(kept: dict[str, int]) -> str:
+    """The language of a text from each configuration's count of its words, by name."""
     words = kept.pop("simple", 0)
     stops = {name: words - count for name, count in kept.items()}
     best = max(stops, key=lambda name: (stops[name], name == "english"), default="english")

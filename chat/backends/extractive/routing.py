@@ -23,7 +23,7 @@ A bibliographic question ("Who wrote ...?", "When was ... published?", :mod:`.bi
 counts only the words naming its document for that, and its dense evidence is at least
 the cosine of the question to that document's reference line.
 
-A question in another language (:func:`domains.retrieval.language`, by its stop words)
+A question in another language (:func:`domains.retrieval.lexemes_and_language`, by its stop words)
 shares few words with English sources, and each word no source uses would count against
 it: its lexical evidence counts only the words some source of the domains uses
 (:func:`domains.retrieval.lexemes_in_use`: names, numbers, loanwords).
@@ -39,8 +39,8 @@ import numpy as np
 
 from domains import embeddings
 from domains.models import Document
-from domains.retrieval import (content_words, document_coverage, language, lexemes_in_use, lexical_coverage, nearest_chunk_similarity,
-                               query_lexemes)
+from domains.retrieval import (content_words, document_coverage, lexemes_and_language, lexemes_in_use, lexical_coverage,
+                               nearest_chunk_similarity, query_lexemes)
 
 from . import biblio
 from .shapes import is_generic
@@ -74,9 +74,9 @@ def score_domains(query_vector: np.ndarray, domains: Sequence, question: str) ->
     if not domains:
         return []
     nearest = nearest_chunk_similarity(query_vector, domains)
-    lexemes = query_lexemes(question)
+    lexemes, asked_in = lexemes_and_language(question)
     known = {domain.id: described(domain) for domain in domains}
-    if (asked_in := language(question)) != "english":
+    if asked_in != "english":
         # Its words are not the sources' words: what evidence there is lies in the names,
         # numbers and loanwords they share ("Wie wählt Raft einen Anführer?": "Raft"),
         # never in its own language's small words ("die", "von").
