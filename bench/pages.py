@@ -15,10 +15,14 @@ straight from pdfium's text layer, and for each:
    centres) that fall inside the chunk's line boxes on that page (target >= 95 %).
 
 Then renders pages through :func:`domains.sources.render_page` (the source view's own
-code) into an empty cache, then again from the cache, and prints the p50 / p90 times.
+code) into an empty cache, then again from the cache, and prints the p50 / p90 times;
+and opens chunks' sources with a quoted sentence (``GET /api/chunks/<id>/source?quote=``,
+the quote located on the page's text layer), twice each, and prints the p50 / p90 times
+of the first and the second opening and how many quotes were located.
 
     nice -n 10 .venv/bin/python bench/pages.py                  # 1 sentence per page
     nice -n 10 .venv/bin/python bench/pages.py --per-page 2 --render-pages 40
+    nice -n 10 .venv/bin/python bench/pages.py --skip-questions --render-pages 0 --quote-chunks 60
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import argparse
 import json
 import random
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -40,7 +45,8 @@ sys.path.insert(0, str(ROOT))
 from bench.common import setup_django  # noqa: E402
 
 DOMAIN = STORE = "bench-pdfs"
-LINKS = ROOT / "var" / "bench" / "pdfs"  # symlinks to the corpus's text-layer PDFs (never copies)
+# Copies of the corpus's text-layer PDFs: ingestion follows no link out of its folder.
+COPIES = ROOT / "var" / "bench" / "pdfs"
 _SENTENCE = re.compile(r"(?:(?<=[.!?]\s)|(?<=[.!?]\r\n))[A-Z][^.!?]{60,300}?[.!?](?=\s)")
 _HYPHEN_BREAK = re.compile(r"(\w)[-\x02]\s+(\w)")
 SLACK = 0.003  # fraction of the page a glyph centre may lie outside a line box (rounding)
@@ -51,16 +57,18 @@ def normal(text: str) -> str:
     return "".join(ch for ch in unicodedata.normalize("NFKC", text).lower() if ch.isalnum())
 
 
-def link_corpus() -> Path:
+def copy_corpus() -> Path:
     from django.conf import settings
 
     corpus = Path(settings.KLEA_CORPORA_DIR) / "pdfs"
     truth = json.loads((corpus / "ground_truth.json").read_text())
-    LINKS.mkdir(parents=True, exist_ok=True)
+    COPIES.mkdir(parents=True, exist_ok=True)
     for row in truth["documents"] if isinstance(truth, dict) else truth:
-        if row["has_text_layer"] and not (LINKS / row["file"]).exists():
-            (LINKS / row["file"]).symlink_to(corpus / row["file"])
-    return LINKS
+        copy = COPIES / row["file"]
+        if row["has_text_layer"] and not copy.is_file():
+            copy.unlink(missing_ok=True)  # a symlink an earlier version made
+            shutil.copyfile(corpus / row["file"], copy)
+    return COPIES
 
 
 def ingest_pdfs() -> None:
@@ -69,7 +77,7 @@ def ingest_pdfs() -> None:
 
     Domain.objects.get_or_create(name=DOMAIN, defaults={"description": "Scientific papers (PDF)."})
     started = time.monotonic()
-    report = ingest(link_corpus(), STORE, DOMAIN, mirror=True)
+    report = ingest(copy_corpus(), STORE, DOMAIN, mirror=True)
     counts: dict[str, int] = {}
     for outcome in report.outcomes:
         counts[outcome.status] = counts.get(outcome.status, 0) + 1
@@ -104,7 +112,7 @@ def sample(per_page: int, seed: int) -> list[dict]:
 
     rng = random.Random(seed)
     samples = []
-    for path in sorted(LINKS.glob("*.pdf")):
+    for path in sorted(COPIES.glob("*.pdf")):
         pdf = pdfium.PdfDocument(str(path))
         try:
             for index in range(len(pdf)):
@@ -246,19 +254,52 @@ def measure_rendering(pages: int, widths: tuple[int, ...]) -> None:
                   f"p90 {percentile(times, 0.9):.1f} ms over {len(times)} pages")
 
 
+def measure_quotes(count: int) -> None:
+    """Open ``count`` random PDF chunks' sources with one quoted sentence of each, twice
+    (a second answer quoting the same chunk), through Django's whole request path."""
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from domains.models import Chunk
+
+    chunks = [c for c in Chunk.objects.filter(store__name=STORE).order_by("pk") if (c.provenance or {}).get("boxes")]
+    rng = random.Random(11)
+    quoted = []
+    for chunk in rng.sample(chunks, min(count, len(chunks))):
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+", chunk.text) if len(s.split()) >= 8]
+        if sentences:
+            quoted.append((chunk, sentences[len(sentences) // 2]))
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(User.objects.filter(is_superuser=True).first() or User.objects.create_superuser("bench-pages"))
+    for label in ("first", "second"):
+        times, located = [], 0
+        for chunk, sentence in quoted:
+            started = time.perf_counter()
+            response = client.get(f"/api/chunks/{chunk.pk}/source", {"quote": sentence})
+            times.append(1000 * (time.perf_counter() - started))
+            assert response.status_code == 200 and response.json()["unavailable"] is None
+            located += bool(response.json()["quoted"])
+        print(f"GET chunk source with a quote, {label} opening: p50 {statistics.median(times):.1f} ms, "
+              f"p90 {percentile(times, 0.9):.1f} ms, max {max(times):.1f} ms over {len(times)} chunks "
+              f"({located} quotes located)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-page", type=int, default=1, help="sentences sampled per page (default 1)")
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--render-pages", type=int, default=30, help="pages rendered per width (default 30)")
-    parser.add_argument("--skip-questions", action="store_true", help="only time the page rendering")
+    parser.add_argument("--quote-chunks", type=int, default=40, help="chunks opened with a quote (default 40)")
+    parser.add_argument("--skip-questions", action="store_true", help="only time the page rendering and quotes")
     args = parser.parse_args()
     setup_django()
     print("command: " + " ".join(["python", "bench/pages.py", *sys.argv[1:]]))
     ingest_pdfs()
     if not args.skip_questions:
         measure_citations(sample(args.per_page, args.seed))
-    measure_rendering(args.render_pages, (800, 1200))
+    if args.render_pages:
+        measure_rendering(args.render_pages, (800, 1200))
+    measure_quotes(args.quote_chunks)
 
 
 if __name__ == "__main__":
