@@ -111,6 +111,22 @@ def test_hugo_front_matter_title_becomes_the_top_heading():
     ]
 
 
+def test_front_matter_with_aliases_or_past_the_stack_is_not_read_and_the_page_converts():
+    """Nine lines of aliases held 387 million strings once written out for the database:
+    a MemoryError in the ingesting process stopped the whole run."""
+    bomb = ['l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    bomb += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, 9)]
+    page = "\n# Page\n\nText about axons.\n"
+    for front, why in [
+        ("\n".join([*bomb, "authors: [*l8]", "title: Bomb"]), "a YAML alias (*name) at line 3"),
+        ("tags: " + "[" * 5_000 + "]" * 5_000, "nested too deeply"),
+        ("title: [unclosed", "expected ',' or ']', but got '<stream end>' at line 2"),
+    ]:
+        doc = convert_markdown(f"---\n{front}\n---\n{page}")
+        assert (doc.title, doc.metadata, doc.blocks, doc.converter) == (
+            "Page", {}, [Block(("Page",), "Text about axons.")], f"markdown-it (MyST); front matter not read: {why}")
+
+
 @pytest.mark.parametrize(
     "name, content, expected",
     [

@@ -282,15 +282,37 @@ class _Walker(BlockCollector):
     def on_front_matter(self, node) -> None: ...
 
 
-def _front_matter(tokens) -> dict:
+class _FrontMatterLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` without aliases. An alias (``*name``) repeats the value it names
+    without copying it, so nine lines of front matter held 387 million strings when
+    written out for the database (a MemoryError in the ingesting process, which stopped
+    the whole run); Hugo and Jekyll pages have no use for them."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, "a YAML alias (*name)",
+                                              self.peek_event().start_mark)
+        return super().compose_node(parent, index)
+
+
+def _front_matter(tokens) -> tuple[dict, str]:
+    """The front matter as a dict ({} when there is none or it cannot be read) and why it
+    was not read ("" when it was): malformed YAML, an alias, nesting past Python's stack.
+    The page is converted either way."""
     for token in tokens:
         if token.type == "front_matter":
             try:
-                data = yaml.safe_load(token.content)
-            except yaml.YAMLError:
-                return {}
-            return data if isinstance(data, dict) else {}
-    return {}
+                data = yaml.load(token.content, Loader=_FrontMatterLoader)  # safe: a SafeLoader
+            except yaml.MarkedYAMLError as exc:
+                mark = exc.problem_mark or exc.context_mark
+                where = f" at line {mark.line + 2}" if mark else ""  # line 1 is the opening ---
+                return {}, f"front matter not read: {exc.problem or exc.context}{where}"
+            except yaml.YAMLError as exc:
+                return {}, f"front matter not read: {str(exc).splitlines()[0]}"
+            except RecursionError:
+                return {}, "front matter not read: nested too deeply"
+            return (data, "") if isinstance(data, dict) else ({}, "")
+    return {}, ""
 
 
 def _heading_labels(tree: SyntaxTreeNode) -> dict[str, str]:
@@ -314,7 +336,7 @@ def convert_markdown(text: str) -> ConvertedDocument:
         H1, and ``metadata`` holding front-matter ``date``/``tags``/``author`` when present.
     """
     tokens = _MD.parse(text)
-    front = _front_matter(tokens)
+    front, unread = _front_matter(tokens)
     walker = _Walker()
     walker.line_offsets = line_offsets(text)
     has_h1 = any(t.type == "heading_open" and t.tag == "h1" for t in tokens)
@@ -333,4 +355,5 @@ def convert_markdown(text: str) -> ConvertedDocument:
         if front.get(key):
             metadata[key] = front[key] if isinstance(front[key], (list, str, int, float)) else str(front[key])
     title = str(front.get("title") or walker.first_h1 or "").strip()
-    return ConvertedDocument(blocks=walker.blocks, title=title, metadata=metadata, converter="markdown-it (MyST)")
+    converter = "markdown-it (MyST)" + (f"; {unread}" if unread else "")
+    return ConvertedDocument(blocks=walker.blocks, title=title, metadata=metadata, converter=converter)
