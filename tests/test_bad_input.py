@@ -192,6 +192,24 @@ def test_a_zero_page_pdf_is_empty_not_broken(domain, tmp_path):
     ]
 
 
+def test_a_title_too_long_for_a_tsvector_is_stored_and_found_by_its_first_words(domain, tmp_path):
+    """A 1.5 MB heading, a Markdown file's title, made the document's bibliographic line
+    too long for a tsvector (PostgreSQL's 1 MB) in the index of migration 0019: writing
+    the document failed, and with it the whole run. The line's parts are cut now."""
+    from domains.retrieval import document_coverage, query_lexemes
+
+    words = " ".join(f"w{i:07d}x" for i in range(150_000))
+    (tmp_path / "big.md").write_text(f"# {words}\n\nText about axons.\n", encoding="utf-8")
+    (tmp_path / "good.md").write_text("# Good\n\nA healthy file about dendrites.\n", encoding="utf-8")
+    report = ingest(tmp_path, "big-title", "bad-input", mirror=True, ocr="off")
+    assert [(o.file_name, o.status, o.error) for o in report.outcomes] == [("big.md", "stored", ""),
+                                                                          ("good.md", "stored", "")]
+    big = Document.objects.get(store__name="big-title", file_name="big.md")
+    assert len(big.title) == 1_499_999
+    assert document_coverage(query_lexemes("w0000000x"), [domain]) == {domain.id: (1.0, big.id)}
+    assert document_coverage(query_lexemes("w0149999x"), [domain]) == {}  # past the cut
+
+
 def test_bibliographic_tiers_run_in_the_conversion_child(tmp_path):
     # the tiers that read a file's text (regex over hostile text) run where conversion's
     # time and memory limits hold; the parent only looks DOIs up and merges

@@ -109,17 +109,23 @@ def lexical_coverage(lexemes: Sequence[str], domains: Sequence, depth: int = 3,
 # A document's bibliographic line as searchable text: title, authors (a list or one
 # string), journal, year and the file name (its words: "ongaro2013_raft_draft.pdf").
 # IMMUTABLE (it reads only its arguments), so that an index can be built on it
-# (migration 0019).
+# (migration 0019). Each part is cut to a length (characters) that keeps the line's
+# tsvector far below PostgreSQL's 1 MB limit (up to ~7 bytes a character of the line):
+# over it, writing the document's row failed, and with it the whole ingest run (a 1.5 MB
+# heading as a Markdown file's title); 40,000 characters hold ~2,000 authors.
+# (The file name is at most 500 characters, Document.file_name.)
+BIBLIOGRAPHIC_LIMITS = {"title": 5_000, "authors": 40_000, "journal": 1_000, "year": 100}
 BIBLIOGRAPHIC_FUNCTION = r"""
 CREATE OR REPLACE FUNCTION klea_bibliographic_text(metadata jsonb, file_name text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-SELECT concat_ws(' ', metadata->>'title',
-    CASE WHEN jsonb_typeof(metadata->'authors') = 'array'
-         THEN (SELECT string_agg(a, ' ') FROM jsonb_array_elements_text(metadata->'authors') a)
-         ELSE metadata->>'authors' END,
-    metadata->>'journal', metadata->>'year', translate(file_name, '_./-', '    '))
+SELECT concat_ws(' ', left(metadata->>'title', {title}),
+    left(CASE WHEN jsonb_typeof(metadata->'authors') = 'array'
+              THEN (SELECT string_agg(a, ' ') FROM jsonb_array_elements_text(metadata->'authors') a)
+              ELSE metadata->>'authors' END, {authors}),
+    left(metadata->>'journal', {journal}), left(metadata->>'year', {year}),
+    translate(file_name, '_./-', '    '))
 $$;
-"""
+""".format(**BIBLIOGRAPHIC_LIMITS)
 # The line's lexemes: the expression of the GIN index domains_document_bibliographic
 # (``{d}`` = the table's alias and a dot, or nothing). A query must spell it the same way,
 # with the search configuration as a constant, for the planner to use the index.
