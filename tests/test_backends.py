@@ -183,6 +183,10 @@ def test_extractive_backend_writes_no_text_but_embeds():
     ("The server needs pgvector >= 0.6 installed (CREATE EXTENSION vector is run by the first migration).", False),
     ("Use xr.open_mfdataset() to open many netCDF files as one dataset.", False),
     ("To install pyNeuroML, run pip install pyneuroml in a virtual environment.", False),
+    # Asides in parentheses after a space are prose, however many; a call's are code.
+    ("Supported file formats: Markdown (`.md`, `.markdown`), reStructuredText (`.rst`, `.rest`), "
+     "HTML (`.html`, `.htm`), Word (`.docx`) and PDF (`.pdf`).", False),
+    ("ds.sel(time=slice(a, b)).mean(dim).plot(x)", True),
 ])
 def test_extractive_answers_leave_out_lines_of_code(sentence, code):
     assert looks_like_code(sentence) is code

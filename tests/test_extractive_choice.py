@@ -9,7 +9,7 @@ import pytest
 
 from chat.backends.extractive.candidates import SHORT_LIST, Chunk, Passage, extend, units_of, with_list
 from chat.backends.extractive.passages import NEAR_TIE, Composer
-from chat.backends.extractive.shapes import BLOCK_OTHERWISE, NUMBER_FOR_HOW_MANY, bonus, field, shapes
+from chat.backends.extractive.shapes import BLOCK_OTHERWISE, NUMBER_FOR_HOW_MANY, bonus, enumerates, field, shapes
 from chat.backends.extractive.text import matches, terms
 
 from domains import embeddings
@@ -56,6 +56,32 @@ def test_a_near_tie_quotes_both_passages_in_the_order_of_their_section():
         "With a SeasonGrouper the seasons are kept in the order given, unlike grouping by time.season. [1]"
     )
 
+
+
+FORMATS = (
+    "Supported file formats: Markdown (`.md`, `.markdown`, MyST `.myst`), reStructuredText (`.rst`, `.rest`), "
+    "HTML (`.html`, `.htm`), plain text (`.txt`, `.text`), Word (`.docx`) and PDF (`.pdf`; scanned pages "
+    "through OCR). Other files in a folder are skipped.\n\n"
+    "A whole file has a budget too: a PDF of more than 2,000 pages fails at once, and a file whose format "
+    "converter runs past ten minutes is stopped."
+)
+
+
+def test_which_x_are_supported_is_answered_by_the_sentence_listing_them_with_their_asides():
+    assert answer("Which file formats can the server ingest?", source(1, FORMATS, ["Ingesting", "Conversion"])) == (
+        "Supported file formats: Markdown (`.md`, `.markdown`, MyST `.myst`), reStructuredText (`.rst`, `.rest`), "
+        "HTML (`.html`, `.htm`), plain text (`.txt`, `.text`), Word (`.docx`) and PDF (`.pdf`; scanned pages "
+        "through OCR). [1]"
+    )
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Grouping by season uses the seasons DJF, MAM, JJA and SON.", True),
+    ("Formats: Markdown (`.md`, `.myst`), HTML (`.html`) and PDF (`.pdf`; scanned pages through OCR).", True),
+    ("A PDF of more than 2,000 pages (the page budget) fails at once; a slow one is stopped.", False),
+])
+def test_a_list_written_as_prose(text, expected):
+    assert enumerates(text) is expected
 
 
 @pytest.mark.parametrize("question, expected", [

@@ -131,8 +131,10 @@ _COUNTED = re.compile(
 _PROPER_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?\s+[A-Z][a-z]+\b")
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 # A list written as prose ("the seasons DJF, MAM, JJA and SON"): three or more short
-# items (one or two words), the last after "and" / "or".
+# items (one or two words), the last after "and" / "or"; an item's aside in parentheses
+# aside ("Markdown (`.md`, `.myst`), HTML (`.html`) and PDF").
 _ENUMERATION = re.compile(r"\b(?:[\w.+-]+(?: [\w.+-]+)?, ){1,}(?:[\w.+-]+ )?(?:and|or) [\w.+-]+")
+_ITEM_ASIDE = re.compile(r" \([^()\n]*\)")
 # An instruction: a sentence (or a step, its marker aside) opening with a verb in the
 # imperative ("Pass the ...", "Set `X` ...", "Preheat the oven ..."), the form a how-to answer takes.
 _IMPERATIVE = re.compile(
@@ -276,6 +278,12 @@ def counts(question_shapes: frozenset[str], kind: str, text: str) -> bool:
     return kind == "list" and f"count:{len(list_items(segment(text)[-1].text))}" in question_shapes
 
 
+def enumerates(text: str) -> bool:
+    """Whether ``text`` holds a list written as prose (:data:`_ENUMERATION`), its items'
+    asides in parentheses aside."""
+    return bool(_ENUMERATION.search(_ITEM_ASIDE.sub("", text)))
+
+
 def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) -> float:
     """How well a passage of ``kind`` ("prose", "list", "item", "table", "code") fits the shapes;
     ``opening``: the passage starts its chunk."""
@@ -297,7 +305,7 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
             value += INLINE_FOR_HOWTO
         if kind in ("prose", "item") and _IMPERATIVE.match(text):
             value += IMPERATIVE_FOR_HOWTO
-    if "listing" in question_shapes and (kind in ("list", "table") or _ENUMERATION.search(text)):
+    if "listing" in question_shapes and (kind in ("list", "table") or enumerates(text)):
         value += LIST_FOR_LISTING
     if counts(question_shapes, kind, text):
         value += LIST_OF_COUNT

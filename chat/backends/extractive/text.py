@@ -32,6 +32,9 @@ def split_sentences(text: str, min_chars: int = MIN_SENTENCE_CHARS) -> list[str]
 
 
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
+# A parenthesis opened after a space (or at the start) is prose's aside, "Markdown (`.md`,
+# `.markdown`)"; code's opens right after a name, "open_mfdataset()".
+_ASIDE = re.compile(r"(?:^|(?<=\s))\(([^()\n]*)\)")
 # A sentence cut off before what it introduces: it ends in a colon, or (with no closing
 # punctuation) in a word no sentence ends with ("... module, which provides", "such as").
 _LEADS_ON = re.compile(
@@ -49,10 +52,11 @@ def leads_on(sentence: str) -> bool:
 
 def looks_like_code(sentence: str) -> bool:
     """A shell or Python line, or text dense in code punctuation (over 8% of its
-    characters, inline `code` spans of prose not counted)."""
+    characters, inline `code` spans of prose and the parentheses of its asides not
+    counted: "Markdown (`.md`, `.markdown`), HTML (`.html`)" is prose)."""
     if _CODE_START.match(sentence):
         return True
-    prose = _INLINE_CODE.sub("", sentence)
+    prose = _ASIDE.sub(r"\1", _INLINE_CODE.sub("", sentence))
     return sum(ch in _CODE_CHARS for ch in prose) > 0.08 * max(len(prose), 1)
 
 
