@@ -17,7 +17,7 @@ straight from pdfium's text layer, and for each:
 Then renders pages through :func:`domains.sources.render_page` (the source view's own
 code) into an empty cache, then again from the cache, and prints the p50 / p90 times;
 and opens chunks' sources with a quoted sentence (``GET /api/chunks/<id>/source?quote=``,
-the quote located on the page's text layer), twice each, and prints the p50 / p90 times
+the quote located on the page's text layer), twice in a row each, and prints the p50 / p90 times
 of the first and the second opening and how many quotes were located.
 
     nice -n 10 .venv/bin/python bench/pages.py                  # 1 sentence per page
@@ -255,8 +255,8 @@ def measure_rendering(pages: int, widths: tuple[int, ...]) -> None:
 
 
 def measure_quotes(count: int) -> None:
-    """Open ``count`` random PDF chunks' sources with one quoted sentence of each, twice
-    (a second answer quoting the same chunk), through Django's whole request path."""
+    """Open ``count`` random PDF chunks' sources with one quoted sentence of each, twice in
+    a row (the view opened again), through Django's whole request path."""
     from django.contrib.auth.models import User
     from django.test import Client
 
@@ -271,17 +271,19 @@ def measure_quotes(count: int) -> None:
             quoted.append((chunk, sentences[len(sentences) // 2]))
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(User.objects.filter(is_superuser=True).first() or User.objects.create_superuser("bench-pages"))
-    for label in ("first", "second"):
-        times, located = [], 0
-        for chunk, sentence in quoted:
+    times: dict[str, list[float]] = {"first": [], "second": []}
+    located = 0
+    for chunk, sentence in quoted:
+        for label in times:
             started = time.perf_counter()
             response = client.get(f"/api/chunks/{chunk.pk}/source", {"quote": sentence})
-            times.append(1000 * (time.perf_counter() - started))
+            times[label].append(1000 * (time.perf_counter() - started))
             assert response.status_code == 200 and response.json()["unavailable"] is None
-            located += bool(response.json()["quoted"])
-        print(f"GET chunk source with a quote, {label} opening: p50 {statistics.median(times):.1f} ms, "
-              f"p90 {percentile(times, 0.9):.1f} ms, max {max(times):.1f} ms over {len(times)} chunks "
-              f"({located} quotes located)")
+            located += label == "first" and bool(response.json()["quoted"])
+    for label, values in times.items():
+        print(f"GET chunk source with a quote, {label} opening: p50 {statistics.median(values):.1f} ms, "
+              f"p90 {percentile(values, 0.9):.1f} ms, max {max(values):.1f} ms over {len(values)} chunks")
+    print(f"  {located} of {len(quoted)} quotes located on the text layer")
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 source view (docs/api.md, "The source view").
 
 The chunk's stored line boxes are laid over the page's text layer
-(:func:`domains.sources.text_layers`), the glyphs under each box make that line's words,
+(:func:`domains.sources.text_layer`), the glyphs under each box make that line's words,
 and the quoted words are found among them; the answer's quote is then highlighted glyph
 to glyph instead of the whole chunk.
 """
@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 from ingestion.convert.pdf_lines import PDFIUM_HYPHEN
 
 from .models import Chunk
-from .sources import text_layers
+from .sources import text_layer, verified_file
 
 # Quoted text and the text layer are compared word by word, lower-cased: punctuation,
 # Markdown marks and line breaks aside.
@@ -46,29 +50,81 @@ class _Word:
     hyphenated: bool = False  # the line breaks inside it: it may read as this + the next
 
 
-def _line_glyphs(chars: list, box: list, width: float, height: float) -> list[tuple[str, float, float] | None]:
-    """The glyphs of ``chars`` (:func:`~ingestion.convert.pdf_lines.upright_chars`) whose
-    centres lie in the line ``box`` (fractions, top-left origin), in reading order, as
-    (character, left, right) in fractions of the width; None where a space comes between."""
-    left, top, right, bottom = box
-    glyphs: list = []
-    space = False
-    for item in chars:
-        if isinstance(item, str):
-            space = bool(glyphs)
-            continue
-        ch, x0, x1, y0, y1 = item
-        x, y = (x0 + x1) / 2 / width, 1 - (y0 + y1) / 2 / height
-        if left - BOX_TOLERANCE <= x <= right + BOX_TOLERANCE and top - BOX_TOLERANCE <= y <= bottom + BOX_TOLERANCE:
-            if space and glyphs and glyphs[-1] is not None:
+@dataclass(frozen=True)
+class _Layer:
+    """A page's text layer ready for finding the glyphs under a line box: per glyph, in
+    content order, its character, its left and right edge and centre (fractions of the
+    page width) and how many spaces or line breaks come before it; and the glyphs'
+    indexes by the height of their centres (fractions of the page from the top).
+
+    ``_Layer.of(*text_layer(path, page)).glyphs(box)``
+    """
+
+    text: str
+    left: array
+    right: array
+    centre: array
+    breaks: array
+    by_height: array
+    heights: array
+
+    @classmethod
+    def of(cls, chars: list, width: float, height: float) -> _Layer:
+        """:param chars, width, height: as :func:`~ingestion.convert.pdf_lines.upright_chars`
+        gives them (points)."""
+        text, left, right, centre, breaks, ys = [], array("d"), array("d"), array("d"), array("l"), []
+        spaces = 0
+        for item in chars:
+            if isinstance(item, str):
+                spaces += 1
+                continue
+            ch, x0, x1, y0, y1 = item
+            text.append(ch)
+            left.append(x0 / width)
+            right.append(x1 / width)
+            centre.append((x0 + x1) / 2 / width)
+            breaks.append(spaces)
+            ys.append(1 - (y0 + y1) / 2 / height)
+        by_height = sorted(range(len(ys)), key=ys.__getitem__)
+        return cls("".join(text), left, right, centre, breaks, array("l", by_height),
+                   array("d", (ys[index] for index in by_height)))
+
+    def glyphs(self, box: list) -> list[tuple[str, float, float] | None]:
+        """The glyphs whose centres lie in the line ``box`` ([left, top, right, bottom],
+        fractions, top-left origin), in content order, as (character, left, right) in
+        fractions of the width; None where a space or a line break comes between two."""
+        left, top, right, bottom = box
+        first = bisect_left(self.heights, top - BOX_TOLERANCE)
+        end = bisect_right(self.heights, bottom + BOX_TOLERANCE)
+        inside = sorted(index for index in self.by_height[first:end]
+                        if left - BOX_TOLERANCE <= self.centre[index] <= right + BOX_TOLERANCE)
+        glyphs: list = []
+        for index in inside:
+            if glyphs and self.breaks[index] > self.breaks[previous]:
                 glyphs.append(None)
-            glyphs.append((ch, x0 / width, x1 / width))
-            space = False
-    return glyphs
+            glyphs.append((self.text[index], self.left[index], self.right[index]))
+            previous = index
+        return glyphs
+
+
+# Pages whose text layer is kept per process, ready for finding quotes: about 50 bytes a
+# glyph, so at most about 11 MB of dense pages (7,000 glyphs).
+LAYER_CACHE_PAGES = 32
+
+
+@lru_cache(maxsize=LAYER_CACHE_PAGES)
+def _cached_layer(content_hash: str, path: Path, page: int) -> _Layer | None:
+    """:func:`_page_layer` of a file whose bytes hash to ``content_hash`` (the key)."""
+    return _page_layer(path, page)
+
+
+def _page_layer(path: Path, page: int) -> _Layer | None:
+    layer = text_layer(path, page)
+    return None if layer is None else _Layer.of(*layer)
 
 
 def _layer_words(lines: list[list]) -> list[_Word]:
-    """The words of the chunk's lines (each a :func:`_line_glyphs` list), in order."""
+    """The words of the chunk's lines (each a :meth:`_Layer.glyphs` list), in order."""
     words = []
     for index, glyphs in enumerate(lines):
         text, where = "", []
@@ -127,9 +183,9 @@ def quoted_boxes(chunk: Chunk, passages: Sequence[str]) -> list[list]:
     of what an answer quotes instead of the whole chunk.
 
     The page's text layer is read again as ingestion read it
-    (:func:`domains.sources.text_layers`); the glyphs under each stored line
-    box of the chunk make that line's words, and each passage is found in those words in
-    chunk order (a word hyphenated across two lines matches both halves). Every line the
+    (:func:`domains.sources.text_layer`; the LAYER_CACHE_PAGES pages used last are kept);
+    the glyphs under each stored line box of the chunk make that line's words, and each
+    passage is found in those words in chunk order (a word hyphenated across two lines matches both halves). Every line the
     passage covers gives a box, one it starts or ends in cut at that glyph's edge.
 
     :returns: ``[[page, left, top, right, bottom], ...]`` as the chunk's ``boxes``
@@ -143,10 +199,13 @@ def quoted_boxes(chunk: Chunk, passages: Sequence[str]) -> list[list]:
     needles = [words for words in (_words(p) for p in passages) if words]
     if not stored or not needles:
         return []
-    pages = text_layers(chunk.document, (box[0] for box in stored))
-    if pages is None:
+    document = chunk.document
+    path = verified_file(document)  # also when the page is cached: a changed file is said so
+    pages = {number: _cached_layer(document.content_hash, path, number) if document.content_hash
+             else _page_layer(path, number) for number in {box[0] for box in stored}}
+    if None in pages.values():
         return []
-    lines = [_line_glyphs(pages[page][0], box, *pages[page][1:]) for page, *box in stored]
+    lines = [pages[page].glyphs(box) for page, *box in stored]
     if not all(lines):
         return []  # a box with no glyph of the text layer under it: OCR, an image
     hay = _layer_words(lines)

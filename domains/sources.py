@@ -1,5 +1,5 @@
 """The source files behind chunks, for the chat's source view (docs/api.md, "The source
-view"): PDF pages rendered as images, the text layer of PDF pages (where
+view"): PDF pages rendered as images, the text layer of a PDF page (where
 :mod:`domains.pdf_quotes` finds a quoted passage), the section of a text source around a
 chunk, the top of a text source.
 
@@ -20,7 +20,6 @@ import io
 import os
 import re
 import threading
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,7 +124,7 @@ def _changed(document: Document) -> SourceUnavailable:
     )
 
 
-def _verified(document: Document) -> Path:
+def verified_file(document: Document) -> Path:
     """:func:`source_file`, whose bytes still hash to ``document.content_hash``.
 
     :raises SourceUnavailable: ``source_missing``, or ``source_changed`` (re-ingest it).
@@ -164,7 +163,7 @@ def render_page(document: Document, page: int, width: int | None = None) -> Page
     if cached.is_file():
         data = cached.read_bytes()
         return PageImage(data, width, _jpeg_height(data), cached=True)
-    path = _verified(document)
+    path = verified_file(document)
     with _PDFIUM:
         pdf = pdfium.PdfDocument(str(path))
         try:
@@ -189,30 +188,25 @@ def render_page(document: Document, page: int, width: int | None = None) -> Page
     return PageImage(data, image.width, image.height, cached=False)
 
 
-def text_layers(document: Document, pages: Iterable[int]) -> dict[int, tuple[list, float, float]] | None:
-    """The text layer of ``pages`` (1-based) of a PDF document, read as ingestion read it.
+def text_layer(path: Path, page: int) -> tuple[list, float, float] | None:
+    """The text layer of page ``page`` (1-based) of the PDF at ``path`` (a
+    :func:`verified_file`), read as ingestion read it.
 
-    :returns: ``{page: (chars, width, height)}`` as
-        :func:`~ingestion.convert.pdf_lines.upright_chars` gives them; None when one of
-        ``pages`` is not a page of the file.
-    :raises SourceUnavailable: the file is missing or changed since ingestion.
+    :returns: ``(chars, width, height)`` as :func:`~ingestion.convert.pdf_lines.upright_chars`
+        gives them; None when the file has no such page.
     """
-    path = _verified(document)
-    layers: dict[int, tuple[list, float, float]] = {}
     with _PDFIUM:
         pdf = pdfium.PdfDocument(str(path))
         try:
-            for number in sorted(set(pages)):
-                if not 1 <= number <= len(pdf):
-                    return None
-                page = pdf[number - 1]
-                try:
-                    layers[number] = upright_chars(page)
-                finally:
-                    page.close()
+            if not 1 <= page <= len(pdf):
+                return None
+            pdf_page = pdf[page - 1]
+            try:
+                return upright_chars(pdf_page)
+            finally:
+                pdf_page.close()
         finally:
             pdf.close()
-    return layers
 
 
 def _jpeg_height(data: bytes) -> int:
@@ -239,7 +233,7 @@ def text_section(chunk: Chunk) -> dict:
     if not lines:
         raise ValueError(f"chunk {chunk.pk} records no source lines")
     document = chunk.document
-    text = _verified(document).read_text(encoding="utf-8", errors="replace").splitlines()
+    text = verified_file(document).read_text(encoding="utf-8", errors="replace").splitlines()
     spans = [
         p["lines"]
         for p in Chunk.objects.filter(document=document, headings=chunk.headings).values_list("provenance", flat=True)
@@ -265,6 +259,6 @@ def document_top(document: Document) -> dict:
     :returns: ``{"first": 1, "last": int, "lines": [str], "highlight": None}``.
     :raises SourceUnavailable: the file is missing or changed since ingestion.
     """
-    text = _verified(document).read_text(encoding="utf-8", errors="replace").splitlines()
+    text = verified_file(document).read_text(encoding="utf-8", errors="replace").splitlines()
     lines = text[:MAX_SECTION_LINES]
     return {"first": 1, "last": max(len(lines), 1), "lines": lines or [""], "highlight": None}

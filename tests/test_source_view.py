@@ -14,6 +14,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from PIL import Image
 
+from domains import pdf_quotes
 from domains.models import Chunk, Document, Domain
 from ingestion.runs.ingest import ingest
 
@@ -94,6 +95,7 @@ INTRODUCTION = ("Neurons communicate through synapses and their membrane potenti
 
 
 def test_a_quoted_passage_of_a_pdf_chunk_is_located_on_the_text_layer_to_the_character(sources):
+    pdf_quotes._cached_layer.cache_clear()  # as in a fresh process
     chunk = chunk_of(INTRODUCTION)
     lines = chunk.provenance["boxes"]  # four printed lines; "descrip-" / "tion" across the last two
     assert [box[0] for box in lines] == [1, 1, 1, 1]
@@ -119,6 +121,10 @@ def test_a_quoted_passage_of_a_pdf_chunk_is_located_on_the_text_layer_to_the_cha
     # not on the page, or no passage: nothing located (the view highlights the chunk)
     assert quoted("Firing rates doubled after stimulation.") == []
     assert quoted() == [] and quoted("  ") == []
+    # the page's text layer was read once for the four quotes located on it (kept by the
+    # file's content hash)
+    cache = pdf_quotes._cached_layer.cache_info()
+    assert (cache.misses, cache.hits, cache.currsize) == (1, 3, 1)
     # a text chunk's passages are found in the browser: the server locates none
     text = chunk_of("- alpha rises\n- beta falls")
     assert alice.get(f"/api/chunks/{text.pk}/source", {"quote": "alpha rises"}).json()["quoted"] == []
@@ -196,11 +202,17 @@ def test_a_changed_or_missing_file_is_said_so_and_cached_pages_stay_those_of_the
     document = chunk.document
     alice = client_for("alice")
     cached = alice.get(f"/api/documents/{document.pk}/pages/2").content
+    quote = {"quote": "Firing rates doubled"}
+    assert alice.get(f"/api/chunks/{chunk.pk}/source", quote).json()["quoted"] == [[2, 0.1224, 0.1303, 0.2684, 0.1416]]
     with (sources / "paper.pdf").open("ab") as fh:
         fh.write(b"\n% edited\n")
     assert alice.get(f"/api/documents/{document.pk}/pages/2").content == cached  # the ingested version's page
     assert alice.get(f"/api/documents/{document.pk}/pages/1").json() == {"error": {
         "code": "source_changed", "message": "paper.pdf: the file changed since it was ingested; ingest it again"}}
+    # a quote is not located on the text layer kept of the ingested file either
+    info = alice.get(f"/api/chunks/{chunk.pk}/source", quote).json()
+    assert (info["quoted"], info["unavailable"]) == ([], {
+        "code": "source_changed", "message": "paper.pdf: the file changed since it was ingested; ingest it again"})
     # the download serves only the ingested bytes, never what now sits at the path
     # (e.g. a link to a file outside the stores put there after ingestion)
     download = alice.get(f"/api/documents/{document.pk}/file")
