@@ -1,0 +1,117 @@
+"""The model-free backend's turns on a real store: which domain a question goes to (one
+domain takes a generic question or one about "it" when its sources hold the words; a
+question naming what a domain or its documents name goes there, also in another
+language) and how often a turn runs the embedding model."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat.backends import get_backend
+from chat.rag import Knowledge
+from domains import embeddings, retrieval
+from domains.models import Domain
+
+from .pipeline_helpers import count_model_runs, run, token_ids
+
+
+@pytest.fixture
+def one_domain(db, tmp_path, settings):
+    settings.KLEA_LLM_BACKEND = "extractive"
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "about.md").write_text(
+        "# Stellar\n\nStellar catalogues variable stars from survey images and publishes their light curves.\n\n"
+        "## Install\n\nInstall it with pip:\n\n```\npip install stellar-catalogue\n```\n", encoding="utf-8")
+    Knowledge(store="stellar", create=True).add(tmp_path / "docs")
+    Domain.objects.filter(name="stellar").update(description="Stellar documentation")
+    return [Domain.objects.get(name="stellar")]
+
+
+def test_one_domain_takes_the_generic_question_and_refuses_off_topic(one_domain):
+    generic = run("What does this project do?", one_domain)
+    assert (generic.answer.route, generic.answer.domains) == ("domains", ["stellar"])
+    assert generic.answer.text == (
+        "Stellar catalogues variable stars from survey images and publishes their light curves. [1]"
+    )
+    howto = run("How do I install Stellar?", one_domain)
+    assert howto.answer.text == "Install it with pip [1]:\n\n```\npip install stellar-catalogue\n```"
+    off = run("What is the capital of Australia?", one_domain)
+    assert off.answer.route == "refused"
+    assert off.answer.text == "No source in stellar answers this question."  # the only domain there is
+
+
+def test_one_domain_takes_a_question_naming_its_subject_it_when_its_sources_hold_the_words(one_domain):
+    # "it" leaves the question one content word: the dense evidence is low (no subject to
+    # match), the lexical evidence whole (the sources say "install"); a dummy "it" with
+    # words the sources never use stays out
+    pronoun = run("How do I install it?", one_domain)
+    assert (pronoun.answer.route, pronoun.answer.domains) == ("domains", ["stellar"])
+    # its best passage's cosine is low for the same reason; it holds the word asked about
+    assert pronoun.answer.text == "Install it with pip [1]:\n\n```\npip install stellar-catalogue\n```"
+    rain = run("Is it going to rain tomorrow?", one_domain)
+    assert (rain.answer.route, rain.answer.domains) == ("refused", [])
+
+
+def test_a_question_naming_what_a_domain_or_its_documents_name_is_routed_there(one_domain, tmp_path):
+    # Neither the paper's author nor its year is in its text: the domain's description
+    # names the author, the document's file name the author and the year.
+    (tmp_path / "papers").mkdir()
+    (tmp_path / "papers" / "dijkstra1965_cacm.md").write_text(
+        "# Solution of a problem in concurrent programming control\n\n"
+        "A number of mainly independent sequential-cyclic processes with restricted means of communication with "
+        "each other can be made in such a way that at any moment one and only one of them is engaged in the "
+        "critical section of its cycle.\n", encoding="utf-8")
+    Knowledge(store="papers", create=True).add(tmp_path / "papers")
+    Domain.objects.filter(name="papers").update(description="Classic papers: mutual exclusion (Dijkstra)")
+    domains = list(Domain.objects.filter(name__in=["papers", "stellar"]).order_by("name"))
+    for question in ("What problem does Dijkstra solve in his 1965 paper?", "What problem did the 1965 paper solve?"):
+        result = run(question, domains)
+        assert (result.answer.route, result.answer.domains) == ("domains", ["papers"]), question
+    off = run("What is the capital of France?", domains)
+    assert (off.answer.route, off.answer.domains) == ("refused", [])
+    # In another language, the names and numbers are the evidence there is; its small
+    # words ("die", "von") are none
+    german = run("Was löst Dijkstra in seinem Artikel von 1965?", domains)
+    assert (german.answer.route, german.answer.domains) == ("domains", ["papers"])
+    off = run("Was ist die Hauptstadt von Frankreich?", domains)
+    assert (off.answer.route, off.answer.domains) == ("refused", [])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("text, language, words", [
+    ("Wie wählt Raft einen Anführer?", "german", {"wählt", "raft", "anführer"}),
+    ("Comment Raft élit-il un leader ?", "french", {"comment", "raft", "élit-il", "élit", "leader"}),
+    ("What problem does Dijkstra solve in his 1965 paper?", "english", {"problem", "dijkstra", "solve", "1965", "paper"}),
+    ("Raft 1965", "english", {"raft", "1965"}),  # no small words: the sources' language
+])
+def test_the_language_of_a_question_is_that_of_its_stop_words(text, language, words):
+    assert retrieval.lexemes_and_language(text) == (retrieval.query_lexemes(text), language)
+    assert set(retrieval.content_words(text, language).split()) == words
+
+
+def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_domain, monkeypatch):
+    monkeypatch.setattr(embeddings, "cache", embeddings.VectorCache(embeddings.CACHE_SIZE))  # as a fresh process
+    runs = count_model_runs(monkeypatch)
+    question = "How do I install Stellar?"
+    ids = token_ids(question)
+    first = run(question, one_domain)
+    # classify, retrieve and answer share one vector; the rest are the domain's
+    # description and the candidate passages, each once
+    assert runs.count(ids) == 1 and len(runs) > 2
+    assert len(embeddings.cache) == len(runs) - 1
+    runs.clear()
+    second = run(question, one_domain)
+    assert runs == [ids]
+    assert second.answer.text == first.answer.text == (
+        "Install it with pip [1]:\n\n```\npip install stellar-catalogue\n```")
+
+
+def test_the_backend_warm_up_embeds_the_descriptions_before_the_first_question(one_domain, monkeypatch):
+    monkeypatch.setattr(embeddings, "cache", embeddings.VectorCache(embeddings.CACHE_SIZE))
+    runs = count_model_runs(monkeypatch)
+    get_backend().warm_up(one_domain)  # what warm_up_backend does before /health says ready
+    description = token_ids("stellar: Stellar documentation")
+    assert runs == [token_ids("warm up"), description]
+    runs.clear()
+    run("How do I install Stellar?", one_domain)
+    assert description not in runs and runs.count(token_ids("How do I install Stellar?")) == 1
