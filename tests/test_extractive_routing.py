@@ -40,6 +40,28 @@ def test_one_domain_takes_the_generic_question_and_refuses_off_topic(one_domain)
     assert off.answer.text == "No source in stellar answers this question."  # the only domain there is
 
 
+def test_a_generic_question_is_answered_by_the_overview_its_domain_description_finds(db, tmp_path, settings):
+    # "What is this?" names nothing to search for: the description is searched beside it, and
+    # the passage nearest to it in prose answers; a contents list's items only name parts.
+    settings.KLEA_LLM_BACKEND = "extractive"
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.md").write_text(
+        "# Nebula\n\n- Install: get it running\n- Mosaics: the stitching options\n- API: the functions\n\n"
+        "Nebula stitches overlapping telescope exposures into calibrated sky mosaics.\n", encoding="utf-8")
+    (tmp_path / "site" / "api.md").write_text(
+        "# API\n\nThis is the reference of every function: what each does and what it returns.\n", encoding="utf-8")
+    (tmp_path / "site" / "install.md").write_text(
+        "# Install\n\nThis takes a minute: run `pip install nebula-mosaic`.\n", encoding="utf-8")
+    Knowledge(store="nebula", create=True).add(tmp_path / "site")
+    Domain.objects.filter(name="nebula").update(description="Nebula: stitching telescope exposures into sky mosaics")
+    domains = [Domain.objects.get(name="nebula")]
+    for question in ("What is this?", "What does this project do?"):
+        turn = run(question, domains)
+        assert (turn.answer.route, turn.answer.text) == (
+            "domains", "Nebula stitches overlapping telescope exposures into calibrated sky mosaics. [1]")
+        assert [r["file_name"] for r in turn.references] == ["index.md"]
+
+
 def test_one_domain_takes_a_question_naming_its_subject_it_when_its_sources_hold_the_words(one_domain):
     # "it" leaves the question one content word: the dense evidence is low (no subject to
     # match), the lexical evidence whole (the sources say "install"); a dummy "it" with

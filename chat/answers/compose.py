@@ -53,7 +53,7 @@ class Composition:
     :param labels: what the extractive backend writes when it cites source n (default
         the number), e.g. ``chat.rag``'s citation ids.
     :param model: a chat model other than the backend's own.
-    :param search_text: see :class:`chat.backends.base.AnswerTask`.
+    :param search_text: see :class:`chat.backends.base.AnswerTask`, as ``queries``.
     :param vector: returns the question's embedding (the extractive backend's; default
         :func:`domains.embeddings.embed_query` in a thread).
     :param fallback: the text, given the cite function, when the extractive backend
@@ -72,6 +72,7 @@ class Composition:
         labels: dict[int, str] | None = None,
         model: str | None = None,
         search_text: str = "",
+        queries: Sequence[str] = (),
         vector: Callable[[], Awaitable[object]] | None = None,
         fallback: Callable[[Cite], str] | None = None,
     ):
@@ -81,6 +82,7 @@ class Composition:
         self.messages = list(messages)
         self.model = model
         self.search_text = search_text
+        self.queries = tuple(queries)
         self.vector = vector
         self.fallback = fallback
         self.cleaner = AnswerCleaner(material.numbers(), renumber=renumber, labels=labels)
@@ -115,7 +117,8 @@ class Composition:
         :raises BackendError: the model server failed (possibly after some pieces).
         """
         task = AnswerTask(self.question, self.material.sources, self.messages, vector=self._vector,
-                          citer=self.cleaner, model=self.model, stream=stream, search_text=self.search_text)
+                          citer=self.cleaner, model=self.model, stream=stream, search_text=self.search_text,
+                          queries=self.queries)
         spoke = False
         async with aclosing(self.backend.answer(task)) as answer:  # a model's HTTP stream closes with it
             async for piece in answer:

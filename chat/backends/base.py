@@ -127,7 +127,9 @@ class AnswerTask:
     ``model``: overrides the chat model; ``stream``: False asks a model for the whole
     reply at once (one piece); ``search_text``: for a follow-up, the question together
     with the one(s) before it (chat/pipeline/follow_up.py), "" otherwise: a backend
-    without the conversation in its prompt takes the question's terms from it.
+    without the conversation in its prompt takes the question's terms from it;
+    ``queries``: the search queries that found the sources (:meth:`LLMBackend.search_queries`
+    or a model's), () when not known.
     """
 
     question: str
@@ -138,6 +140,7 @@ class AnswerTask:
     model: str | None = None
     stream: bool = True
     search_text: str = ""
+    queries: Sequence[str] = ()
 
 
 class LLMBackend(ABC):
@@ -162,6 +165,11 @@ class LLMBackend(ABC):
     can_review = True
     can_compose = True
     supports_tools = False
+
+    def search_queries(self, question: str, domains: Sequence) -> list[str]:
+        """The search queries of a backend that writes none (``can_modify_query`` False):
+        the question itself. ``domains``: the routed ``Domain`` instances."""
+        return [question]
 
     @property
     @abstractmethod

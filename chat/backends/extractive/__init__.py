@@ -22,6 +22,7 @@ from domains import embeddings
 from ..base import AnswerTask, Classification, ClassifyTask, LLMBackend, Message, NotSupported
 from . import biblio, routing
 from .passages import Composer
+from .shapes import is_generic
 from .summary import fold_summary
 from .text import looks_like_code, split_sentences
 
@@ -53,6 +54,14 @@ class ExtractiveBackend(LLMBackend):
         vectors = await asyncio.to_thread(embeddings.embed_texts, list(texts))
         return vectors.tolist()
 
+    def search_queries(self, question: str, domains: Sequence) -> list[str]:
+        """A generic question ("What is this?", :func:`.shapes.is_generic`) names nothing to
+        search for: each routed domain's description, written to say what the domain is,
+        is searched beside it (it finds the overview pages)."""
+        if not is_generic(question):
+            return [question]
+        return [question, *dict.fromkeys(d.description.strip() for d in domains if d.description.strip())]
+
     async def classify(self, task: ClassifyTask) -> Classification:
         vector = await task.vector()
         scores = await sync_to_async(routing.classify)(vector, task.domains, task.question)
@@ -65,7 +74,11 @@ class ExtractiveBackend(LLMBackend):
             yield line
             yield " " + task.citer.cite(number, document=True)  # the metadata, not a passage
             return
-        vector = await task.vector()
+        if len(task.queries) > 1 and is_generic(task.question):
+            # the question names nothing: the passage nearest to what the domain is described as
+            vector = await asyncio.to_thread(embeddings.embed_query, " ".join(task.queries[1:]))
+        else:
+            vector = await task.vector()
         async for piece in Composer(vector, task.sources, task.question, task.search_text).pieces(task.citer.cite):
             yield piece
 

@@ -287,7 +287,8 @@ def enumerates(text: str) -> bool:
 def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) -> float:
     """How well a passage of ``kind`` ("prose", "list", "item", "table", "code") fits the shapes;
     ``opening``: the passage starts its chunk."""
-    value = OPENING_FOR_GENERIC if "generic" in question_shapes and opening else 0.0
+    # what a thing is, is said in prose: a contents list's items or a step only name parts of it
+    value = OPENING_FOR_GENERIC if "generic" in question_shapes and opening and kind == "prose" else 0.0
     if kind == "code" and "howto" not in question_shapes:
         value += CODE_FOR_HOWTO if "code name" in question_shapes else CODE_OTHERWISE
     if kind in ("list", "table") and not question_shapes & {"listing", "howto"}:

@@ -21,7 +21,7 @@ def no_source_text(domains: list[str]) -> str:
     return f"No source in {', '.join(domains)} answers this question."
 
 
-@declare(reads={"material", "evaluation", "routed", "summary", "history", "tool_results", "search_text"},
+@declare(reads={"material", "evaluation", "routed", "summary", "history", "tool_results", "search_text", "queries"},
          writes=WRITES | {"declined", "query_vector"})
 async def answer(state: TurnState) -> Step:
     sources = state.material.sources if state.material else []
@@ -44,7 +44,7 @@ async def answer(state: TurnState) -> Step:
     )
     composition = Composition(
         state.backend, state.question, state.material, messages,
-        search_text=state.search_text,
+        search_text=state.search_text, queries=state.queries,
         vector=lambda: question_vector(state), fallback=lambda cite: no_source_text(state.domain_names),
     )
     await stream_attempt(state, composition.pieces())

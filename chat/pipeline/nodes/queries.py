@@ -61,8 +61,10 @@ async def generate_queries(state: TurnState) -> Step:
             queries, generated = result
             note = " (retried once)" if invalid else ""
     if not queries:
-        queries = [state.search_question]
-        note = (" (the question)" if queries == [state.question] else " (the follow-up with the question before it)") + note
+        queries = state.backend.search_queries(state.search_question, state.routed)
+        note = (" (the question)" if queries[0] == state.question else " (the follow-up with the question before it)") + note
+        if len(queries) > 1:
+            note += " and the domain descriptions"
     state.queries = queries
     state.filters = merge_filters(generated, state.request.filters)
     detail = "; ".join(queries) + note
