@@ -27,6 +27,7 @@ import pypdfium2 as pdfium
 from django.conf import settings
 
 from ingestion.convert.pdf_lines import upright_chars
+from ingestion.sources import sha256
 
 from .models import Chunk, Document
 from .uploads import local_copy
@@ -86,17 +87,9 @@ def source_file(document: Document) -> Path:
     # (docs/deployment.md); its bytes are checked against content_hash before use.
     # Only the very bytes ingested are served (another store's upload may share the name).
     copy = local_copy(f"{path.parent.name}/{path.name}") if path is not None and document.content_hash else None
-    if copy is None or _sha256(copy) != document.content_hash:
+    if copy is None or sha256(copy) != document.content_hash:
         raise SourceUnavailable("source_missing", f"{document.file_name}: the source file is no longer where it was ingested")
     return copy
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def open_verified(document: Document):
@@ -108,10 +101,7 @@ def open_verified(document: Document):
     """
     fh = source_file(document).open("rb")
     if document.content_hash:
-        digest = hashlib.sha256()
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-        if digest.hexdigest() != document.content_hash:
+        if hashlib.file_digest(fh, "sha256").hexdigest() != document.content_hash:
             fh.close()
             raise _changed(document)
         fh.seek(0)
@@ -130,7 +120,7 @@ def verified_file(document: Document) -> Path:
     :raises SourceUnavailable: ``source_missing``, or ``source_changed`` (re-ingest it).
     """
     path = source_file(document)
-    if document.content_hash and _sha256(path) != document.content_hash:
+    if document.content_hash and sha256(path) != document.content_hash:
         raise _changed(document)
     return path
 

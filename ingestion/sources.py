@@ -271,9 +271,6 @@ def relative_name(path: Path, directory: Path) -> str:
 
 
 def sha256(path: Path) -> str:
-    """Hex sha256 of the file bytes."""
-    digest = hashlib.sha256()
+    """Hex sha256 of the file bytes: a document's ``content_hash``."""
     with Path(path).open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
