@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from chat.backends.extractive.candidates import SHORT_LIST, Chunk, Passage, extend, units_of, with_list
-from chat.backends.extractive.passages import NEAR_TIE, Composer
+from chat.backends.extractive.passages import MIN_SIMILARITY, NEAR_TIE, WIDE_TIE, Composer
 from chat.backends.extractive.shapes import BLOCK_OTHERWISE, NUMBER_FOR_HOW_MANY, bonus, enumerates, field, shapes
 from chat.backends.extractive.text import matches, terms
 
@@ -212,6 +212,65 @@ def test_of_two_near_ties_the_one_adding_what_the_best_lacks_follows_it():
     # A runner-up that is no near tie does not displace one that is.
     adding.score = 1.16 - NEAR_TIE - 0.02
     assert composer._second(best, [tie, adding], idf, sum(idf.values())) is tie
+
+
+def test_without_a_near_tie_the_runner_up_within_the_wide_window_follows_when_it_adds():
+    question = "Are zero-length segments allowed in NeuroML?"
+    composer = Composer(embeddings.embed_query(question), [], question)
+    chunk = Chunk(1, 0, 0.5, "Zero length segments", [])
+    idf = {"zero": 1.0, "length": 1.0, "segment": 1.0, "allow": 1.0, "neuroml": 0.5}
+    best = _scored(chunk, 0, "SWC reconstructions with adjacent points give zero length segments.", 1.30,
+                   {"zero", "length", "segment"})
+    # It adds "neuroml" (0.5 of 4.5: too little to follow as a passage that adds).
+    runner_up = _scored(chunk, 1, "So the application loading the NeuroML decides whether this is an issue.",
+                        1.30 - WIDE_TIE + 0.02, {"neuroml"})
+    assert composer._second(best, [runner_up], idf, sum(idf.values())) is runner_up
+    # Past the wide window nothing follows, nor within it one adding no question term.
+    runner_up.score = 1.30 - WIDE_TIE - 0.02
+    assert composer._second(best, [runner_up], idf, sum(idf.values())) is None
+    runner_up.score, runner_up.found = 1.30 - WIDE_TIE + 0.02, {"segment"}
+    assert composer._second(best, [runner_up], idf, sum(idf.values())) is None
+    # Within it, a near tie goes first.
+    runner_up.found = {"neuroml"}
+    tie = _scored(chunk, 2, "Simulators mapping each segment to a compartment could have an issue.", 1.30 - NEAR_TIE,
+                  {"segment"})
+    assert composer._second(best, [runner_up, tie], idf, sum(idf.values())) is tie
+
+
+def test_to_which_are_a_list_within_the_wide_window_follows_prose_though_it_adds_no_term():
+    question = "Which CF attributes are decoded as coordinates?"
+    composer = Composer(embeddings.embed_query(question), [], question)
+    chunk = Chunk(1, 0, 0.5, "CF conventions", [])
+    idf = dict.fromkeys(composer.wanted, 1.0)
+    best = _scored(chunk, 0, "CF attributes are decoded as coordinates by xarray.", 1.0, composer.wanted)
+    listed = _scored(chunk, 1, "A few are parsed:\n\n- `coordinates`\n- `bounds`", 1.0 - WIDE_TIE + 0.02, {"attribut"})
+    listed.kind = "list"
+    assert composer._second(best, [listed], idf, sum(idf.values())) is listed
+    # Prose adding nothing stays out; so does a list when the best passage is one.
+    listed.kind = "prose"
+    assert composer._second(best, [listed], idf, sum(idf.values())) is None
+    listed.kind = best.kind = "list"
+    assert composer._second(best, [listed], idf, sum(idf.values())) is None
+
+
+def test_a_runner_up_holding_every_question_term_follows_below_the_similarity_floor():
+    question = "What is the default minimum relevance of vector hits?"
+    composer = Composer(embeddings.embed_query(question), [], question)
+    assert composer.wanted == {"default", "minimum", "relevanc", "vector", "hits"}
+    chunk = Chunk(1, 0, 0.5, "Retrieval", [])
+    idf = dict.fromkeys(composer.wanted, 1.0)
+    best = _scored(chunk, 0, "Vector hits below the domain's min_relevance (default 0.15) are dropped.", 0.90,
+                   {"default", "vector", "hits"})
+    holding = _scored(chunk, 1, "- min_relevance (0.15, the minimum cosine similarity of vector hits)", 0.87,
+                      composer.wanted)
+    holding.cosine = MIN_SIMILARITY - 0.02
+    assert composer._second(best, [holding], idf, sum(idf.values())) is holding
+    # One lacking a question term stays below the floor (the word "relevance" gone).
+    holding.found = composer.wanted - {"relevanc"}
+    assert composer._second(best, [holding], idf, sum(idf.values())) is None
+    # A term in the chunk's headings counts, as it does for declining (:meth:`Composer.holds_all`).
+    holding.chunk = Chunk(1, 1, 0.5, "Domains > Relevance", [])
+    assert composer._second(best, [holding], idf, sum(idf.values())) is holding
 
 
 def test_words_of_any_script_are_question_terms_and_a_plural_matches_its_singular():

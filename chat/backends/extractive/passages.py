@@ -10,7 +10,9 @@ heading chain + passage, the way chunks are embedded), the chunk's retrieval sco
 the question's shape (:mod:`.shapes`). The best passage is the answer; a second one
 when it scores within :data:`NEAR_TIE` of the first (the evidence cannot tell them apart;
 of several, the one adding most of the question terms the first lacks), or else when it
-adds such terms and scores nearly as well, unless the first defines what "what is X"
+adds such terms and scores nearly as well, or else when it scores within :data:`WIDE_TIE`
+and adds what the question asks for (a term, a list); one holding every question term
+may follow below :data:`MIN_SIMILARITY`. No second one when the first defines what "what is X"
 asks about (to "what is X and what is Y", the best passage defining Y follows the one
 defining X); two passages of one chunk are quoted in their order there. When no
 passage reaches :data:`MIN_SIMILARITY` and none holds every question term, nothing is said
@@ -71,6 +73,14 @@ NEAR_TIE = 0.1
 # choice (every passage allowed to follow) gained 3 on the first sets and lost 2 on the
 # second (bench/passage_replay.py).
 SECOND_ADDS = 0.5
+# Without a near tie or a passage that adds, the runner-up within WIDE_TIE follows when it
+# adds what the question asks for (a question term the best lacks, or the list "which
+# ... are" asks for after prose; of several, the one adding most, as among near ties):
+# lexical + dense evidence rarely puts the answering passage further behind. Only after
+# the near ties: one window of 0.15 or 0.2 let a runner-up adding terms displace the
+# closer one that answered. Replayed (docs/benchmarks.md, `passage`, 2026-12-07): first /
+# second sets 108 / 56 -> 110 / 58 with the floor below, median answer 287 -> 306 chars.
+WIDE_TIE = 0.2
 
 
 class Composer:
@@ -150,8 +160,7 @@ class Composer:
         # Nor does one naming its subject "it" ("How do I upgrade it?"): a passage holding
         # every word it asks about (in its text or its chunk's headings) answers it.
         if (max(p.cosine for p in kept) < MIN_SIMILARITY and "generic" not in self.shapes
-                and not (self.wanted and any(self.wanted <= p.found | matches(self.wanted, p.chunk.headings)
-                                             for p in kept))):
+                and not any(self.holds_all(p) for p in kept)):
             return []
         kept.sort(key=lambda p: (-p.score, p.chunk.rank, p.start))
         best = with_list(lean_back(extend(kept[0], self.wanted, idf)))
@@ -177,11 +186,15 @@ class Composer:
         """The passage quoted after ``best`` (of ``others``, best scored first), or None:
         the near tie that adds most (:data:`SECOND_ADDS`); without one, the best scored
         passage that adds at least :data:`SECOND_NEW_TERMS` of the question's idf mass
-        and scores within :data:`SECOND_MARGIN` + that share of ``best``; either only when
-        both fit in :data:`SECOND_CHARS`."""
-        ties, adding = [], []
+        and scores within :data:`SECOND_MARGIN` + that share of ``best``; without one,
+        the runner-up within :data:`WIDE_TIE` that adds most; any of them only when both
+        fit in :data:`SECOND_CHARS`, and only at :data:`MIN_SIMILARITY` or above unless
+        it holds every question term (:meth:`holds_all`)."""
+        ties, adding, wide = [], [], []
         for other in others:
-            if other.cosine < MIN_SIMILARITY or len(best.text) + len(other.text) > SECOND_CHARS:
+            if len(best.text) + len(other.text) > SECOND_CHARS:
+                continue
+            if other.cosine < MIN_SIMILARITY and not self.holds_all(other):
                 continue
             if overlap(best, other) or other.text in best.text or best.text in other.text:
                 continue  # the same words twice (a passage repeated in another file) say nothing new
@@ -191,9 +204,23 @@ class Composer:
             # What it adds buys it room: the second part of "X and Y?" scores lower.
             elif new_share >= SECOND_NEW_TERMS and other.score >= best.score - SECOND_MARGIN - new_share:
                 adding.append((other.score, other))
-        if ties:
-            return max(ties, key=lambda pair: pair[0])[1]
-        return max(adding, key=lambda pair: pair[0])[1] if adding else None
+            elif other.score >= best.score - WIDE_TIE and (new_share > 0 or self.fits_better(other, best)):
+                wide.append((SECOND_ADDS * new_share + other.score, other))
+        for found in (ties, adding, wide):
+            if found:
+                return max(found, key=lambda pair: pair[0])[1]
+        return None
+
+    def fits_better(self, passage: Passage, than: Passage) -> bool:
+        """Whether ``passage`` is the whole list or table a "which ... are" question asks
+        for and ``than`` is not."""
+        blocks = ("list", "table", "rows")
+        return "listing" in self.shapes and passage.kind in blocks and than.kind not in blocks
+
+    def holds_all(self, passage: Passage) -> bool:
+        """Whether ``passage`` holds every question term, in its text or its chunk's
+        headings (False for a question without terms)."""
+        return bool(self.wanted) and self.wanted <= passage.found | matches(self.wanted, passage.chunk.headings)
 
     def follow(self, nexts: dict[int, tuple[int, str]]) -> None:
         """Give each chunk ending in a lead-in (a colon, a dangling word) the block opening
