@@ -99,8 +99,9 @@ async def next_frame(socket) -> dict:
 
 async def until_done(socket) -> list[dict]:
     frames = [await next_frame(socket)]
-    while frames[-1]["type"] != "done" and not (frames[-1]["type"] == "error" and frames[-1]["code"] in (
-            "too_many_turns", "too_large", "busy", "not_authenticated")):
+    # a refused query (docs/api.md, "Protocol errors") and a closing socket send no "done"
+    while frames[-1]["type"] != "done" and not (
+            frames[-1].get("refused") or frames[-1].get("code") == "not_authenticated"):
         frames.append(await next_frame(socket))
     return frames
 

@@ -6,7 +6,8 @@ server sends ``{"type": "session", "session": id}`` when it created the session,
 the turn's events (``stage``, ``token``, ``tool``, ``references``, ``answer``,
 ``error``, ``done``) exactly as ``Event.as_dict()`` gives them. Protocol errors are
 ``error`` events too (``fatal`` false, the socket stays open; fields are checked by
-chat/parsing.py): ``bad_json``,
+chat/parsing.py), with ``refused`` naming the frame they answer (``query``: no turn
+runs for it, and no ``done`` follows; ``cancel``; ``frame``: unreadable): ``bad_json``,
 ``bad_request``, ``unknown_type``, ``too_large``, ``busy``, ``not_found``,
 ``unknown_domain``, ``idle``, ``too_many_turns`` (KLEA_MAX_TURNS_PER_USER),
 ``rate_limited`` (KLEA_TURNS_PER_MINUTE; the message says when to ask again),
@@ -52,8 +53,16 @@ SessionStore = import_module(settings.SESSION_ENGINE).SessionStore
 CANCEL_WAIT = 5.0
 
 
-def error(code: str, message: str) -> dict:
-    return Error(code=code, message=message).as_dict()
+# What a protocol error's ``refused`` names: the client frame that was not acted on.
+QUERY, CANCEL, FRAME = "query", "cancel", "frame"
+
+
+def error(code: str, message: str, refused: str) -> dict:
+    """A protocol error: ``fatal`` false, and ``refused`` says which frame it answers
+    (QUERY: no turn runs for that query, and no ``done`` follows; CANCEL; FRAME: one
+    that could not be read as either), so a client leaves its waiting state on the
+    server's word rather than on a list of codes (docs/api.md, "Protocol errors")."""
+    return {**Error(code=code, message=message).as_dict(), "refused": refused}
 
 
 class SignedOut(Exception):
@@ -126,7 +135,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         """One fatal ``not_authenticated`` error, then close with 4401; later frames are ignored."""
         self.closed = True
         _open.discard(self)
-        await self.send_json({**error("not_authenticated", message), "fatal": True})
+        await self.send_json(Error(code="not_authenticated", message=message, fatal=True).as_dict())
         await self.close(code=CLOSE_NOT_AUTHENTICATED)
 
     async def end_signed_out(self) -> None:
@@ -143,48 +152,48 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         limit = settings.KLEA_WS_MAX_FRAME_BYTES
         size = len(text_data.encode()) if text_data is not None else len(bytes_data or b"")
         if size > limit:
-            return await self.send_json(error("too_large", f"frame of {size} bytes; the limit is {limit} bytes"))
+            return await self.send_json(error("too_large", f"frame of {size} bytes; the limit is {limit} bytes", FRAME))
         if text_data is None:
-            return await self.send_json(error("bad_json", "send JSON in text frames"))
+            return await self.send_json(error("bad_json", "send JSON in text frames", FRAME))
         try:
             content = decode_json(text_data)
         except BadRequest as exc:
-            return await self.send_json(error(exc.code, exc.message))
+            return await self.send_json(error(exc.code, exc.message, FRAME))
         await self.receive_json(content)
 
     async def receive_json(self, content, **kwargs):
         if not isinstance(content, dict) or not isinstance(content.get("type"), str):
-            return await self.send_json(error("bad_request", 'a frame is a JSON object with a "type"'))
+            return await self.send_json(error("bad_request", 'a frame is a JSON object with a "type"', FRAME))
         handler = {"query": self.on_query, "cancel": self.on_cancel}.get(content["type"])
         if handler is None:
-            return await self.send_json(error("unknown_type", f"unknown frame type {content['type']!r}"))
+            return await self.send_json(error("unknown_type", f"unknown frame type {content['type']!r}", FRAME))
         await handler(content)
 
     async def on_cancel(self, content):
         if not self.running or self.turn is None:
-            return await self.send_json(error("idle", "no turn is running"))
+            return await self.send_json(error("idle", "no turn is running", CANCEL))
         self.turn.cancel()  # the turn ends with error "interrupted" and done "interrupted"
 
     async def on_query(self, content):
         if self.running:
-            return await self.send_json(error("busy", "a turn is running; wait for done or cancel it"))
+            return await self.send_json(error("busy", "a turn is running; wait for done or cancel it", QUERY))
         try:
             await aclose_old_connections()
             prepared = await self.prepare(content)
         except SignedOut:
             return await self.refuse("signed out; sign in again to chat")
         except BadRequest as exc:
-            return await self.send_json(error(exc.code, exc.message))
+            return await self.send_json(error(exc.code, exc.message, QUERY))
         request = prepared.request
         lock = TurnLock(request.session_id, prepared.owner)
         try:
             acquired = await lock.acquire()
         except TurnLimit as exc:
-            return await self.send_json(error(exc.code, str(exc)))
+            return await self.send_json(error(exc.code, str(exc), QUERY))
         except LockUnavailable as exc:
-            return await self.send_json(error("unavailable", str(exc)))
+            return await self.send_json(error("unavailable", str(exc), QUERY))
         if not acquired:
-            return await self.send_json(error("busy", "this session is answering another question"))
+            return await self.send_json(error("busy", "this session is answering another question", QUERY))
         if self.closed or (prepared.created and not await self.announce(request.session_id)):
             await lock.release()  # the client went away while the turn was being set up
             if prepared.created:

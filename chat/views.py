@@ -1,6 +1,7 @@
 """The chat page (``/``): the UI is chat/static/chat/chat.js over the websocket and the API;
 the API tokens page (``/tokens/``)."""
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import redirect, render
@@ -16,7 +17,8 @@ from .models import ApiToken
 def home(request):
     if not may_chat(request.user):
         return redirect_to_login(request.get_full_path())
-    return render(request, "chat/index.html", {"public": not request.user.is_authenticated})
+    return render(request, "chat/index.html", {"public": not request.user.is_authenticated,
+                                               "max_question_chars": settings.KLEA_MAX_QUESTION_CHARS})
 
 
 # The new token waits here (server side) between the POST that made it and the page that

@@ -176,7 +176,7 @@ async def test_a_websocket_opened_with_a_token_is_its_user(world):
     await ws.send_json_to({"type": "query", "session": None, "text": "Zorblax?", "domains": ["wssecret"]})
     assert await ws.receive_json_from(timeout=30) == {
         "type": "error", "code": "unknown_domain", "message": "no domain named 'wssecret' is available to you",
-        "node": "", "fatal": False}
+        "node": "", "fatal": False, "refused": "query"}
     await ws.disconnect()
     in_thread(tokens.revoke, row)
     ws = WebsocketCommunicator(application, "/ws/chat/", headers=headers)

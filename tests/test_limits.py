@@ -223,7 +223,7 @@ async def test_the_default_turns_per_minute_refuse_the_31st_question_on_the_webs
     assert refused == bad("rate_limited", per_minute(retry, limit=30))
     assert 60 - elapsed - 1 <= retry <= 60 - elapsed + 1
     await ws.send_json_to({"type": "cancel"})
-    assert await ws.receive_json_from(timeout=TIMEOUT) == bad("idle", "no turn is running")
+    assert await ws.receive_json_from(timeout=TIMEOUT) == bad("idle", "no turn is running", "cancel")
     await ws.disconnect()
 
 

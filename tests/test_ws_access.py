@@ -168,7 +168,7 @@ async def test_signing_out_closes_the_open_socket_of_that_session(world):
     assert await ws.receive_json_from(timeout=TIMEOUT) == SIGNED_OUT
     assert await ws.receive_output(timeout=TIMEOUT) == {"type": "websocket.close", "code": 4401}
     await other.send_json_to({"type": "cancel"})
-    assert await other.receive_json_from(timeout=TIMEOUT) == bad("idle", "no turn is running")
+    assert await other.receive_json_from(timeout=TIMEOUT) == bad("idle", "no turn is running", "cancel")
     await other.disconnect()
 
 

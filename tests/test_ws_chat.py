@@ -130,7 +130,8 @@ async def test_cancel_ends_the_turn_within_two_seconds(world, fake):
     assert (await stored(session_id))[-1] == ("assistant", "interrupted", "The Izhikevich model is cheap")
     await ws.send_json_to({"type": "cancel"})
     assert await ws.receive_json_from(timeout=TIMEOUT) == {
-        "type": "error", "code": "idle", "message": "no turn is running", "node": "", "fatal": False}
+        "type": "error", "code": "idle", "message": "no turn is running", "node": "", "fatal": False,
+        "refused": "cancel"}
     await ws.disconnect()
 
 
@@ -156,8 +157,7 @@ async def test_a_second_query_while_one_runs_is_busy(world, fake):
     frames = await until(ws, "token")
     session_id = frames[0]["session"]
     await ws.send_json_to({"type": "query", "session": session_id, "text": "Another one?"})
-    busy = {"type": "error", "code": "busy", "message": "a turn is running; wait for done or cancel it",
-            "node": "", "fatal": False}
+    busy = bad("busy", "a turn is running; wait for done or cancel it")
     rest = await until(ws, "error")
     assert rest[-1] == busy
     # another socket (another tab) on the same session is refused too
@@ -171,8 +171,9 @@ async def test_a_second_query_while_one_runs_is_busy(world, fake):
     await ws.disconnect()
 
 
-def bad(code: str, message: str) -> dict:
-    return {"type": "error", "code": code, "message": message, "node": "", "fatal": False}
+def bad(code: str, message: str, refused: str = "query") -> dict:
+    """A protocol error answering a frame of kind ``refused`` (docs/api.md)."""
+    return {"type": "error", "code": code, "message": message, "node": "", "fatal": False, "refused": refused}
 
 
 @pytest.mark.asyncio
@@ -181,10 +182,10 @@ async def test_malformed_frames_get_typed_errors_and_the_socket_stays_open(world
     ws = await connect(world.bob)
     cases = [
         ("{not json", bad("bad_json", "not valid JSON (expecting property name enclosed in double quotes at "
-                                      "line 1, column 2)")),
-        ("[1, 2]", bad("bad_request", 'a frame is a JSON object with a "type"')),
-        ('{"text": "no type"}', bad("bad_request", 'a frame is a JSON object with a "type"')),
-        ('{"type": "dance"}', bad("unknown_type", "unknown frame type 'dance'")),
+                                      "line 1, column 2)", "frame")),
+        ("[1, 2]", bad("bad_request", 'a frame is a JSON object with a "type"', "frame")),
+        ('{"text": "no type"}', bad("bad_request", 'a frame is a JSON object with a "type"', "frame")),
+        ('{"type": "dance"}', bad("unknown_type", "unknown frame type 'dance'", "frame")),
         ('{"type": "query", "text": 5}', bad("bad_request", '"text" must be a non-empty string')),
         ('{"type": "query", "text": "  "}', bad("bad_request", '"text" must be a non-empty string')),
         ('{"type": "query", "text": "\\u200b\\ufeff\\u200e"}', bad("bad_request", '"text" must be a non-empty string')),
@@ -195,15 +196,15 @@ async def test_malformed_frames_get_typed_errors_and_the_socket_stays_open(world
         ('{"type": "query", "text": "hi", "filters": [1]}',
          bad("bad_request", '"filters" must be an object (the filter DSL)')),
         (json.dumps({"type": "query", "text": "x" * 1000}),
-         bad("too_large", "frame of 1029 bytes; the limit is 1000 bytes")),
+         bad("too_large", "frame of 1029 bytes; the limit is 1000 bytes", "frame")),
     ]
     for frame, expected in cases:
         await ws.send_to(text_data=frame)
         assert await ws.receive_json_from(timeout=TIMEOUT) == expected, frame
     await ws.send_to(bytes_data=b"\x00\x01")
-    assert await ws.receive_json_from(timeout=TIMEOUT) == bad("bad_json", "send JSON in text frames")
+    assert await ws.receive_json_from(timeout=TIMEOUT) == bad("bad_json", "send JSON in text frames", "frame")
     await ws.send_json_to({"type": "cancel"})  # still usable
-    assert await ws.receive_json_from(timeout=TIMEOUT) == bad("idle", "no turn is running")
+    assert await ws.receive_json_from(timeout=TIMEOUT) == bad("idle", "no turn is running", "cancel")
     await ws.disconnect()
 
 
@@ -214,7 +215,7 @@ async def test_the_default_limit_is_64_kib(world):
     await ws.send_to(text_data=json.dumps({"type": "query", "session": None, "text": "é" * 40_000},
                                           ensure_ascii=False))
     assert await ws.receive_json_from(timeout=TIMEOUT) == bad(
-        "too_large", "frame of 80046 bytes; the limit is 65536 bytes")
+        "too_large", "frame of 80046 bytes; the limit is 65536 bytes", "frame")
     await ws.disconnect()
 
 
@@ -223,9 +224,9 @@ async def test_deep_json_nul_and_lone_surrogates_get_typed_errors(world):
     ws = await connect(world.bob)
     surrogate = bad("bad_request", '"text" contains a NUL character or a lone surrogate')
     cases = [
-        ("[" * 30000 + "]" * 30000, bad("bad_json", "not valid JSON: nested too deeply")),
+        ("[" * 30000 + "]" * 30000, bad("bad_json", "not valid JSON: nested too deeply", "frame")),
         ('{"type": "query", "text": "hi", "filters": {"year": ' + "[" * 30000 + "]" * 30000 + "}}",
-         bad("bad_json", "not valid JSON: nested too deeply")),
+         bad("bad_json", "not valid JSON: nested too deeply", "frame")),
         ('{"type": "query", "text": "hello\\u0000world"}', surrogate),
         ('{"type": "query", "text": "hi \\ud800 there"}', surrogate),
         ('{"type": "query", "text": "hi", "filters": {"authors": "Sinha\\u0000"}}',
@@ -235,7 +236,7 @@ async def test_deep_json_nul_and_lone_surrogates_get_typed_errors(world):
         await ws.send_to(text_data=frame)
         assert await ws.receive_json_from(timeout=TIMEOUT) == expected, frame[:60]
     await ws.send_json_to({"type": "cancel"})  # still open and usable
-    assert await ws.receive_json_from(timeout=TIMEOUT) == bad("idle", "no turn is running")
+    assert await ws.receive_json_from(timeout=TIMEOUT) == bad("idle", "no turn is running", "cancel")
     await ws.disconnect()
 
 

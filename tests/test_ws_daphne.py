@@ -55,7 +55,8 @@ async def test_a_2_mib_frame_gets_too_large_and_the_socket_stays_open(world, tmp
         async with open_socket(server, cookie) as socket:
             await socket.send(json.dumps({"type": "query", "session": None, "text": "x" * (2 * 1024 * 1024)}))
             assert await receive(socket) == {"type": "error", "code": "too_large", "node": "", "fatal": False,
-                                             "message": "frame of 2097198 bytes; the limit is 65536 bytes"}
+                                             "message": "frame of 2097198 bytes; the limit is 65536 bytes",
+                                             "refused": "frame"}
             await socket.send(json.dumps({"type": "cancel"}))
             assert (await receive(socket))["code"] == "idle"
         # above daphne's cap (8 MiB, as make run sets it) daphne drops the connection
@@ -85,7 +86,8 @@ async def test_two_daphne_processes_on_redis_share_the_session_locks(world, tmp_
                 assert client.exists(f"klea:turn:{session}") == 1
                 await b.send(json.dumps({"type": "query", "session": session, "text": "And here?"}))
                 assert await receive(b) == {"type": "error", "code": "busy", "node": "", "fatal": False,
-                                            "message": "this session is answering another question"}
+                                            "message": "this session is answering another question",
+                                            "refused": "query"}
                 await a.send(json.dumps({"type": "cancel"}))
                 assert (await until(a, "done"))[-1]["status"] == "interrupted"
                 assert client.exists(f"klea:turn:{session}") == 0

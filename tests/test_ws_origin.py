@@ -16,7 +16,8 @@ from .live_daphne import LiveDaphne
 
 pytestmark = pytest.mark.django_db
 TIMEOUT = 60
-IDLE = {"type": "error", "code": "idle", "message": "no turn is running", "node": "", "fatal": False}
+IDLE = {"type": "error", "code": "idle", "message": "no turn is running", "node": "", "fatal": False,
+        "refused": "cancel"}
 
 
 async def handshake(server: LiveDaphne, cookie: str, origin: str | None, **headers: str):

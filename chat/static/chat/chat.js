@@ -11,8 +11,9 @@
     retrieve: "Searching…", pick_tools: "Searching…", join_tools: "Searching…", answer: "Answering…",
     evaluate: "Evaluating the answer…",
   };
-  const state = { session: null, socket: null, current: null, attempt: 1, running: false, retry: 500,
-    domains: [], opened: false, waiting: false, showSessions: () => {} };
+  // current / question: the running turn's answer and question items; asked: its text
+  const state = { session: null, socket: null, current: null, question: null, asked: "", attempt: 1, running: false,
+    retry: 500, domains: [], opened: false, waiting: false, showSessions: () => {} };
 
   function csrf() {
     const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -141,6 +142,7 @@
     const body = await api("/api/domains");
     if (!body) return;
     const box = $("domain-options");
+    const ticked = new Set(pickedDomains());  // kept when the list is read again
     box.replaceChildren();
     if (!body.domains.length) box.append(R.el("p", { text: "No domain is available to you yet." }));
     state.domains = body.domains;
@@ -148,6 +150,7 @@
     for (const domain of body.domains) {
       const id = `domain-${domain.name.replace(/[^A-Za-z0-9_-]/g, "_")}`;
       const input = R.el("input", { type: "checkbox", id, value: domain.name });
+      input.checked = ticked.has(domain.name);
       const label = R.el("label", { for: id, title: domain.description, text: domain.name });
       box.append(R.el("span", { class: "domain" }, input, label));
     }
@@ -185,7 +188,9 @@
     const domains = pickedDomains();
     if (domains.length) frame.domains = domains;
     const conversation = $("conversation");
-    conversation.append(R.fill(R.message("user"), { content: text }));
+    state.question = R.fill(R.message("user"), { content: text });
+    conversation.append(state.question);
+    state.asked = text;
     state.current = R.message("assistant");
     state.current.classList.add("streaming");
     conversation.append(state.current);
@@ -250,8 +255,11 @@
         if (event.warnings.length) item.querySelector(".warnings-slot").replaceChildren(R.warnings(event.warnings));
         break;
       case "error":
-        if (item && state.running) R.addError(item, event.code === "interrupted" ? "Stopped: the answer is incomplete."
-          : `${event.message} (${event.code})`);
+        if (event.refused) refused(event);
+        else if (item && state.running) {
+          R.addError(item, event.code === "interrupted" ? "Stopped: the answer is incomplete."
+            : `${event.message} (${event.code})`);
+        }
         else $("connection").textContent = R.visible(`${event.message} (${event.code})`);
         break;
       case "done":
@@ -262,6 +270,37 @@
       default:
         break;
     }
+  }
+
+  /* A protocol error names the frame it refuses (docs/api.md, "Protocol errors"). A
+     refused query runs no turn, so no "done" follows: the page stops waiting, says why on
+     the turn and gives the question back to be edited. This page sends only small query
+     and cancel frames, so an unreadable frame ("frame": larger than
+     KLEA_WS_MAX_FRAME_BYTES) is its query. A refused cancel needs nothing: the turn
+     already ended, and its "done" came or comes. */
+  function refused(event) {
+    if (event.refused === "cancel") return;
+    const why = `${event.message} (${event.code})`;
+    if (!state.running || !state.current) {
+      $("connection").textContent = R.visible(why);
+      return;
+    }
+    const gone = event.code === "not_found";  // the conversation was deleted (another tab)
+    if (gone) {
+      state.session = null;
+      remember(null);
+    }
+    for (const item of [state.question, state.current]) item.classList.add("refused");
+    finish(`Not asked: ${why}.${gone ? " Sending it again starts a new conversation." : ""}`);
+    state.current = null;
+    if (event.code === "unknown_domain") loadDomains();  // a ticked domain is gone or no longer yours
+    const box = $("question");
+    if (!box.value.trim()) {  // back in the box, unless a new question is being typed there
+      box.value = state.asked;
+      L.fit(box);
+    }
+    showQuestionHint(lengthHint());
+    box.focus();
   }
 
   /* --- the form ------------------------------------------------------------------- */
@@ -286,6 +325,18 @@
     ask(text);
   }
 
+  /* Said while typing, before anything is sent; the server's too_large stays the rule (a
+     question over the limit is still sent and refused, never cut). Characters are code
+     points of the trimmed text, as the server counts them. */
+  function lengthHint() {
+    const box = $("question");
+    const limit = Number(box.dataset.maxChars);
+    const count = [...box.value.trim()].length;
+    if (!limit || count <= limit) return "";
+    const n = (value) => value.toLocaleString("en-US");
+    return `${n(count)} characters: a question may have ${n(limit)} at most; shorten it by ${n(count - limit)}.`;
+  }
+
   function showQuestionHint(text) {
     $("question-hint").textContent = text;
     $("question").setAttribute("aria-invalid", text ? "true" : "false");
@@ -297,7 +348,7 @@
       if (key.key === "Enter" && !key.shiftKey && !key.isComposing) submit(key);
     });
     $("question").addEventListener("input", () => {
-      showQuestionHint("");
+      showQuestionHint(lengthHint());
       L.fit($("question"));
     });
     state.showSessions = L.drawer($("sessions-toggle"), $("sessions"));
