@@ -3,6 +3,7 @@
 :data:`domains.signals.metadata_map_edited`, so the app that owns the map (ingestion)
 updates the chunks without this app importing it."""
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, Q
 
@@ -120,14 +121,28 @@ def reapply_map(modeladmin, request, queryset):
     messages.success(request, f"Re-applied the map of {documents.count()} document(s); {changed} chunk(s) changed.")
 
 
+METADATA_HELP = ("A copy of the DEFAULT entry of the metadata map below, read-only here: "
+                 "edit that entry (or add one) and save to change the title, authors or year; "
+                 "saving re-applies the map to the chunks.")
+
+
+class DocumentForm(forms.ModelForm):
+    class Meta:
+        # the admin shows this help under the read-only field too
+        help_texts = {"metadata": METADATA_HELP}
+
+
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
-    """Documents with their map entries inline: saving edited entries re-applies them."""
+    """Documents with their map entries inline: saving edited entries re-applies them.
+    ``Document.metadata`` mirrors the DEFAULT entry (re-applying the map rewrites it), so
+    it is read-only: an edit there would be saved and then silently overwritten."""
 
     list_display = ["file_name", "store", "status", "pages", "chunk_count", "updated_at"]
     list_filter = ["status", "store__domain", "store"]
     search_fields = ["file_name", "metadata__title"]
-    readonly_fields = ["content_hash", "source_path", "created_at", "updated_at"]
+    form = DocumentForm
+    readonly_fields = ["content_hash", "source_path", "created_at", "updated_at", "metadata"]
     inlines = [MetadataEntryInline]
     actions = [reapply_map]
 

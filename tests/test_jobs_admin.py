@@ -194,3 +194,38 @@ def test_upload_names_that_cannot_be_saved_as_sent_are_refused(client, users, st
     assert response.status_code == 200
     assert re.findall(r'<ul class="errorlist"[^>]*><li>(.*?)</li>', response.content.decode()) == [message]
     assert (IngestionJob.objects.filter(store=store).count(), (tmp_path / "uploads").exists()) == (0, False)
+
+
+def test_the_document_page_edits_its_metadata_through_the_default_entry_only(client, users, store, tmp_path):
+    """Document.metadata mirrors the DEFAULT map entry (re-applying rewrites it): shown
+    read-only with a pointer to the entry, whose edit reaches the chunks and the mirror."""
+    from domains.admin import METADATA_HELP
+    from ingestion.runs.ingest import ingest
+
+    client.force_login(users[0])
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.md").write_text("# A\n\nText one.\n", encoding="utf-8")
+    ingest(tmp_path / "d", "upload-store", "uploads", mirror=True)
+    document = Document.objects.get(file_name="a.md")
+    default = MetadataEntry.objects.get(document=document, heading_key="DEFAULT")
+    url = f"/admin/domains/document/{document.pk}/change/"
+    html = client.get(url).content.decode()
+    assert 'name="metadata"' not in html and METADATA_HELP in html
+    response = client.post(url, {
+        "store": store.pk, "file_name": "a.md", "status": "stored", "error": "", "pages": "",
+        "metadata": '{"title": "ignored"}',
+        "metadata_entries-TOTAL_FORMS": 1, "metadata_entries-INITIAL_FORMS": 1,
+        "metadata_entries-MIN_NUM_FORMS": 0, "metadata_entries-MAX_NUM_FORMS": 1000,
+        "metadata_entries-0-id": default.pk, "metadata_entries-0-document": document.pk,
+        "metadata_entries-0-heading_key": "DEFAULT",
+        "metadata_entries-0-values": '{"title": "A", "authors": ["E. W. Dijkstra"]}',
+    })
+    assert response.status_code == 302
+    document.refresh_from_db()
+    assert document.metadata == {"title": "A", "authors": ["E. W. Dijkstra"]}
+    assert [c.metadata for c in Chunk.objects.filter(document=document)] == [
+        {"title": "A", "authors": ["E. W. Dijkstra"]}]
+    assert [m.message for m in client.get(url).context["messages"]] == [
+        "Metadata map re-applied: 1 chunk(s) changed (no re-embedding).",
+        f'The document “<a href="{url}">{document}</a>” was changed successfully.',
+    ]
