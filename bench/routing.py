@@ -17,6 +17,10 @@ the probes of :mod:`chat.backends.extractive.routing`. Besides the answer sets,
 ("Is it worth ...?"), and ``terse`` in-domain questions that name their subject only by
 "it" / "this" or are a few words long (the shapes a one-domain user types).
 
+Column ``follow-ups`` counts the questions :func:`chat.pipeline.follow_up.is_follow_up`
+takes for follow-ups: asked after another question, they would be routed and searched
+together with it (a self-contained question should not be; most of ``terse`` should).
+
     python bench/routing.py                     # all sets; every refusal and acceptance listed
     python bench/routing.py --sets klea-docs off-topic off-topic-2 --json var/routing.json
 """
@@ -55,6 +59,7 @@ def main() -> None:
     parser.add_argument("--json", metavar="FILE", help="Also write every question's routes and scores here.")
     args = parser.parse_args()
     setup_django()
+    from chat.pipeline.follow_up import is_follow_up
     from chat.scoring import load_questions
     from domains.models import Domain
 
@@ -67,10 +72,12 @@ def main() -> None:
     for name in args.sets:
         questions = load_questions(QUESTIONS / f"{name}.json")
         counts = {"n": len(questions), "all_refused": 0, "all_misrouted": 0, "one_refused": 0,
-                  "all_accepted": 0, "one_accepted": 0}
+                  "all_accepted": 0, "one_accepted": 0, "follow_ups": 0}
         for q in questions:
             routed, scores = route(q.question, domains)
-            row = {"set": name, "question": q.question, "domain": q.domain, "routed": routed, "scores": scores}
+            row = {"set": name, "question": q.question, "domain": q.domain, "routed": routed, "scores": scores,
+                   "follow_up": is_follow_up(q.question)}
+            counts["follow_ups"] += row["follow_up"]
             if q.off_topic:
                 alone = [d.name for d in domains if route(q.question, [d])[0]]
                 row["accepted_alone"] = alone
@@ -92,23 +99,26 @@ def main() -> None:
             rows.append(row)
         lines.append((name, counts, questions[0].off_topic if questions else False))
 
-    print(f"\n{'set':<14} {'n':>4}  all domains: refused misrouted accepted | one domain: refused accepted")
+    print(f"\n{'set':<14} {'n':>4}  all domains: refused misrouted accepted | one domain: refused accepted"
+          " | follow-ups")
     for name, c, off in lines:
         if off:
             # accepted alone: out of n questions x len(domains) single-domain deployments
             print(f"{name:<14} {c['n']:>4}  {'':>21} {c['all_accepted']:>8} | {'':>19} "
-                  f"{c['one_accepted']}/{c['n'] * len(domains)}")
+                  f"{c['one_accepted']}/{c['n'] * len(domains)} | {c['follow_ups']}")
         else:
             print(f"{name:<14} {c['n']:>4}  {c['all_refused']:>21} {c['all_misrouted']:>9} {'':>8} | "
-                  f"{c['one_refused']:>19}")
+                  f"{c['one_refused']:>19} {'':>8} | {c['follow_ups']}")
     inside = [c for _, c, off in lines if not off]
     outside = [c for _, c, off in lines if off]
     n_in, n_off = sum(c["n"] for c in inside), sum(c["n"] for c in outside)
     print(f"in-domain {n_in}: refused {sum(c['all_refused'] for c in inside)}, misrouted "
           f"{sum(c['all_misrouted'] for c in inside)} (all domains); refused "
-          f"{sum(c['one_refused'] for c in inside)} (own domain alone)")
+          f"{sum(c['one_refused'] for c in inside)} (own domain alone); follow-ups "
+          f"{sum(c['follow_ups'] for c in inside)}")
     print(f"off-topic {n_off}: accepted {sum(c['all_accepted'] for c in outside)} (all domains); "
-          f"{sum(c['one_accepted'] for c in outside)}/{n_off * len(domains)} (each domain alone)")
+          f"{sum(c['one_accepted'] for c in outside)}/{n_off * len(domains)} (each domain alone); follow-ups "
+          f"{sum(c['follow_ups'] for c in outside)}")
     if problems:
         print("\nrefused, misrouted or accepted:\n" + "\n".join(problems))
     print(f"{len(rows)} questions in {time.monotonic() - started:.0f} s")

@@ -1,7 +1,7 @@
 """Follow-up questions on the model-free path: "Can you give an example of it?" is routed
 and searched together with the question before it (chat/pipeline/follow_up.py), in a
-session and in a caller's own history; a question that names its subject is searched
-as asked."""
+session and in a caller's own history; a question that names its subject, or whose
+pronoun stands for something it names itself, is searched as asked."""
 
 from __future__ import annotations
 
@@ -30,6 +30,28 @@ EXAMPLE = "Can you give an example of it?"
     ("Is it true that Orbitals reads netCDF files from remote servers?", False),
     ("How do I open a netCDF file with Orbitals?", False),
     ("What is a term in Raft?", False),
+    # The first reference has no antecedent in the question.
+    ("What is its default?", True),
+    ("Which Java versions is it tested with?", True),  # the name asks which, "it" is the subject before
+    ("What does open_dataset do with it?", True),  # "it" cannot be its own clause's subject
+    ("Does it keep its data in PostgreSQL?", True),  # "its" is "it"
+    ("Thanks! What is its default?", True),
+    ("OK, thanks. Can I run it on several machines?", True),  # thanks name nothing, nor count as its own
+    # An earlier clause or sentence names what the reference stands for.
+    ("What does KLEA_MAX_TURNS_PER_USER do and what is its default?", False),
+    ("What is xarray and why should I use it?", False),
+    ("What is the turn limit, and can I change it?", False),
+    ("I set KLEA_RAG_HISTORY_CHARS. How do I check it?", False),
+    ("What is Klea? How do I upgrade it?", False),
+    ("Of Raft and Paxos, which one is simpler?", False),
+    ("My phone is slow, how do I fix it?", False),
+    # A possessive may stand for a name before it in its own clause.
+    ("How does Raft elect its leader?", False),
+    ("Does `klea ask` print its sources?", False),
+    ("Does it print its sources?", True),
+    # "there" in "is there" names no place.
+    ("Is there a limit on turns?", False),
+    ("Where is it stored there?", True),
 ])
 def test_a_follow_up_refers_back_and_names_little_of_its_own(question, follow_up):
     assert is_follow_up(question) is follow_up
@@ -46,6 +68,11 @@ def test_a_follow_up_is_searched_with_the_questions_before_it():
         "What is a term in Raft? How long does it last? And what about Paxos?")
     assert search_question("How long does it last?", history[:2]) == "What is a term in Raft? How long does it last?"
     assert search_question("What is a log entry in Raft?", history) == "What is a log entry in Raft?"
+    # Its pronoun stands for a name of its own: searched as asked, after a follow-up or not.
+    assert search_question("What does Raft do and what is its term?", history) == (
+        "What does Raft do and what is its term?")
+    assert search_question("What is its term?", [{"role": "user", "content": "What does Raft do?"}]) == (
+        "What does Raft do? What is its term?")
     assert search_question("How long does it last?", []) == "How long does it last?"
     # A caller's history may end with the question itself (the OpenAI messages list).
     assert search_question("How long does it last?", history[:2] + [
@@ -93,3 +120,15 @@ def test_a_follow_up_in_a_callers_own_history_is_searched_the_same_way(two_domai
     alone = run(EXAMPLE, two_domains)
     assert trace(alone)[0] == "memory: no session"
     assert alone.answer.route == "refused"
+
+
+def test_a_question_naming_what_its_pronoun_stands_for_is_not_searched_with_the_one_before(two_domains):
+    session = ChatSession.objects.create()
+    run(NETCDF, two_domains, session_id=session.pk)
+
+    second = run("What is bread and how long does it rise?", two_domains, session_id=session.pk)
+
+    assert trace(second)[0] == "memory: 2 messages (216 chars), summary 0 chars"
+    assert (second.answer.route, second.answer.domains) == ("domains", ["kitchen"])
+    assert second.answer.text == "Knead the dough for ten minutes, then let it rise in a warm place for an hour. [1]"
+    assert [r["file_name"] for r in second.references] == ["bread.md"]

@@ -6,11 +6,25 @@ queries rewrites such a question itself (the conversation is in its prompt); rou
 evidence, the question's embedding and the fallback query (the question itself) do not,
 so for them a follow-up is searched together with the question(s) before it.
 
-A question is a follow-up when it refers back (a pronoun such as "it", "they", "that";
-"one" after a determiner, as in "which one" or "the other ones"; or it opens with "and",
-"also", "what about", "how about") and names at most
-MAX_OWN_TERMS content words of its own: "Is it true that xarray reads netCDF?" names
-its subject and is searched as asked.
+A question is a follow-up when it refers back and names at most MAX_OWN_TERMS content
+words of its own ("Is it true that xarray reads netCDF?" names its subject and is
+searched as asked). It refers back when it opens with "and", "also", "what about", "how
+about", or when its first reference (a pronoun such as "it", "its", "they", "that";
+"one" after a determiner, as in "which one" or "the other ones") has no antecedent in
+the question itself. An antecedent is
+
+- an earlier clause or sentence naming something: a content word other than a greeting or thanks
+  ("What does KLEA_MAX_TURNS_PER_USER do and what is its default?", "What is xarray and
+  why should I use it?", "My phone is slow, how do I fix it?"; not "Thanks! What is its
+  default?");
+- for a possessive ("its", "their", ...), a name before it in its own clause ("How does
+  Raft elect its leader?"). Any other reference cannot stand for a name of its own
+  clause ("Which Python version does it require?", "What does open_dataset do with
+  it?": "it" is what was asked about before).
+
+A name is a code name (``open_dataset``, ``xr.Dataset``, ``netCDF``, ``KLEA_X``), a
+capitalised word not opening a sentence (not "I"), or a quoted name. "there" in "is
+there" / "there are" refers to nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from chat.rag.strategies import keywords
+from chat.rag.strategies import keywords, split_clauses
 
 # "Can you give an example of it?" has 2 content words ("give", "example"), "Which Python
 # version does it require?" 3; a question naming 4 or more usually names its subject.
@@ -31,6 +45,18 @@ _ONE = re.compile(
     r"\b(?:which|what|the|that|this|these|those|each|either|neither|other|another|first|second|"
     r"last|same|latter|former)\s+ones?\b", re.IGNORECASE)
 _ELLIPSIS = re.compile(r"^\s*(and|also|then|what about|how about)\b", re.IGNORECASE)
+_POSSESSIVE = re.compile(r"(its|their|theirs|his|her|hers)", re.IGNORECASE)
+_BE = r"(?:is|are|was|were|isn't|aren't|wasn't|weren't|be|'s|'re|seems?|exists?)"
+_WORD = re.compile(r"[\w][\w.+#/-]*[\w+#]|\w")
+_QUOTED = re.compile(r"`[^`]+`|\"[^\"]+\"|“[^”]+”|(?<!\w)'[^'\s][^']*'(?!\w)")
+_CODE = re.compile(r"_|[A-Za-z][./][A-Za-z]|[a-z][A-Z]|^[A-Z0-9]*[A-Z][A-Z0-9]*[A-Z0-9]$")
+# A clause of only these words acknowledges an answer or opens the next question ("OK,
+# thanks. Another question: what is its default?"): it names nothing.
+_DISCOURSE = frozenset(
+    "ok okay thanks thank great cool nice good right sure yes no yeah well hmm hi hello hey alright perfect "
+    "awesome now next so oh ah sorry actually wait another question understood interesting see"
+    .split())
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # How many earlier questions a chain of follow-ups ("What is a term?", "How long does it
 # last?", "And in Paxos?") may reach back.
 MAX_CHAIN = 3
@@ -39,11 +65,56 @@ MAX_CHAIN = 3
 def is_follow_up(question: str) -> bool:
     """True when ``question`` refers back to the conversation and names (almost) nothing
     of its own (see the module docstring)."""
-    if not (_REFERS_BACK.search(question) or _ELLIPSIS.search(question) or _ONE.search(question)):
+    if not (_ELLIPSIS.search(question) or _first_reference_without_antecedent(question)):
         return False
-    # "the other ones" names nothing of the question's own.
-    own = [w for w in keywords(_ONE.sub(" ", question)) if not _REFERS_BACK.fullmatch(w)]
+    # "the other ones" names nothing of the question's own, nor does "Thanks!".
+    own = [w for clause in _clauses(_ONE.sub(" ", question)) for w in _content_words(clause)]
     return len(own) <= MAX_OWN_TERMS
+
+
+def _first_reference_without_antecedent(question: str) -> bool:
+    """True when the question's first reference has no antecedent in the question."""
+    named_before = False  # an earlier clause names something
+    for clause in _clauses(question):
+        references = [m for m in _REFERS_BACK.finditer(clause) if not _existential(clause, m)]
+        references += list(_ONE.finditer(clause))
+        if not references:
+            named_before = named_before or bool(_content_words(clause))
+            continue
+        first = min(references, key=lambda m: m.start())
+        return not (named_before or (_POSSESSIVE.fullmatch(first.group(0)) and _names(clause[:first.start()])))
+    return False
+
+
+def _clauses(question: str) -> list[str]:
+    return [c for sentence in _SENTENCE_END.split(question) for c in split_clauses(sentence)]
+
+
+def _existential(clause: str, match: re.Match) -> bool:
+    """"there" in "is there a limit?" or "there are two ways" names no place."""
+    return match.group(0).lower() == "there" and bool(
+        re.search(rf"\b{_BE}\s+$", clause[:match.start()], re.IGNORECASE)
+        or re.match(rf"\s*{_BE}\b", clause[match.end():], re.IGNORECASE))
+
+
+def _names(text: str) -> list[str]:
+    """The names in ``text``: quoted names, code names, capitalised words not opening a
+    sentence (nor "I", "I'm", ...)."""
+    found = [m.group(0) for m in _QUOTED.finditer(text)]
+    for m in _WORD.finditer(_QUOTED.sub(lambda q: " " * len(q.group(0)), text)):
+        word = m.group(0)
+        if word.lower() in _DISCOURSE or _REFERS_BACK.fullmatch(word):
+            continue
+        opens_sentence = not text[:m.start()].strip() or text[:m.start()].rstrip()[-1] in ".!?:;\"'(“"
+        if _CODE.search(word) or (word[0].isupper() and not opens_sentence and word.split("'")[0] != "I"):
+            found.append(word)
+    return found
+
+
+def _content_words(clause: str) -> list[str]:
+    """The content words of ``clause``, none when they only acknowledge ("Great, thanks")."""
+    words = [w for w in keywords(clause) if not _REFERS_BACK.fullmatch(w)]
+    return [] if all(w.lower() in _DISCOURSE for w in words) else words
 
 
 def search_question(question: str, history: Sequence[dict]) -> str:

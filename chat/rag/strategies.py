@@ -50,10 +50,16 @@ def keywords(text: str) -> list[str]:
     return [w for w in _WORD.findall(text) if w.lower() not in STOP_WORDS]
 
 
+def split_clauses(question: str) -> list[str]:
+    """Every sub-clause of ``question`` in order, stripped of spaces, commas and full
+    stops, empty ones dropped: "What does X do and what is its default?" -> ["What does
+    X do", "what is its default"]."""
+    return [p for p in (p.strip(" ,.") for p in _CLAUSE.split(question)) if p]
+
+
 def clauses(question: str) -> list[str]:
     """The sub-clauses of ``question`` with at least MIN_CLAUSE_WORDS content words."""
-    parts = [p.strip(" ,.") for p in _CLAUSE.split(question)]
-    return [p for p in parts if len(keywords(p)) >= MIN_CLAUSE_WORDS]
+    return [p for p in split_clauses(question) if len(keywords(p)) >= MIN_CLAUSE_WORDS]
 
 
 def rephrasings(question: str) -> list[str]:
