@@ -60,3 +60,37 @@ def sign_in(page, server, user) -> None:
 def screenshot(page, name: str) -> None:
     """The whole page as test-artifacts/NAME.png."""
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+# WCAG 2 contrast of each visible button's text against the first opaque background
+# behind it (the button's own, else an ancestor's); the fallback is the canvas, white.
+BUTTON_CONTRASTS = """() => {
+  const rgba = (color) => color.match(/[\\d.]+/g).map(Number);
+  const channel = (v) => (v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+  const luminance = ([r, g, b]) => 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
+  const behind = (node) => {
+    for (let e = node; e; e = e.parentElement) {
+      const color = rgba(getComputedStyle(e).backgroundColor);
+      if (color.length < 4 || color[3] > 0) return color;
+    }
+    return [255, 255, 255];
+  };
+  return [...document.querySelectorAll("button")].filter((b) => b.checkVisibility() && b.innerText.trim())
+    .map((b) => {
+      const [high, low] = [luminance(rgba(getComputedStyle(b).color)), luminance(behind(b))].sort((x, y) => y - x);
+      return [b.innerText.trim(), Math.round((high + 0.05) / (low + 0.05) * 10) / 10];
+    });
+}"""
+
+
+def unreadable_buttons(page, minimum: float = 4.5) -> dict[str, list[tuple[str, float]]]:
+    """The visible buttons whose text has less than ``minimum`` contrast (WCAG AA for
+    text is 4.5) in the light and the dark colour scheme: ``{scheme: [(text, ratio)]}``
+    with the schemes that have any; empty when all are readable. The page is left light."""
+    found = {}
+    for scheme in ("dark", "light"):
+        page.emulate_media(color_scheme=scheme)
+        low = [(text, ratio) for text, ratio in page.evaluate(BUTTON_CONTRASTS) if ratio < minimum]
+        if low:
+            found[scheme] = low
+    return found

@@ -19,7 +19,7 @@ from domains.models import Domain
 from ingestion.models import IngestionJob, StagedFile
 from ingestion.runs.ingest import ingest
 
-from .browser import DESKTOP, PHONE, browser_page, screenshot, sign_in
+from .browser import DESKTOP, PHONE, browser_page, screenshot, sign_in, unreadable_buttons
 from .chat_world import PASSWORD, in_thread, world  # noqa: F401
 from .fake_ollama import FakeOllama, Reply
 from .live_daphne import LiveDaphne
@@ -83,6 +83,7 @@ def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
         expect(hint.locator(".hint-domain > span")).to_have_text([d["description"] for d in names])
         expect(hint.locator(".example")).to_have_text([QUESTION, "Second example?"])
         screenshot(page, "chat-empty-hint")
+        assert unreadable_buttons(page) == {}  # the examples, Send, New conversation
 
         # click an example: it is asked; the answer streams in, then the references
         page.get_by_label("webdocs").check()
@@ -146,6 +147,7 @@ def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
         expect(view).to_be_hidden()
         expect(first).to_be_focused()
         screenshot(page, "chat-desktop")
+        assert unreadable_buttons(page) == {}  # [n] markers, references, the conversation's actions
 
         # the new conversation is listed under its question
         expect(page.locator("#session-list .open").first).to_have_text(QUESTION)

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from chat.models import ApiToken
 
-from .browser import PHONE, browser_page, screenshot, sign_in
+from .browser import PHONE, browser_page, screenshot, sign_in, unreadable_buttons
 from .chat_world import in_thread, world  # noqa: F401
 from .live_daphne import LiveDaphne
 
@@ -40,6 +40,7 @@ def test_create_use_and_revoke_a_token(world, tmp_path, viewport):
         assert token.startswith("klea_") and len(token) == 48
         assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
         screenshot(page, f"tokens-created-{'phone' if viewport else 'desktop'}")
+        assert unreadable_buttons(page) == {}
         assert ws_models(server, token) == (200, ["klea/wsarrays", "klea/wsneuro"])
 
         page.reload()  # shown once: a reload lists the prefix only
