@@ -9,7 +9,8 @@ import pytest
 
 from chat.backends.extractive.candidates import SHORT_LIST, Chunk, Passage, extend, units_of, with_list
 from chat.backends.extractive.passages import MIN_SIMILARITY, NEAR_TIE, WIDE_TIE, Composer
-from chat.backends.extractive.shapes import BLOCK_OTHERWISE, NUMBER_FOR_HOW_MANY, bonus, enumerates, field, shapes
+from chat.backends.extractive.shapes import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_WHY, CODE_OTHERWISE,
+                                             NUMBER_FOR_HOW_MANY, bonus, enumerates, field, shapes)
 from chat.backends.extractive.text import matches, terms
 
 from domains import embeddings
@@ -82,6 +83,18 @@ def test_which_x_are_supported_is_answered_by_the_sentence_listing_them_with_the
 ])
 def test_a_list_written_as_prose(text, expected):
     assert enumerates(text) is expected
+
+
+@pytest.mark.parametrize("kind, text, expected", [
+    ("code", '```\nseries = pd.Series({"mean": float(arr.mean())})\n```', CODE_OTHERWISE + CODE_FOR_WHY),
+    ("code", "Because a `DataArray` keeps its coordinates, convert it:\n\n```\nfloat(arr.mean())\n```",
+     CODE_OTHERWISE + CODE_FOR_WHY + CAUSE_FOR_WHY),
+    ("prose", "Aggregations return a `DataArray` because operations on one return another.", CAUSE_FOR_WHY),
+])
+def test_code_states_no_cause(kind, text, expected):
+    # "Why ...?" is answered by prose giving the cause; a code block only does what it does.
+    assert bonus(shapes("Why does mean on a DataArray not give a Python float?"), kind, text, False) == (
+        pytest.approx(expected, abs=1e-12))
 
 
 @pytest.mark.parametrize("question, expected", [
@@ -286,6 +299,7 @@ def test_the_parts_of_an_identifier_in_a_passage_match_question_terms():
     assert matches(terms("Which setting selects the LLM backend?"),
                    "| `KLEA_LLM_BACKEND` | `extractive` | which backend answers |") == {"llm", "backend"}
     assert terms("What does extract_bibliography do?") == {"extract_bibliography"}
+
 
 
 LEVELS_LEAD = (

@@ -7,7 +7,7 @@ A how-to question is answered by a command or code block (or numbered steps) rat
 by prose about it; "which ... are" (or "what goes in ...") by a whole list or table;
 "when" by a passage holding a year; "how many" ("how strong", "what ratio") by one
 holding a number, in digits or words; "who" by one holding a name; "what is X" by the
-sentence that says "X is ..."; "why" by one that gives a cause; "which option / extra / function" (a name written in
+sentence that says "X is ..."; "why" by one that gives a cause (never by code); "which option / extra / function" (a name written in
 code) by a code block as "how do I" is; a field line ("Date: ...",
 "Authors: ...") by its label. The bonus is added
 to a passage's score (:mod:`.passages`), so it only breaks near-ties of evidence.
@@ -167,6 +167,7 @@ STEPS_FOR_HOWTO = 0.06
 INLINE_FOR_HOWTO = 0.04
 IMPERATIVE_FOR_HOWTO = 0.06
 CODE_OTHERWISE = -0.05  # code answers "how do I"; to other questions it is rarely the answer
+CODE_FOR_WHY = -0.05  # and to "why" never: code does what it does, it states no cause
 LIST_FOR_LISTING = 0.10
 LIST_OF_COUNT = 0.10  # "the three rules": a list of exactly three items
 YEAR_FOR_WHEN = 0.12
@@ -297,6 +298,8 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
         value += SUBJECT_FOR_DEFINITION
     if "reason" in question_shapes and _BECAUSE.search(text):
         value += CAUSE_FOR_WHY
+    if "reason" in question_shapes and kind == "code":
+        value += CODE_FOR_WHY
     if "howto" in question_shapes:
         if kind == "code":
             value += CODE_FOR_HOWTO
