@@ -302,6 +302,17 @@ def test_the_parts_of_an_identifier_in_a_passage_match_question_terms():
 
 
 
+
+def test_a_term_is_found_at_the_start_of_a_longer_word_a_short_one_only_before_a_digit():
+    assert matches({"add", "own", "pdf", "api", "izhikevich", "install"},
+                   "Set the contact address of the owner; izhikevich2007_network reads pdf2 after the installation.") == {
+        "izhikevich", "install", "pdf"}
+    # "How do I add my own PDFs?": the Crossref contact address holds neither "add" nor
+    # "own", so the settings row naming it is no candidate answer.
+    assert matches(terms("How do I add my own PDFs?"),
+                   "| `KLEA_INGEST_MAILTO` | empty | contact address for the Crossref polite pool |") == set()
+
+
 LEVELS_LEAD = (
     "The Foo format has been stable since 2011.\n\n"
     "There are three levels of compliance to the Foo specification:"

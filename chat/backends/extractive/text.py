@@ -84,11 +84,21 @@ def terms(text: str, parts: bool = False) -> set[str]:
     return found
 
 
+# A term of at most SHORT_TERM letters is found at the start of a longer word only when a
+# digit follows it ("pdf" in "pdf2"): "add" is not in "address", nor "own" in "owner".
+SHORT_TERM = 3
+
+
+def _starts(word: str, term: str) -> bool:
+    return word.startswith(term) and (len(term) > SHORT_TERM or word[len(term):][:1].isdigit())
+
+
 def matches(wanted: set[str], text: str) -> set[str]:
     """The question terms found in ``text``: as a word, or as the start of one
-    ("izhikevich" in "izhikevich2007_network")."""
+    ("izhikevich" in "izhikevich2007_network", "install" in "installation"; a short
+    term only before a digit, :data:`SHORT_TERM`)."""
     words = terms(text, parts=True)  # `KLEA_LLM_BACKEND` states what "the LLM backend" asks for
-    return {t for t in wanted if t in words or any(w.startswith(t) for w in words)}
+    return {t for t in wanted if t in words or any(_starts(w, t) for w in words)}
 
 
 FENCE = "```"
