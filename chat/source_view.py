@@ -21,7 +21,7 @@ from domains.access import queryable_domains
 from domains.models import Chunk, Document
 from domains.pdf_quotes import quoted_boxes
 from domains.sources import (
-    SourceUnavailable, document_top, is_pdf, open_verified, render_page, source_file, text_section,
+    PageUnavailable, SourceUnavailable, document_top, is_pdf, open_verified, render_page, source_file, text_section,
 )
 
 from .api import api, error
@@ -154,7 +154,8 @@ def document_page(request, document_id: int, page: int):
 
     :returns: 200 image/jpeg (``X-Klea-Page-Cache``: hit or miss); 400 bad_request (a
         width that is not a number); 404 not_found (no such document for this user, not
-        a PDF, or no such page); 410 source_missing / source_changed.
+        a PDF, or no such page); 410 source_missing / source_changed; 422
+        page_too_complex (pdfium took longer than KLEA_PAGE_TIMEOUT to draw it).
     """
     document = _visible_document(request.user, document_id)
     if document is None:
@@ -169,6 +170,8 @@ def document_page(request, document_id: int, page: int):
         return error(404, "not_found", str(exc))
     except SourceUnavailable as exc:
         return error(410, exc.code, str(exc))
+    except PageUnavailable as exc:
+        return error(422, exc.code, str(exc))
     response = HttpResponse(image.data, content_type="image/jpeg")
     response["Cache-Control"] = f"private, max-age={PAGE_MAX_AGE}"
     response["X-Klea-Page-Cache"] = "hit" if image.cached else "miss"

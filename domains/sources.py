@@ -9,8 +9,10 @@ built it); nothing here takes a path from a request. A page is rendered from the
 bytes still hash to the document's ``content_hash`` (else the stored line boxes could
 point at other text), then kept in ``KLEA_PAGE_CACHE_DIR/<content hash>/``.
 
-pdfium must never run in two threads at once (pypdfium2's documentation, "Incompatibility
-with Threading"): every call here holds one lock.
+pdfium runs in the conversion worker's child process (:mod:`domains.pdf_pages`), one call
+at a time per server process, each within KLEA_PAGE_TIMEOUT seconds: a page that takes
+pdfium longer (a 200 KB file can stroke millions of lines) is stopped there, instead of
+holding every other page view of the process for minutes.
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import pypdfium2 as pdfium
 from django.conf import settings
 
-from ingestion.convert.pdf_lines import upright_chars
+from ingestion.convert.base import ConversionError
+from ingestion.convert.worker import ConversionWorker
 from ingestion.sources import sha256
 
 from .models import Chunk, Document
@@ -36,16 +38,15 @@ from .uploads import local_copy
 # that is at least as wide as asked (the largest for anything wider), so few sizes are
 # cached per page and each is sharp on the screen that asked.
 PAGE_WIDTHS = (480, 800, 1200, 1600)
-# A page taller than this many times its image width (a scroll, a poster strip) is drawn
-# narrower, so one page never costs more than width x 4 width pixels of memory.
-MAX_ASPECT = 4
-JPEG_QUALITY = 85  # page images as JPEG: about 10x faster to encode than PNG, a third smaller
 # A text section longer than this shows only the chunk and this many lines either side.
 MAX_SECTION_LINES = 400
 SECTION_CONTEXT = 40
 # How far above a section's first chunk its heading line is looked for.
 HEADING_SEARCH_LINES = 30
-_PDFIUM = threading.Lock()
+# The pdfium child's memory bound (MB): a page image is at most 1600 x 6400 pixels.
+PDF_WORKER_MEMORY_MB = 1024
+_WORKER: ConversionWorker | None = None
+_WORKER_LOCK = threading.Lock()
 _MARKUP = re.compile(r"[#*_`=~\-<>/\[\]]|</?h\d[^>]*>")
 
 
@@ -58,6 +59,14 @@ class SourceUnavailable(Exception):
     def __init__(self, code: str, message: str):
         super().__init__(message)
         self.code = code
+
+
+class PageUnavailable(Exception):
+    """pdfium could not draw or read the page within KLEA_PAGE_TIMEOUT seconds or its
+    memory bound, or crashed on it (``code``: ``page_too_complex``; the message names the
+    file)."""
+
+    code = "page_too_complex"
 
 
 @dataclass(frozen=True)
@@ -139,10 +148,12 @@ def _cache_path(document: Document, page: int, width: int) -> Path:
 
 def render_page(document: Document, page: int, width: int | None = None) -> PageImage:
     """Page ``page`` (1-based) of a PDF document as a JPEG ``page_width(width)`` pixels
-    wide (narrower for a page more than MAX_ASPECT times taller than wide).
+    wide (narrower for a page more than :data:`domains.pdf_pages.MAX_ASPECT` times taller
+    than wide), drawn in the pdfium child.
 
     :raises ValueError: not a PDF, or no such page (the message says how many there are).
     :raises SourceUnavailable: the file is missing or changed since ingestion.
+    :raises PageUnavailable: pdfium took longer than KLEA_PAGE_TIMEOUT (or more memory).
     """
     if not is_pdf(document):
         raise ValueError(f"{document.file_name} is not a PDF")
@@ -153,50 +164,55 @@ def render_page(document: Document, page: int, width: int | None = None) -> Page
     if cached.is_file():
         data = cached.read_bytes()
         return PageImage(data, width, _jpeg_height(data), cached=True)
-    path = verified_file(document)
-    with _PDFIUM:
-        pdf = pdfium.PdfDocument(str(path))
-        try:
-            if not 1 <= page <= len(pdf):
-                raise ValueError(f"{document.file_name} has pages 1 to {len(pdf)}, not {page}")
-            pdf_page = pdf[page - 1]
-            try:
-                points_wide, points_high = pdf_page.get_size()
-                scale = min(width / points_wide, MAX_ASPECT * width / max(points_high, 1.0))
-                image = pdf_page.render(scale=scale).to_pil()
-            finally:
-                pdf_page.close()
-        finally:
-            pdf.close()
-    buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
-    data = buffer.getvalue()
+    data, image_width, image_height = _pdf_task(verified_file(document), document.file_name, f"page {page}",
+                                                "draw_page", page=page, width=width, name=document.file_name)
     cached.parent.mkdir(parents=True, exist_ok=True)
     partial = cached.with_name(f".{cached.name}.{os.getpid()}.{threading.get_ident()}")
     partial.write_bytes(data)
     partial.replace(cached)  # never a half-written image in the cache
-    return PageImage(data, image.width, image.height, cached=False)
+    return PageImage(data, image_width, image_height, cached=False)
 
 
 def text_layer(path: Path, page: int) -> tuple[list, float, float] | None:
     """The text layer of page ``page`` (1-based) of the PDF at ``path`` (a
-    :func:`verified_file`), read as ingestion read it.
+    :func:`verified_file`), read as ingestion read it, in the pdfium child.
 
     :returns: ``(chars, width, height)`` as :func:`~ingestion.convert.pdf_lines.upright_chars`
-        gives them; None when the file has no such page.
+        gives them; None when the file has no such page, or pdfium was stopped on it
+        (:class:`PageUnavailable`).
     """
-    with _PDFIUM:
-        pdf = pdfium.PdfDocument(str(path))
-        try:
-            if not 1 <= page <= len(pdf):
-                return None
-            pdf_page = pdf[page - 1]
-            try:
-                return upright_chars(pdf_page)
-            finally:
-                pdf_page.close()
-        finally:
-            pdf.close()
+    try:
+        return _pdf_task(path, path.name, f"the text layer of page {page}", "text_layer", page=page)
+    except PageUnavailable:
+        return None
+
+
+_STOPPED = {"timeout": "took pdfium longer than {seconds:g} s (KLEA_PAGE_TIMEOUT) and was stopped",
+            "memory": "needed more than {limit} MB in pdfium and was stopped",
+            "crashed": "crashed pdfium"}
+
+
+def _pdf_task(path: Path, file_name: str, what: str, task: str, **options):
+    """:mod:`domains.pdf_pages` ``task`` on ``path`` in this process's pdfium child;
+    ``file_name`` (the document's) and ``what`` (the part of it) are for messages.
+
+    :raises ValueError: the task's own (no such page).
+    :raises PageUnavailable: over KLEA_PAGE_TIMEOUT or the memory bound, or a crash.
+    """
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is None:
+            _WORKER = ConversionWorker(memory_limit_mb=PDF_WORKER_MEMORY_MB)
+        worker = _WORKER
+    worker.timeout = settings.KLEA_PAGE_TIMEOUT
+    try:
+        return worker.run(task, path, **options)
+    except ConversionError as exc:
+        if exc.reason == "value":
+            raise ValueError(str(exc)) from None
+        stopped = _STOPPED.get(exc.reason, _STOPPED["crashed"])
+        raise PageUnavailable(f"{file_name}: {what} " + stopped.format(
+            seconds=settings.KLEA_PAGE_TIMEOUT, limit=PDF_WORKER_MEMORY_MB)) from None
 
 
 def _jpeg_height(data: bytes) -> int:

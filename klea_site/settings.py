@@ -332,3 +332,6 @@ STORAGES = {
 # Rendered PDF pages of the chat's source view (docs/api.md, "The source view"), one
 # folder per file version; safe to delete at any time.
 KLEA_PAGE_CACHE_DIR = Path(env("KLEA_PAGE_CACHE_DIR", default=str(VAR_DIR / "page-cache")))
+# Seconds pdfium may take to draw one page or read its text layer for the source view
+# (a 200 KB file can stroke millions of lines): past them it is stopped, 422 page_too_complex.
+KLEA_PAGE_TIMEOUT = env.float("KLEA_PAGE_TIMEOUT", default=30.0)

@@ -18,7 +18,7 @@ from domains import pdf_quotes
 from domains.models import Chunk, Document, Domain
 from ingestion.runs.ingest import ingest
 
-from .pdf_factory import paper
+from .pdf_factory import paper, strokes
 from .test_provenance import MARKDOWN
 
 pytestmark = pytest.mark.django_db
@@ -223,6 +223,24 @@ def test_a_changed_or_missing_file_is_said_so_and_cached_pages_stay_those_of_the
     assert info["unavailable"] == {
         "code": "source_missing", "message": "paper.pdf: the source file is no longer where it was ingested"}
     assert alice.get(f"/api/documents/{document.pk}/file").status_code == 410
+
+
+def test_a_page_pdfium_cannot_draw_in_time_is_stopped_and_the_next_page_is_drawn(sources, settings):
+    """pdfium drew a page of a 195 KB file stroking 2.5 million lines for minutes, in the
+    server process, holding every other page view of it: now it draws in a child process
+    that is stopped after KLEA_PAGE_TIMEOUT seconds."""
+    strokes(sources / "strokes.pdf", 200_000)
+    ingest(sources, "lab-store", "lab", mirror=True)
+    stroked = Document.objects.get(store__name="lab-store", file_name="strokes.pdf")
+    paper_pdf = Document.objects.get(store__name="lab-store", file_name="paper.pdf")
+    settings.KLEA_PAGE_TIMEOUT = 0.5
+    alice = client_for("alice")
+    response = alice.get(f"/api/documents/{stroked.pk}/pages/1")
+    assert (response.status_code, response.json()) == (422, {"error": {"code": "page_too_complex", "message": (
+        "strokes.pdf: page 1 took pdfium longer than 0.5 s (KLEA_PAGE_TIMEOUT) and was stopped")}})
+    settings.KLEA_PAGE_TIMEOUT = 30
+    page = alice.get(f"/api/documents/{paper_pdf.pk}/pages/1?width=480")
+    assert (page.status_code, page["X-Klea-Page-Cache"], Image.open(io.BytesIO(page.content)).width) == (200, "miss", 480)
 
 
 def test_the_chunk_admin_lists_where_each_chunk_is_and_shows_its_provenance_read_only(sources):

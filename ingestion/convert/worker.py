@@ -1,4 +1,6 @@
-"""Conversion in a separate process with bounded memory (docling and pdfium leak).
+"""Conversion in a separate process with bounded memory (docling and pdfium leak), and
+the source view's pdfium work on a PDF (:mod:`domains.pdf_pages`: a page drawn, the
+text layer of a page) under a time limit.
 
 :class:`ConversionWorker` keeps one child process (``python -m
 ingestion.convert.worker``) and sends it one file at a time over a pipe. While a file
@@ -197,6 +199,23 @@ class ConversionWorker:
             raise ConversionError(outcome, _MESSAGES[outcome].format(
                 name=path.name, limit=self.memory_limit_mb, seconds=self.file_timeout))
 
+    def run(self, task: str, path: Path, **options):
+        """The result of ``task`` (a function of :data:`TASKS`) on ``path`` with ``options``,
+        run in the child within ``timeout`` seconds and the memory limit (no retry).
+
+        :raises ConversionError: reason ``value`` with the task's ValueError's message,
+            ``memory``, ``crashed``, ``timeout`` (the child is stopped and replaced).
+        """
+        path = Path(path)
+        with self._lock:
+            outcome = self._attempt(path, {**options, "task": task})
+        if isinstance(outcome, ConversionError):
+            raise outcome
+        if isinstance(outcome, str):  # a task's result is never a str: the child was stopped
+            raise ConversionError(outcome, _TASK_MESSAGES[outcome].format(
+                name=path.name, task=task, limit=self.memory_limit_mb, seconds=self.timeout))
+        return outcome
+
     def _attempt(self, path: Path, options: dict, on_progress=None, deadline: float | None = None):
         process = self._process if self._process and self._process.poll() is None else self._start()
         try:
@@ -253,9 +272,26 @@ _MESSAGES = {
 }
 
 
+_TASK_MESSAGES = {
+    "memory": "{name}: {task} needs more than {limit} MB of memory and was stopped",
+    "crashed": "{name}: pdfium crashed on this file ({task})",
+    "timeout": "{name}: {task} took longer than {seconds:g} s and was stopped",
+}
+# The work besides conversion the child does (:meth:`ConversionWorker.run`).
+TASKS = {"draw_page": "domains.pdf_pages:draw_page", "text_layer": "domains.pdf_pages:text_layer"}
+
+
+def _task(name: str):
+    import importlib
+
+    module, function = TASKS[name].split(":")
+    return getattr(importlib.import_module(module), function)
+
+
 def _serve() -> None:
     """Child loop: read (path, options), convert, reply ("ok", doc) or ("error", (reason,
-    message)), after any number of ("progress", (pages done, pages to do))."""
+    message)), after any number of ("progress", (pages done, pages to do)); with a
+    ``task`` in the options, reply ("ok", that task's result) instead."""
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt the pipe
     requests = sys.stdin.buffer
@@ -273,6 +309,17 @@ def _serve() -> None:
         def progress(done: int, total: int) -> None:
             _send(replies, ("progress", (done, total)))
 
+        task = options.pop("task", None)
+        if task is not None:
+            try:
+                reply = ("ok", _task(task)(Path(path), **options))
+            except ValueError as exc:
+                reply = ("error", ("value", str(exc)))
+            except Exception as exc:  # one bad file must not end the worker
+                detail = (str(exc).splitlines() or [""])[0][:200]
+                reply = ("error", ("crashed", f"{Path(path).name}: {task} failed ({type(exc).__name__}: {detail})"))
+            _send(replies, reply)
+            continue
         try:
             bibliography = options.pop("bibliography", False)
             document = convert_file(Path(path), on_page=progress, **options)
