@@ -10,7 +10,8 @@ import pytest
 from chat.backends.extractive.candidates import SHORT_LIST, Chunk, Passage, extend, units_of, with_list
 from chat.backends.extractive.passages import MIN_SIMILARITY, NEAR_TIE, WIDE_TIE, Composer
 from chat.backends.extractive.shapes import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_WHY, CODE_OTHERWISE,
-                                             NUMBER_FOR_HOW_MANY, bonus, enumerates, field, shapes)
+                                             NUMBER_FOR_HOW_MANY, SPELLED_OUT_FOR_ACRONYM, bonus, enumerates, field,
+                                             shapes)
 from chat.backends.extractive.text import matches, terms
 
 from domains import embeddings
@@ -120,6 +121,7 @@ def test_code_states_no_cause(kind, text, expected):
     ("Which cheese goes into fondue?", {"listing"}),  # what a dish holds, asked with a noun
     ("What liquids go into the crêpe batter?", {"listing"}),
     ("Which cheese goes into the sauce at the end?", set()),  # a step of the method
+    ("What does the acronym LEMS stand for?", {"acronym:LEMS"}),  # as written: the form is case-sensitive
 ])
 def test_question_shapes(question, expected):
     assert set(shapes(question)) == expected
@@ -138,6 +140,18 @@ def test_question_shapes(question, expected):
 def test_a_number_in_digits_or_words_answers_how_many(text, fits):
     value = bonus(shapes("How many levels of compliance are there?"), "prose", text, False)
     assert value == (NUMBER_FOR_HOW_MANY if fits else 0.0)
+
+
+@pytest.mark.parametrize("kind, text, fits", [
+    ("prose", "NeuroML2 is built on the LEMS (Low Entropy Model Specification) language.", True),
+    ("item", "- LEMS: Low Entropy Model Specification", True),
+    ("prose", "For more information on LEMS, see Cannon et al. (2014).", False),  # uses it, does not spell it out
+    ("list", "- LEMS (Low Entropy Model Specification)\n- NeuroML", False),  # a whole list is not the point
+])
+def test_the_passage_spelling_out_the_acronym_asked_about_fits(kind, text, fits):
+    value = bonus(shapes("What does the acronym LEMS stand for?"), kind, text, False)
+    block = BLOCK_OTHERWISE if kind == "list" else 0.0
+    assert value == pytest.approx(block + (SPELLED_OUT_FOR_ACRONYM if fits else 0.0), abs=1e-12)
 
 
 @pytest.mark.parametrize("kind, text, fits", [

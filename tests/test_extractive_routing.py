@@ -99,6 +99,34 @@ def test_a_question_naming_what_a_domain_or_its_documents_name_is_routed_there(o
     assert (off.answer.route, off.answer.domains) == ("refused", [])
 
 
+def test_what_an_acronym_stands_for_is_asked_of_the_domain_that_spells_it_out(db, tmp_path, settings):
+    # The uncased embedding reads COMBINE as the verb the arrays domain uses everywhere;
+    # the standards domain spells it out, in a chunk neither ranked list puts first.
+    settings.KLEA_LLM_BACKEND = "extractive"
+    pages = {
+        "arrays": {"combining.md": "# Combining data\n\nCombine arrays along a dimension with combine_nested; "
+                                   "combine_by_coords combines datasets by their coordinates.\n",
+                   "merge.md": "# Merging\n\nMerge and combine datasets with different variables.\n"},
+        "standards": {"meetings.md": "# Meetings\n\nThe COMBINE forum meets each autumn; COMBINE and HARMONY "
+                                     "alternate.\n",
+                      "standards.md": "# Standards\n\nNeuroML is an official standard of the community.\n\n"
+                                      "## Community\n\nThe \"COmputational Modeling in BIology NEtwork\" (COMBINE) "
+                                      "is an initiative to coordinate community standards.\n"},
+    }
+    for name, files in pages.items():
+        (tmp_path / name).mkdir()
+        for file_name, text in files.items():
+            (tmp_path / name / file_name).write_text(text, encoding="utf-8")
+        Knowledge(store=name, create=True).add(tmp_path / name)
+    Domain.objects.filter(name="arrays").update(description="Labelled arrays: combine, merge and align datasets")
+    Domain.objects.filter(name="standards").update(description="Modelling standards and their community")
+    domains = list(Domain.objects.filter(name__in=["arrays", "standards"]).order_by("name"))
+    result = run("What does the acronym COMBINE stand for?", domains)
+    assert (result.answer.route, result.answer.domains) == ("domains", ["standards"])
+    assert result.answer.text == ('The "COmputational Modeling in BIology NEtwork" (COMBINE) is an initiative to '
+                                  "coordinate community standards. [1]")
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("text, language, words", [
     ("Wie wählt Raft einen Anführer?", "german", {"wählt", "raft", "anführer"}),

@@ -1,5 +1,6 @@
 """Hybrid retrieval: BM25 + dense lists per store, fused by RRF, recency-blended."""
 
+from .acronyms import acronym_definitions, asked_acronym, expansion
 from .bm25 import Bm25Params, bm25_search, content_words, lexemes_and_language, query_lexemes, shared_results
 from .engine import retrieve
 from .filters import CompiledFilter, FieldSpec, compile_filter
@@ -21,10 +22,13 @@ __all__ = [
     "RetrievedChunk",
     "Source",
     "VectorHits",
+    "acronym_definitions",
+    "asked_acronym",
     "bm25_search",
     "compile_filter",
     "convex_fusion",
     "document_coverage",
+    "expansion",
     "fuse",
     "lexical_coverage",
     "nearest_chunk_similarity",

@@ -22,6 +22,7 @@ from domains import embeddings
 from domains.models import Domain, Store
 from domains.text import normalize_text, strip_unsafe
 
+from .acronyms import CANDIDATES, acronym_definitions, asked_acronym
 from .bm25 import bm25_search, query_lexemes
 from .filters import compile_filter, field_specs
 from .fusion import FUSION_METHODS, fuse
@@ -37,6 +38,10 @@ LIST_DEPTH = 50
 # Each chunk costs len(text) + CHUNK_OVERHEAD characters of the budget (headers, metadata).
 CHUNK_OVERHEAD = 200
 MODES = ("vector", "bm25")
+# A query asking what an acronym stands for ("What does LEMS stand for?") puts up to this
+# many chunks of each domain that spell it out (domains/retrieval/acronyms.py) first:
+# they answer it, and neither ranked list finds them.
+ACRONYM_CHUNKS = 3
 
 
 def _queries(query: str | Sequence[str]) -> list[str]:
@@ -144,6 +149,7 @@ class _Search:
         self.queries = queries
         self.modes = modes
         self.lexemes = [query_lexemes(q) for q in queries] if "bm25" in modes else [[] for _ in queries]
+        self.acronyms = list(dict.fromkeys(a for a in map(asked_acronym, queries) if a))
         self._vectors = vectors
 
     @property
@@ -168,6 +174,13 @@ class _Search:
             if frozenset(lexemes) not in found:
                 found[frozenset(lexemes)] = bm25_search(store.id, lexemes, depth, where=where)
         return [(label, found[frozenset(lexemes)]) for lexemes in self.lexemes]
+
+    def spelled_out(self, store: Store, where, k: int) -> list[int]:
+        """The store's chunks that spell out an acronym a query asks about (read through
+        its BM25 index: none for a store without one, or when BM25 is not searched)."""
+        if not (store.uses_bm25 and "bm25" in self.modes):
+            return []
+        return [cid for acronym in self.acronyms for cid in acronym_definitions(acronym, store.id, k, where=where)]
 
     def store_modes(self, store: Store) -> list[str]:
         allowed = {"vector": store.uses_vector, "bm25": store.uses_bm25}
@@ -252,7 +265,9 @@ def retrieve(
                 jobs, failed = _run_lists(search, jobs, lists, result)
                 if not failed:
                     per_domain = [
-                        _top(domain, lists[domain.pk], _k(k, domain), fusion or domain.fusion) for domain in active
+                        _top(domain, lists[domain.pk], _k(k, domain), fusion or domain.fusion,
+                             _spelled_out(search, domain, compiled[domain.pk], stores))
+                        for domain in active
                     ]
                     break
     except DatabaseError as exc:  # the database as a whole, not one list
@@ -305,16 +320,27 @@ def _run_lists(search: _Search, jobs: list[_Job], lists: dict, result: Retrieval
     return [], False
 
 
-def _top(domain: Domain, lists: list[tuple[str, list]], k: int, fusion: str) -> list[RetrievedChunk]:
-    """One domain's lists fused, blended with recency, cut to ``k`` and filled."""
+def _spelled_out(search: _Search, domain: Domain, where, names: list[str] | None) -> list[int]:
+    if not search.acronyms:
+        return []
+    return [cid for store in _stores(domain, names) for cid in search.spelled_out(store, where, CANDIDATES)]
+
+
+def _top(domain: Domain, lists: list[tuple[str, list]], k: int, fusion: str,
+         first: Sequence[int] = ()) -> list[RetrievedChunk]:
+    """One domain's lists fused, blended with recency, cut to ``k`` and filled. Of the
+    chunks in ``first`` (those spelling out an acronym asked about), ACRONYM_CHUNKS lead,
+    with the best blended score: those the lists ranked, in their order, then the others."""
     fused = fuse(lists, fusion, domain.fusion_alpha)
-    years = _years([cid for cid, _, _ in fused])
-    chunks = [
-        RetrievedChunk(
-            chunk_id=cid, text="", headings=[], metadata={}, file_name="", document_id=0, store="",
-            domain=domain.name, year=years[cid], score=score, source_scores=sources,
-        )
-        for cid, score, sources in fused
-        if cid in years
-    ]
-    return _fill(blend_recency(chunks)[:k])
+    order = {cid: i for i, (cid, _, _) in enumerate(fused)}
+    lead = sorted(dict.fromkeys(first), key=lambda cid: (order.get(cid, len(order)), cid))[:ACRONYM_CHUNKS]
+    sources = {cid: scores for cid, _, scores in fused}
+    years = _years([cid for cid, _, _ in fused] + lead)
+
+    def chunk(cid: int, score: float) -> RetrievedChunk:
+        return RetrievedChunk(chunk_id=cid, text="", headings=[], metadata={}, file_name="", document_id=0, store="",
+                              domain=domain.name, year=years[cid], score=score, source_scores=sources.get(cid, {}))
+
+    ranked = blend_recency([chunk(cid, score) for cid, score, _ in fused if cid in years and cid not in lead])
+    best = ranked[0].score if ranked else 1.0
+    return _fill(([chunk(cid, best) for cid in lead if cid in years] + ranked)[:k])

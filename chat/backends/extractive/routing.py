@@ -23,6 +23,12 @@ A bibliographic question ("Who wrote ...?", "When was ... published?", :mod:`.bi
 counts only the words naming its document for that, and its dense evidence is at least
 the cosine of the question to that document's reference line.
 
+A question asking what an acronym stands for ("What does the acronym COMBINE stand
+for?") is answered by the domain whose sources spell it out
+(:func:`domains.retrieval.acronym_definitions`): that domain's lexical evidence is 1.0.
+Its other words ("acronym", "stand") match sources at random, and the uncased embedding
+reads an acronym that is also a word (COMBINE) as the word.
+
 A question in another language (:func:`domains.retrieval.lexemes_and_language`, by its stop words)
 shares few words with English sources, and each word no source uses would count against
 it: its lexical evidence counts only the words some source of the domains uses
@@ -39,8 +45,8 @@ import numpy as np
 
 from domains import embeddings
 from domains.models import Document
-from domains.retrieval import (content_words, document_coverage, lexemes_and_language, lexemes_in_use, lexical_coverage,
-                               nearest_chunk_similarity, query_lexemes)
+from domains.retrieval import (acronym_definitions, asked_acronym, content_words, document_coverage, lexemes_and_language,
+                               lexemes_in_use, lexical_coverage, nearest_chunk_similarity, query_lexemes)
 
 from . import biblio
 from .shapes import is_generic
@@ -82,6 +88,10 @@ def score_domains(query_vector: np.ndarray, domains: Sequence, question: str) ->
         # never in its own language's small words ("die", "von").
         lexemes = lexemes_in_use(query_lexemes(content_words(question, asked_in)), domains, known)
     lexical = lexical_coverage(lexemes, domains, known=known)
+    if acronym := asked_acronym(question):
+        for domain in domains:
+            if any(acronym_definitions(acronym, store.id, 1) for store in domain.stores.all()):
+                lexical[domain.id] = 1.0
     if biblio.asked_fields(question):
         naming = [t for t in lexemes if t not in biblio.field_lexemes()]
         _count_documents(query_vector, domains, naming, nearest, lexical, known, dense=True)

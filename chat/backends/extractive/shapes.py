@@ -5,7 +5,7 @@ A generic question about "this" ("What does this project do?") names nothing a s
 could match: it is answered by an opening passage, the way a page introduces itself.
 A how-to question is answered by a command or code block (or numbered steps) rather than
 by prose about it; "which ... are" (or "what goes in ...") by a whole list or table;
-"when" by a passage holding a year; "how many" ("how strong", "what ratio") by one
+"when" by a passage holding a year; "what does X stand for" by one spelling X out; "how many" ("how strong", "what ratio") by one
 holding a number, in digits or words; "who" by one holding a name; "what is X" by the
 sentence that says "X is ..."; "why" by one that gives a cause (never by code); "which option / extra / function" (a name written in
 code) by a code block as "how do I" is; a field line ("Date: ...",
@@ -16,6 +16,8 @@ to a passage's score (:mod:`.passages`), so it only breaks near-ties of evidence
 from __future__ import annotations
 
 import re
+
+from domains.retrieval import asked_acronym, expansion
 
 from .text import list_items, segment, terms
 
@@ -176,6 +178,10 @@ NUMBER_FOR_HOW_MANY = 0.08
 NAME_FOR_WHO = 0.06
 FIELD_FOR_SHAPE = 0.25  # a field line whose label holds what the question asks for
 FIELD_OTHERWISE = -0.15  # a date or name field asked for the other
+# "What does LEMS stand for?": the passage spelling it out ("LEMS (Low Entropy Model
+# Specification)") shares no word with the question but the acronym, which a passage
+# merely using it shares too; as for a definition, the form is what is asked for.
+SPELLED_OUT_FOR_ACRONYM = 0.35
 
 
 def field(text: str) -> str:
@@ -209,8 +215,8 @@ def as_question(question: str) -> str:
 def shapes(question: str) -> frozenset[str]:
     """The shapes of a question: any of "generic", "howto", "listing", "year", "number",
     "name", "reason" ("why"), "code name" ("which option ..."), "count:<n>" ("the three rules": n things), "definition:<subject>" ("what is X?"; one per subject of
-    "what is X and what is Y?"). An imperative request has its question form's shapes
-    as well (:func:`as_question`)."""
+    "what is X and what is Y?"), "acronym:<X>" ("what does X stand for?", X as written).
+    An imperative request has its question form's shapes as well (:func:`as_question`)."""
     asked = as_question(question)
     return _shapes(question) | (_shapes(asked) if asked != question else frozenset())
 
@@ -234,6 +240,8 @@ def _shapes(question: str) -> frozenset[str]:
     if match := _COUNTED.search(question):
         count = match.group("n").lower()
         found.add(f"count:{_COUNTS.get(count, count)}")
+    if acronym := asked_acronym(question):
+        found.add(f"acronym:{acronym}")
     if match := DEFINITION.match(question):
         found.update("definition:" + subject.lower() for subject in match.group("subject", "other") if subject)
     return frozenset(found)
@@ -267,6 +275,12 @@ def defined(question_shapes: frozenset[str], text: str) -> str:
     return ""
 
 
+def spells_out(question_shapes: frozenset[str], text: str) -> bool:
+    """Whether ``text`` spells out the acronym a "what does X stand for" question asks
+    about (:func:`domains.retrieval.expansion`)."""
+    return any(expansion(shape.split(":", 1)[1], text) for shape in question_shapes if shape.startswith("acronym:"))
+
+
 def counted(question: str) -> set[str]:
     """The terms of what "the three rules" counts ({"thre", "rule"}; set() = nothing counted)."""
     match = _COUNTED.search(question)
@@ -296,6 +310,8 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
         value += BLOCK_OTHERWISE
     if kind in ("prose", "item") and defines(question_shapes, text):
         value += SUBJECT_FOR_DEFINITION
+    if kind in ("prose", "item") and spells_out(question_shapes, text):
+        value += SPELLED_OUT_FOR_ACRONYM
     if "reason" in question_shapes and _BECAUSE.search(text):
         value += CAUSE_FOR_WHY
     if "reason" in question_shapes and kind == "code":

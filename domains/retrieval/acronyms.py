@@ -1,0 +1,140 @@
+"""Acronyms a question asks to spell out, and the chunks that spell them out.
+
+"What does the acronym LEMS stand for?" is answered by the text that gives the words the
+acronym is made of: ``LEMS (Low Entropy Model Specification)``, ``"COmputational Modeling
+in BIology NEtwork" (COMBINE)``, a heading ``LEMS: Low Entropy Model Specification``.
+Neither ranked list finds that text: the question's other words ("acronym", "stand for")
+are not in it, the acronym itself is in hundreds of chunks, and the uncased embedding
+model reads COMBINE as the verb. Its form finds it: the acronym next to words whose
+capitals or initials spell it (:func:`expansion`), looked for only in the chunks that hold
+the acronym's lexeme (:func:`acronym_definitions`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from django.db import connection
+
+from .bm25 import query_lexemes
+from .filters import CompiledFilter
+
+# The question asks what a word stands for: "What does X stand for?", "What is X short
+# for?", "the acronym / abbreviation X".
+_ASKS = re.compile(r"\b(stands?\s+for|short\s+for|acronym|abbreviation|initialism|abbreviated?)\b", re.I)
+# An acronym: 2-12 capitals or digits, a capital first ("LEMS", "COMBINE", "HDF5").
+_ACRONYM = re.compile(r"(?<![\w.-])[A-Z][A-Z0-9]{1,11}(?![\w-])")
+# Words an expansion's initials skip ("Modeling *in* Biology").
+_SMALL = frozenset("a an and at by for from in of on or the to with".split())
+_WORD = re.compile(r"[^\W\d_][\w'-]*")
+# Characters that frame an expansion without being part of it (Markdown, quotes).
+_FRAME = "*_`\"'\u201c\u201d\u2018\u2019 "
+# Chunks read per store to find the spelled-out form; the acronym's lexeme limits them.
+CANDIDATES = 200
+
+
+def asked_acronym(question: str) -> str:
+    """The acronym ``question`` asks to spell out, "" when none.
+
+    A question asks it when it says "stand(s) for", "short for", "acronym", "abbreviation"
+    or "initialism" and holds exactly one all-capitals word of 2-12 capitals or digits, a
+    capital first ("What does the acronym LEMS stand for?" -> "LEMS"; "what does CF stand
+    for in CF conventions" -> "CF"; two different ones -> "").
+    """
+    if not _ASKS.search(question):
+        return ""
+    found = set(_ACRONYM.findall(question))
+    return found.pop() if len(found) == 1 else ""
+
+
+def _spells(acronym: str, words: Sequence[str]) -> bool:
+    """Whether the capitals of ``words``, or the initials of its words (small words such as
+    "of" and "in" skipped or not), are the letters of ``acronym``, in any case."""
+    letters = "".join(c for c in acronym if c.isalpha()).lower()
+    if len(words) < 2 or not letters:
+        return False
+    capitals = "".join(c for word in words for c in word if c.isupper()).lower()
+    initials = "".join(word[0] for word in words).lower()
+    content = "".join(word[0] for word in words if word.lower() not in _SMALL).lower()
+    return letters in (capitals, initials, content)
+
+
+def _leading(acronym: str, text: str) -> str:
+    """The shortest run of words opening ``text`` that spells ``acronym``, "" when none."""
+    words = [m for m in _WORD.finditer(text)]
+    for n in range(2, min(len(words), len(acronym) + 4) + 1):
+        if _spells(acronym, [m.group(0) for m in words[:n]]):
+            return text[:words[n - 1].end()]
+    return ""
+
+
+def _trailing(acronym: str, text: str) -> str:
+    """The shortest run of words closing ``text`` that spells ``acronym``, "" when none."""
+    words = [m for m in _WORD.finditer(text)]
+    for n in range(2, min(len(words), len(acronym) + 4) + 1):
+        if _spells(acronym, [m.group(0) for m in words[-n:]]):
+            return text[words[-n].start():]
+    return ""
+
+
+def expansion(acronym: str, text: str) -> str:
+    """The first place ``text`` spells out ``acronym``, as it is written there, "" when
+    none: the acronym then its words in parentheses (``LEMS (Low Entropy Model
+    Specification)``), the words then the acronym in parentheses (``"COmputational Modeling
+    in BIology NEtwork" (COMBINE)``), or the acronym, a colon or dash, and its words
+    (``LEMS: Low Entropy Model Specification``). The words spell it by their capitals or
+    by their initials (small words such as "of" skipped or not); Markdown emphasis and
+    quotes around them are allowed.
+    """
+    name = re.escape(acronym)
+    patterns = (
+        (rf"(?<![\w-]){name}[{re.escape(_FRAME)}]*\(([^()\n]{{3,160}})\)", _leading),
+        (rf"([^()\n]{{3,200}}?)\(\s*[*_`]*{name}[*_`]*\s*\)", _trailing),
+        (rf"(?<![\w-]){name}[*_`]*\s*[:\u2014\u2013-]\s+([^\n]{{3,160}})", _leading),
+    )
+    found: list[tuple[int, str]] = []
+    for pattern, spelled in patterns:
+        for match in re.finditer(pattern, text):
+            words = spelled(acronym, match.group(1).strip(_FRAME))
+            if words and spelled is _trailing:  # from the first spelling word to the closing parenthesis
+                start = match.start(1) + match.group(1).rindex(words)
+                found.append((start, text[start:match.end()]))
+                break
+            if words:
+                found.append((match.start(), match.group(0).rstrip(_FRAME + "\n")))
+                break
+    return min(found)[1] if found else ""
+
+
+# The chunks of a store that hold the acronym's lexeme and, case-sensitively, the acronym
+# before "(", ":" or a dash, or inside parentheses; :func:`expansion` then checks the words.
+_CANDIDATES = """
+SELECT c.id, c.text FROM domains_bm25term t
+JOIN domains_bm25posting p ON p.term_id = t.id JOIN domains_chunk c ON c.id = p.chunk_id
+WHERE t.store_id = %(store)s AND t.lexeme = %(lexeme)s AND c.text ~ %(pattern)s AND {where}
+ORDER BY c.id LIMIT %(limit)s
+"""
+
+
+def acronym_definitions(acronym: str, store_id: int, k: int, where: CompiledFilter | None = None) -> list[int]:
+    """The chunks of a store that spell out ``acronym`` (:func:`expansion`), in the
+    store's order (chunk id), at most ``k``.
+
+    Only chunks holding the acronym's first lexeme are read, at most :data:`CANDIDATES`
+    of them (those whose text has the acronym before a parenthesis, a colon or a dash,
+    or inside parentheses).
+
+    :param acronym: from :func:`asked_acronym` (capitals and digits).
+    :param where: filter over the chunk alias ``c``, applied before the search.
+    :returns: [chunk id]; [] when the acronym has no lexeme or nothing spells it out.
+    """
+    lexemes = query_lexemes(acronym)
+    if not lexemes or not _ACRONYM.fullmatch(acronym):
+        return []
+    where = where or CompiledFilter()
+    pattern = rf"\m{acronym}\M[*_`\"'\s]*[(:\u2014\u2013-]|\(\s*[*_`]*{acronym}[*_`]*\s*\)"
+    with connection.cursor() as cursor:
+        cursor.execute(_CANDIDATES.format(where=where.sql), {
+            "store": store_id, "lexeme": lexemes[0], "pattern": pattern, "limit": CANDIDATES, **where.params})
+        return [chunk_id for chunk_id, text in cursor.fetchall() if expansion(acronym, text)][:k]
