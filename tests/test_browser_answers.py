@@ -7,8 +7,10 @@ a real daphne; Chromium renders them (tests/browser.py). Screenshots: test-artif
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
@@ -358,3 +360,32 @@ def test_bidi_and_invisible_characters_are_dropped_from_everything_shown(world, 
         assert page.evaluate(SHOWN, INVISIBLE) == [
             "", "Is reportfdp.exe safe?", "reportfdp.exe is a PDF [1].\n", "reportfdp.exe", "Title reportfdp.exe",
             "Author", "wshtml · docs/reportfdp.exe", "Heading", "Chunk reportfdp.exe"]
+
+
+# Markdown -> [[each ordered list's item numbers as shown]], by the page's own scripts.
+LIST_NUMBERS = """(text) => {
+  const box = document.createElement("div");
+  box.append(KleaMarkdown.render(text));
+  return [...box.querySelectorAll("ol")].map((list) => {  // HTML's ordinal values: value="n", else one more
+    let number = list.start - 1;
+    return [...list.children].map((item) => (number = item.hasAttribute("value") ? item.value : number + 1));
+  });
+}"""
+
+
+@pytest.mark.parametrize(("text", "numbers"), [
+    # two quoted steps of a recipe, a blank line apart: one list, steps 7 and 15 (not 7 and 8)
+    ("7. Preheat oven to 350°F.\n\n15. Bake 45 minutes at 350°F.", [[7, 15]]),
+    ("3. a quoted step\n4. and the next", [[3, 4]]),
+    ("1. one\n1. two\n1. three", [[1, 2, 3]]),  # numbered lazily: counted as usual
+    ("2. two\n5. five\n4. four", [[2, 3, 4]]),  # not rising: counted as usual
+    ("1. a\n   1. nested\n   4. nested\n2. b", [[1, 2], [1, 4]]),
+    ("- a bullet\n\n10. ten\n\n12. twelve", [[10, 12]]),
+])
+def test_a_quoted_numbered_list_keeps_its_numbers(text, numbers):
+    static = Path(settings.BASE_DIR, "chat", "static", "chat")
+    with browser_page() as page:
+        page.set_content("<!doctype html><body></body>")
+        for script in ("vendor/markdown-it.min.js", "vendor/purify.min.js", "markdown.js"):
+            page.add_script_tag(path=str(static / script))
+        assert page.evaluate(LIST_NUMBERS, text) == numbers

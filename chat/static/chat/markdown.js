@@ -13,15 +13,37 @@ const KleaMarkdown = (() => {
   md.disable(["image", "reference"]);
   md.validateLink = (url) => SAFE_URL.test(url.trim());  // anything else stays literal text
 
+  /* A quoted numbered list keeps its source's numbers: CommonMark numbers items from the
+     first one on, so the steps "7." and "15." of an answer quoting two steps read 7 and 8.
+     When the written numbers rise, each item shows its own (value="15"); otherwise (a
+     list written "1. 1. 1.") they count up from the first as usual. */
+  md.core.ruler.push("klea_list_numbers", (state) => {
+    const lists = [];  // open lists, innermost last: the items of an ordered one, null for a bullet list
+    for (const token of state.tokens) {
+      if (token.type === "ordered_list_open") lists.push([]);
+      else if (token.type === "bullet_list_open") lists.push(null);
+      else if (token.type === "list_item_open" && lists.at(-1)) lists.at(-1).push(token);
+      else if (token.type === "ordered_list_close" || token.type === "bullet_list_close") {
+        const items = lists.pop() || [];
+        const numbers = items.map((item) => Number(item.info));
+        if (numbers.every((n, i) => i === 0 || n > numbers[i - 1])) {
+          items.forEach((item, i) => {
+            if (numbers[i] !== numbers[0] + i) item.attrSet("value", String(numbers[i]));
+          });
+        }
+      }
+    }
+  });
+
   const purifier = DOMPurify(window);  // our own instance: its hooks touch nothing else
   const CONFIG = {
     ALLOWED_TAGS: ["p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "s", "code", "pre",
       "blockquote", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td", "a"],
-    ALLOWED_ATTR: ["href", "title", "start", "style", "class"],
+    ALLOWED_ATTR: ["href", "title", "start", "value", "style", "class"],
     ALLOWED_URI_REGEXP: SAFE_URL,
     // DOMPurify tests attributes it does not know as URI-safe against ALLOWED_URI_REGEXP:
     // without this, a quoted list's start="3" was dropped and steps 3-5 read as 1-3.
-    ADD_URI_SAFE_ATTR: ["start"],
+    ADD_URI_SAFE_ATTR: ["start", "value"],
     RETURN_DOM_FRAGMENT: true,
   };
   purifier.addHook("uponSanitizeAttribute", (node, data) => {
