@@ -49,9 +49,17 @@ EXAMPLE = "Can you give an example of it?"
     ("How does Raft elect its leader?", False),
     ("Does `klea ask` print its sources?", False),
     ("Does it print its sources?", True),
-    # "there" in "is there" names no place.
+    # "there" in "is there" names no place; "it" before what it stands for, or the weather, no thing.
     ("Is there a limit on turns?", False),
     ("Where is it stored there?", True),
+    ("Is it possible to upload a PDF?", False),
+    ("Does it hurt to get a tattoo?", False),
+    ("Is it worth learning Latin?", False),
+    ("Is it going to snow this weekend?", False),  # nor is "this weekend" said before
+    ("Is it possible to run it on Windows?", True),  # the second "it" refers back
+    ("Is it worth it?", True),
+    ("Is it easy to use?", True),  # "it" is what "use" lacks
+    ("Is it hard to install on Windows?", True),
 ])
 def test_a_follow_up_refers_back_and_names_little_of_its_own(question, follow_up):
     assert is_follow_up(question) is follow_up
@@ -132,3 +140,13 @@ def test_a_question_naming_what_its_pronoun_stands_for_is_not_searched_with_the_
     assert (second.answer.route, second.answer.domains) == ("domains", ["kitchen"])
     assert second.answer.text == "Knead the dough for ten minutes, then let it rise in a warm place for an hour. [1]"
     assert [r["file_name"] for r in second.references] == ["bread.md"]
+
+
+def test_an_off_topic_question_whose_it_names_nothing_is_refused_after_a_domains_question(two_domains):
+    session = ChatSession.objects.create()
+    run(NETCDF, two_domains, session_id=session.pk)
+
+    second = run("Is it going to rain tomorrow?", two_domains, session_id=session.pk)
+
+    assert trace(second)[0] == "memory: 2 messages (216 chars), summary 0 chars"
+    assert second.answer.route == "refused"

@@ -13,8 +13,8 @@ about", or when its first reference (a pronoun such as "it", "its", "they", "tha
 "one" after a determiner, as in "which one" or "the other ones") has no antecedent in
 the question itself. An antecedent is
 
-- an earlier clause or sentence naming something: a content word other than a greeting or thanks
-  ("What does KLEA_MAX_TURNS_PER_USER do and what is its default?", "What is xarray and
+- an earlier clause or sentence naming something: a content word other than a greeting
+  or thanks ("What does KLEA_MAX_TURNS_PER_USER do and what is its default?", "What is xarray and
   why should I use it?", "My phone is slow, how do I fix it?"; not "Thanks! What is its
   default?");
 - for a possessive ("its", "their", ...), a name before it in its own clause ("How does
@@ -23,8 +23,13 @@ the question itself. An antecedent is
   it?": "it" is what was asked about before).
 
 A name is a code name (``open_dataset``, ``xr.Dataset``, ``netCDF``, ``KLEA_X``), a
-capitalised word not opening a sentence (not "I"), or a quoted name. "there" in "is
-there" / "there are" refers to nothing.
+capitalised word not opening a sentence (not "I"), or a quoted name.
+
+Some pronouns refer to nothing and are passed over: "there" in "is there" / "there are";
+"this" in "this weekend"; "it" standing for what comes after it ("Is it possible to upload a PDF?", "Is it true
+that ...", "Is it worth learning Latin?", "How long does it take to build the index?")
+or for the weather ("Is it going to rain tomorrow?"). "Is it easy to use?" leaves its
+verb without an object: there "it" is that object, something asked about before.
 """
 
 from __future__ import annotations
@@ -47,6 +52,29 @@ _ONE = re.compile(
 _ELLIPSIS = re.compile(r"^\s*(and|also|then|what about|how about)\b", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"(its|their|theirs|his|her|hers)", re.IGNORECASE)
 _BE = r"(?:is|are|was|were|isn't|aren't|wasn't|weren't|be|'s|'re|seems?|exists?)"
+# "it" before what it stands for: a that-/whether-clause, or an infinitive after an
+# evaluation ("Is it possible to ...?"). After an evaluation that lets "it" be the object
+# of its infinitive ("Is it easy to use?", "Is it worth learning?") or after "take" or
+# "cost", the infinitive (or gerund) needs an object of its own: a word that is not a
+# preposition ("Is it hard to install on Windows?" refers back).
+_PREPOSITION = r"(?:on|in|into|with|for|at|from|by|under|over|without|via|through|using|inside|behind|after|before)"
+_WITH_OBJECT = rf"(?:to\s+\w+|\w+ing)\s+(?!{_PREPOSITION}\b)[\w`'\"]"
+_BE_BEFORE = (r"^(?:'s|\s+(?:is|was|would|will|could|might|may|seems?|seemed))?(?:\s+not)?(?:\s+be)?"
+              r"(?:\s+(?:a|an|the|very|really|too|so|more|less|any|even|ever|still|actually|generally))*\s+")
+_EXTRAPOSED = re.compile(
+    rf"{_BE_BEFORE}(?:possible|true|false|rude|polite|necessary|ok|okay|normal|common|usual|customary|wise|"
+    r"important|advisable|recommended|legal|illegal|appropriate|acceptable|likely|unlikely|bad|idea|time)"
+    r"\s+(?:to\s+\w|that\b|whether\b|if\b)"
+    rf"|{_BE_BEFORE}(?:easy|easier|hard|difficult|impossible|safe|unsafe|dangerous|expensive|cheap|cheaper|good|"
+    rf"better|best|fine|healthy|unhealthy|worth|worthwhile)\s+(?:that\b|whether\b|{_WITH_OBJECT})"
+    # ("does it take a long time to ..."; bounded: every "it" of a clause may be tried)
+    rf"|^\s+(?:takes?|took|costs?|hurts?|matters?|pays?)\b.{{0,60}}?\b{_WITH_OBJECT}", re.IGNORECASE)
+_WEATHER = re.compile(
+    r"^(?:'s|\s+(?:is|was|will|going\s+to|be))*\s+(?:rain|snow|hail|sunny|cloudy|windy|foggy|cold|hot|warm|"
+    r"freezing|storm)", re.IGNORECASE)
+# "this weekend", "these days": the speaker's time, not something said before.
+_NOW = re.compile(r"^\s+(?:morning|afternoon|evening|night|week|weekend|month|year|season|summer|winter|spring|"
+                  r"autumn|days|moment)\b", re.IGNORECASE)
 _WORD = re.compile(r"[\w][\w.+#/-]*[\w+#]|\w")
 _QUOTED = re.compile(r"`[^`]+`|\"[^\"]+\"|“[^”]+”|(?<!\w)'[^'\s][^']*'(?!\w)")
 _CODE = re.compile(r"_|[A-Za-z][./][A-Za-z]|[a-z][A-Z]|^[A-Z0-9]*[A-Z][A-Z0-9]*[A-Z0-9]$")
@@ -76,12 +104,11 @@ def _first_reference_without_antecedent(question: str) -> bool:
     """True when the question's first reference has no antecedent in the question."""
     named_before = False  # an earlier clause names something
     for clause in _clauses(question):
-        references = [m for m in _REFERS_BACK.finditer(clause) if not _existential(clause, m)]
-        references += list(_ONE.finditer(clause))
-        if not references:
+        pronoun = next((m for m in _REFERS_BACK.finditer(clause) if not _refers_to_nothing(clause, m)), None)
+        first = min(filter(None, [pronoun, _ONE.search(clause)]), key=lambda m: m.start(), default=None)
+        if first is None:
             named_before = named_before or bool(_content_words(clause))
             continue
-        first = min(references, key=lambda m: m.start())
         return not (named_before or (_POSSESSIVE.fullmatch(first.group(0)) and _names(clause[:first.start()])))
     return False
 
@@ -90,11 +117,18 @@ def _clauses(question: str) -> list[str]:
     return [c for sentence in _SENTENCE_END.split(question) for c in split_clauses(sentence)]
 
 
-def _existential(clause: str, match: re.Match) -> bool:
-    """"there" in "is there a limit?" or "there are two ways" names no place."""
-    return match.group(0).lower() == "there" and bool(
-        re.search(rf"\b{_BE}\s+$", clause[:match.start()], re.IGNORECASE)
-        or re.match(rf"\s*{_BE}\b", clause[match.end():], re.IGNORECASE))
+def _refers_to_nothing(clause: str, match: re.Match) -> bool:
+    """"there" in "is there a limit?" or "there are two ways" names no place; "it" in
+    "Is it possible to upload a PDF?" or "Is it going to rain?" names no thing, nor does
+    "this" in "this weekend"."""
+    word, after = match.group(0).lower(), clause[match.end():]
+    if word == "there":
+        # the words right before it: searching the whole clause before every "there" is quadratic
+        return bool(re.search(rf"\b{_BE}\s+$", clause[max(0, match.start() - 20):match.start()], re.IGNORECASE)
+                    or re.match(rf"\s*{_BE}\b", after, re.IGNORECASE))
+    if word in ("this", "these"):
+        return bool(_NOW.match(after))
+    return word == "it" and bool(_EXTRAPOSED.search(after) or _WEATHER.search(after))
 
 
 def _names(text: str) -> list[str]:
