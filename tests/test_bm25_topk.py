@@ -284,3 +284,27 @@ def test_a_turn_searches_each_store_once_for_the_same_terms(zipf_store, exhausti
     with CaptureQueriesContext(connection) as queries:  # outside the scope nothing is kept
         bm25_search(store.id, lexemes, 3, exhaustive=exhaustive)
         assert len(queries) == 1
+
+
+def test_a_turn_reads_the_lexemes_of_its_question_once():
+    """Inside shared_results() the router's lexemes_and_language and retrieve's
+    query_lexemes of the same question are one statement; other texts and calls outside
+    the scope still read."""
+    from django.test.utils import CaptureQueriesContext
+
+    from domains.retrieval import lexemes_and_language, query_lexemes, shared_results
+
+    question = "Which rolling windows does xarray support?"
+    with shared_results(), CaptureQueriesContext(connection) as queries:
+        routed = lexemes_and_language(question)
+        retrieved = query_lexemes(question)
+        retrieved.append("edited")  # the caller's own list: what is kept stays as read
+        again = query_lexemes(question)
+        assert len(queries) == 1
+        other = query_lexemes("rolling")
+        assert len(queries) == 2
+    assert routed == (["roll", "window", "xarray", "support"], "english")
+    assert again == ["roll", "window", "xarray", "support"] and other == ["roll"]
+    with CaptureQueriesContext(connection) as queries:
+        assert query_lexemes(question) == again
+        assert len(queries) == 1

@@ -108,7 +108,7 @@ class Turn:
             if self._cancelled:
                 raise asyncio.CancelledError
             state.allowed = await sync_to_async(load_domains)(self.request.domains)
-            with shared_results():  # the router's probe and retrieve share one BM25 search
+            with shared_results():  # the router and retrieve share the question's terms and one BM25 search
                 await self.graph.run(state)
         except asyncio.CancelledError:
             state.status, state.error = "interrupted", "cancelled"

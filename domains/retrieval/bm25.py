@@ -34,13 +34,26 @@ def query_lexemes(text: str) -> list[str]:
     is rewritten as the chunks' is (``klea_search_text``, domains/bm25_sql.py): "COVID 19",
     "covid19" and "COVID-19" all give ``covid`` and ``19``, the last two also ``covid19``.
 
+    Inside :func:`shared_results` a text's lexemes are read once (the router's, then
+    retrieve's).
+
     :raises ValueError: a NUL character or a lone surrogate in ``text`` (PostgreSQL
         takes neither; refused before the statement, so a caller's transaction stays usable).
     """
     check_refused("text", text)
+    shared = _shared.get()
+    if shared is not None and ("lexemes", text) in shared:
+        return list(shared["lexemes", text])
     with connection.cursor() as cursor:
         cursor.execute(_LEXEMES, {"config": SEARCH_CONFIG, "text": text})
-        return [row[0] for row in cursor.fetchall()]
+        lexemes = [row[0] for row in cursor.fetchall()]
+    _share_lexemes(text, lexemes)
+    return lexemes
+
+
+def _share_lexemes(text: str, lexemes: list[str]) -> None:
+    if (shared := _shared.get()) is not None:
+        shared["lexemes", text] = tuple(lexemes)
 
 
 _LEXEMES = (
@@ -72,6 +85,7 @@ def lexemes_and_language(text: str) -> tuple[list[str], str]:
     with connection.cursor() as cursor:
         cursor.execute(_LEXEMES_AND_WORDS_PER_CONFIGURATION, {"config": SEARCH_CONFIG, "text": text})
         lexemes, names, counts = cursor.fetchone()
+    _share_lexemes(text, lexemes)
     return lexemes, _language(dict(zip(names, counts)))
 
 
@@ -159,7 +173,7 @@ PRUNED_SEED = 20_000
 # depth (it sums every posting), the pruned one little more at 50 than at 3 (both read
 # the rare lists and score a few hundred chunks), so inside `shared_results()` an
 # unfiltered search asks for at least SHARED_DEPTH and a later request for no more is
-# served from it: one BM25 search per store per turn.
+# served from it: one BM25 search per store per turn. The terms are read once too.
 SHARED_DEPTH = 50
 _shared: ContextVar[dict | None] = ContextVar("klea_bm25_shared", default=None)
 
@@ -168,8 +182,8 @@ _shared: ContextVar[dict | None] = ContextVar("klea_bm25_shared", default=None)
 def shared_results() -> Iterator[None]:
     """Within this scope (one question turn; contextvars, so threads started through
     asgiref's ``sync_to_async`` share it) unfiltered :func:`bm25_search` results are
-    computed once per (store, terms, k1, b, pruned or not). Stores must not change inside
-    the scope (a turn only reads)."""
+    computed once per (store, terms, k1, b, pruned or not), and :func:`query_lexemes` once
+    per text. Stores must not change inside the scope (a turn only reads)."""
     token = _shared.set({})
     try:
         yield
