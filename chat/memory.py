@@ -13,7 +13,22 @@ from django.db import transaction
 
 from .models import ChatMessage, ChatSession
 
-TITLE_CHARS = 80
+TITLE_CHARS = 80  # of a title taken from a question, "…" included
+
+
+def title_from(question: str) -> str:
+    """A session's title from its first question: white space collapsed; a question
+    longer than TITLE_CHARS is cut at a word boundary (unless that would keep less than
+    half) and ends with "…", so that the list shows it was cut."""
+    text = " ".join(question.split())
+    if len(text) <= TITLE_CHARS:
+        return text
+    cut = text[:TITLE_CHARS - 1]
+    if text[len(cut)] != " ":  # the cut falls inside a word: leave the word out
+        space = cut.rfind(" ")
+        if space > TITLE_CHARS // 2:
+            cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
 
 
 def _unsummarised(session: ChatSession):
@@ -64,7 +79,7 @@ def add_message(session_id: int, role: str, content: str, **fields) -> int:
         message = ChatMessage.objects.create(session_id=session_id, role=role, content=content, **fields)
         session = ChatSession.objects.select_for_update().get(pk=session_id)
         if not session.title and role == ChatMessage.Role.USER:
-            session.title = " ".join(content.split())[:TITLE_CHARS]
+            session.title = title_from(content)
         session.save(update_fields=["title", "updated_at"])
     return message.id
 

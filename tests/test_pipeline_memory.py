@@ -98,6 +98,27 @@ def test_extractive_backend_folds_without_a_model(domains, settings):
     assert session.summary == summary
 
 
+LONG = ("Is there a mechanism or a tool that integrates fuzzy and RAG approaches, and if so, what problem does "
+        "it solve?")
+
+
+@pytest.mark.parametrize(("question", "title"), [
+    (IZH, IZH),
+    ("  Which   neuron\nmodel?  ", "Which neuron model?"),
+    ("x" * 80, "x" * 80),
+    # cut at the last word boundary within 79 characters, with an ellipsis
+    (LONG, "Is there a mechanism or a tool that integrates fuzzy and RAG approaches, and if…"),
+    ("a" * 100, "a" * 79 + "…"),  # no word boundary to cut at
+    ("word " * 30, "word " * 15 + "word…"),  # the cut falls on a space
+])
+def test_a_sessions_title_is_its_first_question_cut_with_an_ellipsis(question, title):
+    session = ChatSession.objects.create()
+    memory.add_message(session.pk, "user", question)
+    memory.add_message(session.pk, "user", "A second question does not rename it.")
+    session.refresh_from_db()
+    assert session.title == title and len(title) <= memory.TITLE_CHARS
+
+
 def test_window_and_fold_selection():
     session = ChatSession.objects.create()
     ids = [
