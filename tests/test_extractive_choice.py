@@ -117,6 +117,8 @@ def test_code_states_no_cause(kind, text, expected):
     ("How strong is homemade kvass?", {"number"}),
     ("What ratio of water to vinegar for pickled onions?", {"number"}),
     ("How old is the NeuroML project?", {"number"}),
+    ("What time span can nanosecond datetimes cover?", {"number"}),  # a range of years, a quantity
+    ("What range of ports may the server use?", {"number"}),
     ("How do I strengthen the sauce?", {"howto"}),
     ("Which cheese goes into fondue?", {"listing"}),  # what a dish holds, asked with a noun
     ("What liquids go into the crêpe batter?", {"listing"}),

@@ -51,7 +51,8 @@ NUMBER = re.compile(
     r"\bhow\s+(many|much|long|big|large|often|fast|strong|old|hot|warm|cold|far|high|tall|wide|deep|heavy|small|"
     r"short|thick|soon|early|late)\b"
     r"|\bwhat\s+(is\s+the\s+)?(default|number|size|limit|port|version|temperature|amount|percentage|percent|ratio|"
-    r"proportion|share|fraction|speed|weight|length|duration)\b|\bwhich\s+(version|port)\b",
+    r"proportion|share|fraction|speed|weight|length|duration|(time\s+)?(span|range|period|interval))\b"
+    r"|\bwhich\s+(version|port)\b",
     re.I,
 )
 # "What is X?", "What is a X in Y?" (Y names the field: "in Klea", "of NeuroML"); two
