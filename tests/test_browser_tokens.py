@@ -50,4 +50,11 @@ def test_create_use_and_revoke_a_token(world, tmp_path, viewport):
         row.get_by_role("button", name="Revoke my editor").click()
         expect(page.get_by_role("row", name="my editor")).to_contain_text("revoked")
         assert ws_models(server, token) == (401, [])
+
+        # signing out lands on the sign-in page, which says so (once)
+        page.get_by_role("button", name="Sign out").click()
+        expect(page).to_have_url(f"{server.url}/accounts/login/")
+        expect(page.get_by_role("status")).to_have_text("You are signed out.")
+        page.reload()
+        expect(page.get_by_role("status")).to_have_count(0)
     in_thread(lambda: ApiToken.objects.filter(user=world.bob).delete())
