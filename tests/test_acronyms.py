@@ -4,6 +4,7 @@
 import pytest
 
 from domains import embeddings
+from domains.retrieval import acronyms
 from domains.models import Chunk, Document, Domain, Store
 from domains.retrieval import acronym_definitions, asked_acronym, expansion, retrieve
 from domains.retrieval.filters import FieldSpec, compile_filter
@@ -78,3 +79,16 @@ def test_a_question_asking_what_an_acronym_stands_for_gets_the_chunk_spelling_it
     # the lists alone rank the meetings first
     lists = [c.chunk_id for c in retrieve("What does COMBINE mean?", [domain]).results]
     assert lists[0] != ids[("standards.md", 0)]
+
+
+def test_a_common_acronym_costs_the_chunks_where_it_weighs_most(standards, monkeypatch):
+    domain, store, ids = standards
+    document = Document.objects.get(store=store, file_name="standards.md")
+    padded = "The COMBINE (COmputational Modeling in BIology NEtwork) pages list " + "many standards " * 40 + "."
+    longer = Chunk.objects.create(store=store, document=document, ordinal=1, text=padded, year=2020,
+                                  embedding=embeddings.embed_texts([padded])[0]).id
+    assert acronym_definitions("COMBINE", store.id, 5) == [ids[("standards.md", 0)], longer]
+    # the scan reads the chunks holding the lexeme best BM25 impact first: the four short
+    # ones (the verb's too) before the long one that mentions it once
+    monkeypatch.setattr(acronyms, "SCANNED", 4)
+    assert acronym_definitions("COMBINE", store.id, 5) == [ids[("standards.md", 0)]]

@@ -30,7 +30,11 @@ _SMALL = frozenset("a an and at by for from in of on or the to with".split())
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
 # Characters that frame an expansion without being part of it (Markdown, quotes).
 _FRAME = "*_`\"'\u201c\u201d\u2018\u2019 "
-# Chunks read per store to find the spelled-out form; the acronym's lexeme limits them.
+# Chunks read per store to find the spelled-out form: of those holding the acronym's
+# lexeme, at most SCANNED (where it weighs most: best BM25 impact first, through the
+# postings index), so that a common acronym costs a bounded number of regular-expression
+# tests in a store of millions of chunks; at most CANDIDATES of them kept.
+SCANNED = 5000
 CANDIDATES = 200
 
 
@@ -110,9 +114,12 @@ def expansion(acronym: str, text: str) -> str:
 # The chunks of a store that hold the acronym's lexeme and, case-sensitively, the acronym
 # before "(", ":" or a dash, or inside parentheses; :func:`expansion` then checks the words.
 _CANDIDATES = """
-SELECT c.id, c.text FROM domains_bm25term t
-JOIN domains_bm25posting p ON p.term_id = t.id JOIN domains_chunk c ON c.id = p.chunk_id
-WHERE t.store_id = %(store)s AND t.lexeme = %(lexeme)s AND c.text ~ %(pattern)s AND {where}
+SELECT c.id, c.text FROM (
+    SELECT p.chunk_id FROM domains_bm25term t JOIN domains_bm25posting p ON p.term_id = t.id
+    WHERE t.store_id = %(store)s AND t.lexeme = %(lexeme)s
+    ORDER BY p.impact DESC, p.tf, p.dl, p.chunk_id LIMIT %(scanned)s
+) p JOIN domains_chunk c ON c.id = p.chunk_id
+WHERE c.text ~ %(pattern)s AND {where}
 ORDER BY c.id LIMIT %(limit)s
 """
 
@@ -121,12 +128,13 @@ def acronym_definitions(acronym: str, store_id: int, k: int, where: CompiledFilt
     """The chunks of a store that spell out ``acronym`` (:func:`expansion`), in the
     store's order (chunk id), at most ``k``.
 
-    Only chunks holding the acronym's first lexeme are read, at most :data:`CANDIDATES`
-    of them (those whose text has the acronym before a parenthesis, a colon or a dash,
-    or inside parentheses).
+    Only chunks holding the acronym's first lexeme are read: the :data:`SCANNED` where it
+    weighs most, of which at most :data:`CANDIDATES` whose text has the acronym before a
+    parenthesis, a colon or a dash, or inside parentheses (the filter ``where`` applies
+    to the chunks scanned).
 
     :param acronym: from :func:`asked_acronym` (capitals and digits).
-    :param where: filter over the chunk alias ``c``, applied before the search.
+    :param where: filter over the chunk alias ``c``.
     :returns: [chunk id]; [] when the acronym has no lexeme or nothing spells it out.
     """
     lexemes = query_lexemes(acronym)
@@ -136,5 +144,6 @@ def acronym_definitions(acronym: str, store_id: int, k: int, where: CompiledFilt
     pattern = rf"\m{acronym}\M[*_`\"'\s]*[(:\u2014\u2013-]|\(\s*[*_`]*{acronym}[*_`]*\s*\)"
     with connection.cursor() as cursor:
         cursor.execute(_CANDIDATES.format(where=where.sql), {
-            "store": store_id, "lexeme": lexemes[0], "pattern": pattern, "limit": CANDIDATES, **where.params})
+            "store": store_id, "lexeme": lexemes[0], "pattern": pattern, "scanned": SCANNED, "limit": CANDIDATES,
+            **where.params})
         return [chunk_id for chunk_id, text in cursor.fetchall() if expansion(acronym, text)][:k]
