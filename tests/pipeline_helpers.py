@@ -1,4 +1,5 @@
-"""Running turns from synchronous tests, and a compact, exact rendering of events.
+"""Running turns from synchronous tests over domains built from a few files, and a
+compact, exact rendering of events.
 
 Turns run through ``async_to_sync`` so that the pipeline's ORM calls come back to the
 test's thread and see the test's transaction.
@@ -9,8 +10,21 @@ from __future__ import annotations
 from asgiref.sync import async_to_sync
 
 import json
+from pathlib import Path
 
 from chat.pipeline import Answer, Done, Error, References, Stage, Token, ToolCall, TurnRequest, TurnResult, ask
+from chat.rag import Knowledge
+from domains.models import Domain
+
+
+def domain_of(folder: Path, name: str, description: str, files: dict[str, str]) -> Domain:
+    """The domain ``name`` and its store of that name, ingested from ``files`` ({file
+    name: text}) written to ``folder / name``. :returns: the Domain."""
+    (folder / name).mkdir()
+    for file_name, text in files.items():
+        (folder / name / file_name).write_text(text, encoding="utf-8")
+    Knowledge(store=name, create=True, description=description).add(folder / name)
+    return Domain.objects.get(name=name)
 
 
 def count_model_runs(monkeypatch) -> list[list[int]]:

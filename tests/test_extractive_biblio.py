@@ -11,10 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from chat.backends.extractive.biblio import answer, asked_fields, reference_line
-from chat.rag import Knowledge
 from domains.models import Document, Domain
 
-from .pipeline_helpers import run
+from .pipeline_helpers import domain_of, run
 
 RAFT = {"title": "In Search of an Understandable Consensus Algorithm", "authors": ["Diego Ongaro", "John Ousterhout"],
         "year": 2014, "journal": "2014 USENIX ATC"}
@@ -27,31 +26,24 @@ def papers(db, tmp_path, settings):
     """Two domains: "papers" (two papers with metadata, as the cascade or a library gives
     it; the year and authors are in no chunk) and "recipes" (pages without metadata)."""
     settings.KLEA_LLM_BACKEND = "extractive"
-    folder = tmp_path / "papers"
-    folder.mkdir()
-    (folder / "ongaro2014_raft.md").write_text(
-        "# Raft basics\n\nA Raft cluster contains several servers; five is a typical number, which allows the "
-        "system to tolerate two failures. At any given time each server is in one of three states: leader, "
-        "follower, or candidate.\n\n"
-        "# Acknowledgments\n\nMany people provided helpful feedback on the paper and its drafts, including "
-        "Ed Bugnion, Michael Chan, Hugues Evrard and Daniel Giffin.\n", encoding="utf-8")
-    (folder / "dijkstra_cacm.md").write_text(
-        "# The Problem\n\nTo begin, consider N computers, each engaged in a process which can be regarded as "
-        "cyclic. In each of the cycles a critical section occurs and the computers have to be programmed in such "
-        "a way that at any moment only one of these N cyclic processes is in its critical section.\n",
-        encoding="utf-8")
-    (folder / "metadata-map.json").write_text(json.dumps({
-        "ongaro2014_raft.md": {"DEFAULT": RAFT}, "dijkstra_cacm.md": {"DEFAULT": DIJKSTRA}}), encoding="utf-8")
-    Knowledge(store="papers", create=True).add(folder)
-    Domain.objects.filter(name="papers").update(
-        description="Computer science papers: the Raft consensus algorithm, Dijkstra's mutual exclusion.")
-    notes = tmp_path / "recipes"
-    notes.mkdir()
-    (notes / "bread.md").write_text(
+    described = "Computer science papers: the Raft consensus algorithm, Dijkstra's mutual exclusion."
+    domain_of(tmp_path, "papers", described, {
+        "ongaro2014_raft.md":
+            "# Raft basics\n\nA Raft cluster contains several servers; five is a typical number, which allows the "
+            "system to tolerate two failures. At any given time each server is in one of three states: leader, "
+            "follower, or candidate.\n\n"
+            "# Acknowledgments\n\nMany people provided helpful feedback on the paper and its drafts, including "
+            "Ed Bugnion, Michael Chan, Hugues Evrard and Daniel Giffin.\n",
+        "dijkstra_cacm.md":
+            "# The Problem\n\nTo begin, consider N computers, each engaged in a process which can be regarded as "
+            "cyclic. In each of the cycles a critical section occurs and the computers have to be programmed in "
+            "such a way that at any moment only one of these N cyclic processes is in its critical section.\n",
+        "metadata-map.json": json.dumps({
+            "ongaro2014_raft.md": {"DEFAULT": RAFT}, "dijkstra_cacm.md": {"DEFAULT": DIJKSTRA}}),
+    })
+    domain_of(tmp_path, "recipes", "Recipes for home cooking.", {"bread.md": (
         "# Bread\n\nThis bread recipe was written by our baker Anna Berg in 2019.\n\n"
-        "## Method\n\nKnead the dough for ten minutes and let it rise for an hour.\n", encoding="utf-8")
-    Knowledge(store="recipes", create=True).add(notes)
-    Domain.objects.filter(name="recipes").update(description="Recipes for home cooking.")
+        "## Method\n\nKnead the dough for ten minutes and let it rise for an hour.\n")})
     assert Document.objects.get(file_name="dijkstra_cacm.md").metadata == DIJKSTRA
     assert Document.objects.get(file_name="bread.md").metadata.get("authors") is None
     return list(Domain.objects.order_by("name"))

@@ -8,23 +8,17 @@ from __future__ import annotations
 import pytest
 
 from chat.backends import get_backend
-from chat.rag import Knowledge
 from domains import embeddings, retrieval
-from domains.models import Domain
 
-from .pipeline_helpers import count_model_runs, run, token_ids
+from .pipeline_helpers import count_model_runs, domain_of, run, token_ids
 
 
 @pytest.fixture
 def one_domain(db, tmp_path, settings):
     settings.KLEA_LLM_BACKEND = "extractive"
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "about.md").write_text(
+    return [domain_of(tmp_path, "stellar", "Stellar documentation", {"about.md": (
         "# Stellar\n\nStellar catalogues variable stars from survey images and publishes their light curves.\n\n"
-        "## Install\n\nInstall it with pip:\n\n```\npip install stellar-catalogue\n```\n", encoding="utf-8")
-    Knowledge(store="stellar", create=True).add(tmp_path / "docs")
-    Domain.objects.filter(name="stellar").update(description="Stellar documentation")
-    return [Domain.objects.get(name="stellar")]
+        "## Install\n\nInstall it with pip:\n\n```\npip install stellar-catalogue\n```\n")})]
 
 
 def test_one_domain_takes_the_generic_question_and_refuses_off_topic(one_domain):
@@ -44,17 +38,12 @@ def test_a_generic_question_is_answered_by_the_overview_its_domain_description_f
     # "What is this?" names nothing to search for: the description is searched beside it, and
     # the passage nearest to it in prose answers; a contents list's items only name parts.
     settings.KLEA_LLM_BACKEND = "extractive"
-    (tmp_path / "site").mkdir()
-    (tmp_path / "site" / "index.md").write_text(
-        "# Nebula\n\n- Install: get it running\n- Mosaics: the stitching options\n- API: the functions\n\n"
-        "Nebula stitches overlapping telescope exposures into calibrated sky mosaics.\n", encoding="utf-8")
-    (tmp_path / "site" / "api.md").write_text(
-        "# API\n\nThis is the reference of every function: what each does and what it returns.\n", encoding="utf-8")
-    (tmp_path / "site" / "install.md").write_text(
-        "# Install\n\nThis takes a minute: run `pip install nebula-mosaic`.\n", encoding="utf-8")
-    Knowledge(store="nebula", create=True).add(tmp_path / "site")
-    Domain.objects.filter(name="nebula").update(description="Nebula: stitching telescope exposures into sky mosaics")
-    domains = [Domain.objects.get(name="nebula")]
+    domains = [domain_of(tmp_path, "nebula", "Nebula: stitching telescope exposures into sky mosaics", {
+        "index.md": "# Nebula\n\n- Install: get it running\n- Mosaics: the stitching options\n- API: the functions\n\n"
+                    "Nebula stitches overlapping telescope exposures into calibrated sky mosaics.\n",
+        "api.md": "# API\n\nThis is the reference of every function: what each does and what it returns.\n",
+        "install.md": "# Install\n\nThis takes a minute: run `pip install nebula-mosaic`.\n",
+    })]
     for question in ("What is this?", "What does this project do?"):
         turn = run(question, domains)
         assert (turn.answer.route, turn.answer.text) == (
@@ -77,15 +66,12 @@ def test_one_domain_takes_a_question_naming_its_subject_it_when_its_sources_hold
 def test_a_question_naming_what_a_domain_or_its_documents_name_is_routed_there(one_domain, tmp_path):
     # Neither the paper's author nor its year is in its text: the domain's description
     # names the author, the document's file name the author and the year.
-    (tmp_path / "papers").mkdir()
-    (tmp_path / "papers" / "dijkstra1965_cacm.md").write_text(
+    papers = domain_of(tmp_path, "papers", "Classic papers: mutual exclusion (Dijkstra)", {"dijkstra1965_cacm.md": (
         "# Solution of a problem in concurrent programming control\n\n"
         "A number of mainly independent sequential-cyclic processes with restricted means of communication with "
         "each other can be made in such a way that at any moment one and only one of them is engaged in the "
-        "critical section of its cycle.\n", encoding="utf-8")
-    Knowledge(store="papers", create=True).add(tmp_path / "papers")
-    Domain.objects.filter(name="papers").update(description="Classic papers: mutual exclusion (Dijkstra)")
-    domains = list(Domain.objects.filter(name__in=["papers", "stellar"]).order_by("name"))
+        "critical section of its cycle.\n")})
+    domains = [papers, *one_domain]
     for question in ("What problem does Dijkstra solve in his 1965 paper?", "What problem did the 1965 paper solve?"):
         result = run(question, domains)
         assert (result.answer.route, result.answer.domains) == ("domains", ["papers"]), question
@@ -113,14 +99,8 @@ def test_what_an_acronym_stands_for_is_asked_of_the_domain_that_spells_it_out(db
                                       "## Community\n\nThe \"COmputational Modeling in BIology NEtwork\" (COMBINE) "
                                       "is an initiative to coordinate community standards.\n"},
     }
-    for name, files in pages.items():
-        (tmp_path / name).mkdir()
-        for file_name, text in files.items():
-            (tmp_path / name / file_name).write_text(text, encoding="utf-8")
-        Knowledge(store=name, create=True).add(tmp_path / name)
-    Domain.objects.filter(name="arrays").update(description="Labelled arrays: combine, merge and align datasets")
-    Domain.objects.filter(name="standards").update(description="Modelling standards and their community")
-    domains = list(Domain.objects.filter(name__in=["arrays", "standards"]).order_by("name"))
+    domains = [domain_of(tmp_path, "arrays", "Labelled arrays: combine, merge and align datasets", pages["arrays"]),
+               domain_of(tmp_path, "standards", "Modelling standards and their community", pages["standards"])]
     result = run("What does the acronym COMBINE stand for?", domains)
     assert (result.answer.route, result.answer.domains) == ("domains", ["standards"])
     assert result.answer.text == ('The "COmputational Modeling in BIology NEtwork" (COMBINE) is an initiative to '

@@ -9,10 +9,8 @@ import pytest
 
 from chat.models import ChatSession
 from chat.pipeline.follow_up import is_follow_up, search_question
-from chat.rag import Knowledge
-from domains.models import Domain
 
-from .pipeline_helpers import run, trace
+from .pipeline_helpers import domain_of, run, trace
 
 NETCDF = "How do I open a netCDF file with Orbitals?"
 EXAMPLE = "Can you give an example of it?"
@@ -90,19 +88,15 @@ def test_a_follow_up_is_searched_with_the_questions_before_it():
 @pytest.fixture
 def two_domains(db, tmp_path, settings):
     settings.KLEA_LLM_BACKEND = "extractive"
-    for name, file_name, text in [
-        ("orbitals", "io.md",
-         "# Reading files\n\nOrbitals opens netCDF files with `open_dataset`, which reads the variables lazily.\n\n"
-         "## Example\n\nAn example of opening a netCDF file:\n\n```\nds = orbitals.open_dataset(\"air.nc\")\n```\n"),
-        ("kitchen", "bread.md",
-         "# Bread\n\nKnead the dough for ten minutes, then let it rise in a warm place for an hour.\n\n"
-         "## Example\n\nAn example of a quick loaf: flour, water, salt and yeast, baked for forty minutes.\n"),
-    ]:
-        (tmp_path / name).mkdir()
-        (tmp_path / name / file_name).write_text(text, encoding="utf-8")
-        Knowledge(store=name, create=True).add(tmp_path / name)
-        Domain.objects.filter(name=name).update(description=f"{name.title()} documentation")
-    return [Domain.objects.get(name="orbitals"), Domain.objects.get(name="kitchen")]
+    return [
+        domain_of(tmp_path, "orbitals", "Orbitals documentation", {"io.md": (
+            "# Reading files\n\nOrbitals opens netCDF files with `open_dataset`, which reads the variables lazily.\n\n"
+            "## Example\n\nAn example of opening a netCDF file:\n\n"
+            "```\nds = orbitals.open_dataset(\"air.nc\")\n```\n")}),
+        domain_of(tmp_path, "kitchen", "Kitchen documentation", {"bread.md": (
+            "# Bread\n\nKnead the dough for ten minutes, then let it rise in a warm place for an hour.\n\n"
+            "## Example\n\nAn example of a quick loaf: flour, water, salt and yeast, baked for forty minutes.\n")}),
+    ]
 
 
 def test_a_follow_up_in_a_session_keeps_the_conversations_domain_and_topic(two_domains):
