@@ -81,9 +81,27 @@ def test_which_x_are_supported_is_answered_by_the_sentence_listing_them_with_the
     ("Grouping by season uses the seasons DJF, MAM, JJA and SON.", True),
     ("Formats: Markdown (`.md`, `.myst`), HTML (`.html`) and PDF (`.pdf`; scanned pages through OCR).", True),
     ("A PDF of more than 2,000 pages (the page budget) fails at once; a slow one is stopped.", False),
+    ("- `value_type` is one of `string`, `int`, `float`, `list`; field names are identifiers.", True),
+    ("One of the two files, the larger, is read first.", False),
 ])
 def test_a_list_written_as_prose(text, expected):
     assert enumerates(text) is expected
+
+
+DOMAIN_KEYS = (
+    "- A store listed under both `vector_stores` and `bm25_stores` is searched both ways.\n"
+    "- `value_type` is one of `string`, `int`, `float`, `list`; field names are identifiers.\n"
+    "- Optional keys: `active`, `default_k` (8, chunks per domain), `k_max` (10), `k_inc` (1), `min_relevance` "
+    "(0.15, the minimum cosine similarity of vector hits), `fusion` (`rrf` or `convex`) and `fusion_alpha` (0.5)."
+)
+
+
+def test_which_x_are_is_answered_by_the_item_of_a_long_list_naming_them_all():
+    # "Which ... are" asks for a whole list, never a few of its items; an item that lists
+    # the choices itself is a whole list.
+    assert answer("Which value types can a filter field have?", source(1, DOMAIN_KEYS, ["Domains", "Keys"])) == (
+        "- `value_type` is one of `string`, `int`, `float`, `list`; field names are identifiers. [1]"
+    )
 
 
 @pytest.mark.parametrize("kind, text, expected", [

@@ -35,7 +35,7 @@ from domains.retrieval import next_chunks
 from .candidates import (Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap, trails_lead_in,
                          with_list,
                          units_of)
-from .shapes import bonus, counted, counts, defined, shapes, subjects
+from .shapes import bonus, counted, counts, defined, enumerates, shapes, subjects
 from .text import matches, terms
 
 # Cosine similarity (question vs. heading chain + passage) below which a passage does
@@ -126,8 +126,8 @@ class Composer:
         for chunk in self.chunks:
             heading_terms = matches(self.wanted, chunk.headings)
             for passage in candidates(chunk, self.wanted, "name" in self.shapes):
-                if passage.kind == "item" and "listing" in self.shapes:
-                    continue  # "which ... are" asks for the whole list, never a few of its items
+                if passage.kind == "item" and "listing" in self.shapes and not enumerates(passage.text):
+                    continue  # "which ... are" asks for the whole list, never a few of its items (one listing some is one)
                 passage.found = matches(self.wanted, evidence(passage))
                 if counts(self.shapes, passage.kind, passage.text):
                     # a list of three items is "the three rules" the question counts, rarely in those words

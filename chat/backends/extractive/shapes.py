@@ -136,7 +136,11 @@ _INLINE_CODE = re.compile(r"`[^`\n]+`")
 # A list written as prose ("the seasons DJF, MAM, JJA and SON"): three or more short
 # items (one or two words), the last after "and" / "or"; an item's aside in parentheses
 # aside ("Markdown (`.md`, `.myst`), HTML (`.html`) and PDF").
-_ENUMERATION = re.compile(r"\b(?:[\w.+-]+(?: [\w.+-]+)?, ){1,}(?:[\w.+-]+ )?(?:and|or) [\w.+-]+")
+_ENUMERATION = re.compile(
+    r"\b(?:[\w.+-]+(?: [\w.+-]+)?, ){1,}(?:[\w.+-]+ )?(?:and|or) [\w.+-]+"
+    # "is one of `string`, `int`, `float`, `list`": the choices named, no conjunction needed
+    r"|\bone of [\w.+`-]+(?: [\w.+`-]+)?(?:, [\w.+`-]+(?: [\w.+`-]+)?){2,}"
+)
 _ITEM_ASIDE = re.compile(r" \([^()\n]*\)")
 # An instruction: a sentence (or a step, its marker aside) opening with a verb in the
 # imperative ("Pass the ...", "Set `X` ...", "Preheat the oven ..."), the form a how-to answer takes.
