@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from chat.backends.extractive.candidates import SHORT_LIST, Chunk, Passage, extend, units_of, with_list
-from chat.backends.extractive.passages import MIN_SIMILARITY, NEAR_TIE, WIDE_TIE, Composer
+from chat.backends.extractive.passages import (MIN_SIMILARITY, NEAR_TIE, SECOND_CHARS, THIRD_TIE, WIDE_TIE,
+                                               Composer, in_reading_order)
 from chat.backends.extractive.shapes import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_WHY, CODE_OTHERWISE,
                                              NUMBER_FOR_HOW_MANY, SPELLED_OUT_FOR_ACRONYM, bonus, enumerates, field,
                                              shapes)
@@ -318,6 +319,35 @@ def test_a_runner_up_holding_every_question_term_follows_below_the_similarity_fl
     # A term in the chunk's headings counts, as it does for declining (:meth:`Composer.holds_all`).
     holding.chunk = Chunk(1, 1, 0.5, "Domains > Relevance", [])
     assert composer._second(best, [holding], idf, sum(idf.values())) is holding
+
+
+def test_a_third_passage_follows_when_it_scores_within_the_third_tie_of_the_best():
+    question = "When concat makes a new dimension, where is it placed?"
+    composer = Composer(embeddings.embed_query(question), [], question)
+    chunk = Chunk(1, 0, 0.5, "Combining data > Concatenate", [])
+    idf = dict.fromkeys(composer.wanted, 1.0)
+    best = _scored(chunk, 0, "concat can create a new dimension by stacking arrays.", 0.77, {"concat", "new", "dimension"})
+    second = _scored(chunk, 1, "The second argument to concat labels the new dimension.", 0.76, {"concat", "new"})
+    placed = _scored(chunk, 2, "A new dimension name is always inserted as the first dimension.", 0.77 - THIRD_TIE + 0.01,
+                     {"new", "dimension"})
+    closer = _scored(chunk, 3, "Concatenating along a new dimension stacks the arrays.", 0.77 - THIRD_TIE + 0.02,
+                     {"new", "dimension"})
+    # Of two, the one adding "plac" (only in its found terms here) to what the first two hold.
+    placed.found.add("plac")
+    assert composer._third([best, second], [placed, closer], idf, sum(idf.values())) is placed
+    # Further behind than THIRD_TIE, or past SECOND_CHARS for the three, none.
+    placed.score = closer.score = 0.77 - THIRD_TIE - 0.01
+    assert composer._third([best, second], [placed, closer], idf, sum(idf.values())) is None
+    placed.score, placed.text = 0.77, "x" * (SECOND_CHARS - len(best.text) - len(second.text) + 1)
+    assert composer._third([best, second], [placed], idf, sum(idf.values())) is None
+
+
+def test_passages_of_one_chunk_read_together_in_their_order():
+    first, other = Chunk(1, 0, 0.5, "A", []), Chunk(2, 1, 0.4, "B", [])
+    best = Passage(first, 4, 4, "prose", "Best.")
+    elsewhere = Passage(other, 0, 0, "prose", "Elsewhere.")
+    before = Passage(first, 1, 1, "prose", "Before the best.")
+    assert [p.text for p in in_reading_order([best, elsewhere, before])] == ["Before the best.", "Best.", "Elsewhere."]
 
 
 def test_words_of_any_script_are_question_terms_and_a_plural_matches_its_singular():

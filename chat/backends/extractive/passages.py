@@ -14,7 +14,8 @@ adds such terms and scores nearly as well, or else when it scores within :data:`
 and adds what the question asks for (a term, a list); one holding every question term
 may follow below :data:`MIN_SIMILARITY`. No second one when the first defines what "what is X"
 asks about (to "what is X and what is Y", the best passage defining Y follows the one
-defining X); two passages of one chunk are quoted in their order there. When no
+defining X). After a second one, a third when it scores within :data:`THIRD_TIE` of the
+first; passages of one chunk are quoted together, in their order there. When no
 passage reaches :data:`MIN_SIMILARITY` and none holds every question term, nothing is said
 (the caller says that no source answers). Every passage is verbatim source text cited by its source's marker, placed
 where it reads as part of the passage (:func:`with_marker`).
@@ -81,6 +82,11 @@ SECOND_ADDS = 0.5
 # closer one that answered. Replayed (docs/benchmarks.md, `passage`, 2026-12-07): first /
 # second sets 108 / 56 -> 110 / 58 with the floor below, median answer 287 -> 306 chars.
 WIDE_TIE = 0.2
+# After a second passage, a third within THIRD_TIE of the best (the one adding most), all
+# three within SECOND_CHARS. Half the near tie: within 0.05 and within 0.1 gained the same
+# three questions (first / second sets 110 / 58 -> 112 / 59; on main 9eece15 111 / 58 -> 112 / 59), at +1 against +14 median
+# characters there and +14 against +58 on the held-out sets (`passage`, 2026-12-07).
+THIRD_TIE = NEAR_TIE / 2
 
 
 class Composer:
@@ -178,9 +184,10 @@ class Composer:
             second = self._second(best, kept[1:], idf, total)
         if second is not None:
             chosen.append(lean_back(second))
-        if len(chosen) == 2 and chosen[0].chunk is chosen[1].chunk:
-            chosen.sort(key=lambda p: (p.start, p.part))  # one section reads in its own order
-        return chosen
+            third = self._third(chosen, kept[1:], idf, total)
+            if third is not None:
+                chosen.append(lean_back(third))
+        return in_reading_order(chosen)
 
     def _second(self, best: Passage, others: Sequence[Passage], idf: dict[str, float], total: float) -> Passage | None:
         """The passage quoted after ``best`` (of ``others``, best scored first), or None:
@@ -192,12 +199,8 @@ class Composer:
         it holds every question term (:meth:`holds_all`)."""
         ties, adding, wide = [], [], []
         for other in others:
-            if len(best.text) + len(other.text) > SECOND_CHARS:
+            if not self._may_follow([best], other):
                 continue
-            if other.cosine < MIN_SIMILARITY and not self.holds_all(other):
-                continue
-            if overlap(best, other) or other.text in best.text or best.text in other.text:
-                continue  # the same words twice (a passage repeated in another file) say nothing new
             new_share = sum(idf[t] for t in other.found - best.found) / total
             if other.score >= best.score - NEAR_TIE:
                 ties.append((SECOND_ADDS * new_share + other.score, other))
@@ -210,6 +213,29 @@ class Composer:
             if found:
                 return max(found, key=lambda pair: pair[0])[1]
         return None
+
+    def _third(self, chosen: Sequence[Passage], others: Sequence[Passage], idf: dict[str, float],
+               total: float) -> Passage | None:
+        """The passage quoted after the best one and its follower (``chosen``), or None:
+        of ``others``, the one scoring within :data:`THIRD_TIE` of the best that adds most
+        to what ``chosen`` holds (:data:`SECOND_ADDS`), all three within :data:`SECOND_CHARS`."""
+        found = set().union(*(passage.found for passage in chosen))
+        ties = [(SECOND_ADDS * sum(idf[t] for t in other.found - found) / total + other.score, other)
+                for other in others
+                if other.score >= chosen[0].score - THIRD_TIE and self._may_follow(chosen, other)]
+        return max(ties, key=lambda pair: pair[0])[1] if ties else None
+
+    def _may_follow(self, chosen: Sequence[Passage], other: Passage) -> bool:
+        """Whether ``other`` may be quoted after ``chosen``: all fit in :data:`SECOND_CHARS`,
+        it reaches :data:`MIN_SIMILARITY` or holds every question term, and it repeats
+        none of them."""
+        if sum(len(passage.text) for passage in chosen) + len(other.text) > SECOND_CHARS:
+            return False
+        if other.cosine < MIN_SIMILARITY and not self.holds_all(other):
+            return False
+        # The same words twice (a passage repeated in another file) say nothing new.
+        return not any(overlap(passage, other) or other.text in passage.text or passage.text in other.text
+                       for passage in chosen)
 
     def fits_better(self, passage: Passage, than: Passage) -> bool:
         """Whether ``passage`` is the whole list or table a "which ... are" question asks
@@ -261,6 +287,17 @@ class Composer:
                 run, quoted = [], []
             else:
                 yield passage.text
+
+
+def in_reading_order(chosen: Sequence[Passage]) -> list[Passage]:
+    """``chosen`` with the passages of one chunk together and in their order there (one
+    section reads in its own order), the chunks in the order their first passage was chosen."""
+    order: list[Chunk] = []
+    for passage in chosen:
+        if not any(passage.chunk is chunk for chunk in order):
+            order.append(passage.chunk)
+    rank = [next(i for i, chunk in enumerate(order) if passage.chunk is chunk) for passage in chosen]
+    return [passage for _, passage in sorted(zip(rank, chosen), key=lambda pair: (pair[0], pair[1].start, pair[1].part))]
 
 
 def with_marker(text: str, marker: str) -> tuple[str, str]:
