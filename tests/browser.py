@@ -22,8 +22,9 @@ PHONE = {"width": 390, "height": 844}
 
 
 @contextmanager
-def browser_page(viewport: dict | None = None):
-    """``with browser_page() as page:`` a fresh Chromium page (DESKTOP unless ``viewport``).
+def browser_page(viewport: dict | None = None, touch: bool = False):
+    """``with browser_page() as page:`` a fresh Chromium page (DESKTOP unless ``viewport``;
+    ``touch``: a phone's touch screen, a coarse pointer without hover).
 
     Any uncaught JavaScript error on the page, and anything the page's
     Content-Security-Policy blocked (klea_site/csp.py), fails the test when the block ends.
@@ -38,7 +39,7 @@ def browser_page(viewport: dict | None = None):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
         try:
-            page = browser.new_page(viewport=viewport or DESKTOP)
+            page = browser.new_page(viewport=viewport or DESKTOP, has_touch=touch, is_mobile=touch)
             page.set_default_timeout(TIMEOUT_MS)
             page.on("pageerror", lambda error: errors.append(str(error)))
             page.on("console", lambda message: errors.append(message.text)

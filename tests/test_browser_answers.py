@@ -197,7 +197,7 @@ def test_phone_layout_keeps_the_question_box_and_collapses_the_conversation_list
     with FakeOllama() as fake:
         fake.script(queries(), cited(long_answer, pieces=40), scores())
         env = {"KLEA_LLM_BACKEND": "ollama", "OLLAMA_HOST": fake.url}
-        with LiveDaphne(tmp_path / "daphne.log", **env) as server, browser_page(PHONE) as page:
+        with LiveDaphne(tmp_path / "daphne.log", **env) as server, browser_page(PHONE, touch=True) as page:
             page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(json.loads(payload))))
             in_thread(lambda: User.objects.filter(pk=world.bob.pk).update(is_staff=True))  # all four header items
             sign_in(page, server, world.bob)
@@ -268,6 +268,8 @@ def test_phone_layout_keeps_the_question_box_and_collapses_the_conversation_list
             expect(page.locator("#sessions")).to_be_hidden()
             expect(toggle).to_have_attribute("aria-expanded", "false")
             expect(page.locator(".message.assistant .text li")).to_have_count(60)
+            # on a touch screen the page does not focus the box by itself: no keyboard over the answer
+            assert page.evaluate("document.activeElement.id") != "question"
 
             # on a laptop the list is always shown and the toggle is not
             page.set_viewport_size(DESKTOP)

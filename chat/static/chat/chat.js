@@ -123,7 +123,7 @@
     state.showSessions(false);
     L.scrollToEnd($("thread"));
     loadSessions();
-    $("question").focus();
+    focusQuestion();
   }
 
   function newSession() {
@@ -134,7 +134,7 @@
     showHint();
     state.showSessions(false);
     loadSessions();
-    $("question").focus();
+    focusQuestion();
   }
 
   /* --- domains -------------------------------------------------------------------- */
@@ -265,7 +265,7 @@
       case "done":
         finish();
         state.current = null;
-        $("question").focus();
+        focusQuestion();
         break;
       default:
         break;
@@ -300,7 +300,7 @@
       L.fit(box);
     }
     showQuestionHint(lengthHint());
-    box.focus();
+    focusQuestion();
   }
 
   /* --- the form ------------------------------------------------------------------- */
@@ -335,6 +335,13 @@
     if (!limit || count <= limit) return "";
     const n = (value) => value.toLocaleString("en-US");
     return `${n(count)} characters: a question may have ${n(limit)} at most; shorten it by ${n(count - limit)}.`;
+  }
+
+  /* After opening a conversation, an answer or a refusal the box takes the focus, for
+     the next question; not on a touch screen, where that opens the on-screen keyboard
+     over what the user was about to read (their tap on the box does it). */
+  function focusQuestion() {
+    if (window.matchMedia("(pointer: fine)").matches) $("question").focus();
   }
 
   function showQuestionHint(text) {
