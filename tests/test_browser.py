@@ -241,3 +241,30 @@ def test_reference_links_are_labelled_and_the_doi_is_shown_once():
             "DOI: 10.18637/jss.v059.i10", "Link: http://www.jstatsoft.org/", "orcid: https://orcid.org/0000-0000-0000-0001"])
         assert page.locator(".ref-links a").evaluate_all("links => links.map(a => a.href)") == [
             "https://doi.org/10.18637/jss.v059.i10", "http://www.jstatsoft.org/", "https://orcid.org/0000-0000-0000-0001"]
+
+
+TITLE = "Clients: API tokens, the OpenAI-compatible endpoint, the MCP server"
+
+
+def test_a_cited_sections_name_leaves_out_the_title_and_says_where_a_headingless_chunk_is():
+    """The title is the reference's heading already; a chunk without a heading of its own
+    (a PDF's abstract, a scanned page) is named by where it is, not "Cited text"."""
+    chunks = [
+        {"chunk_id": 1, "headings": [TITLE, "API tokens", "Revoking"], "heading_chain": "", "lines": [40, 52]},
+        {"chunk_id": 2, "headings": [" clients:  API tokens, the openai-compatible endpoint, the MCP server "],
+         "lines": [1, 8]},
+        {"chunk_id": 3, "headings": [], "heading_chain": "", "pages": [1, 1]},
+        {"chunk_id": 4, "headings": ["Results", TITLE], "heading_chain": "", "pages": [3, 4]},
+        {"chunk_id": 5, "headings": [], "heading_chain": ""},
+        {"chunk_id": 6, "heading_chain": f"{TITLE} > Setup"},  # a stored message from before "headings"
+    ]
+    ref = {"number": 1, "kind": "document", "title": TITLE, "file_name": "clients.md", "domain": "docs",
+           "chunks": [{**chunk, "text": f"chunk {chunk['chunk_id']}"} for chunk in chunks]}
+    static = Path(settings.BASE_DIR, "chat", "static", "chat")
+    with browser_page() as page:
+        page.set_content("<!doctype html><body></body>")
+        for script in ("source.js", "render.js"):
+            page.add_script_tag(path=str(static / script))
+        page.evaluate("ref => document.body.append(KleaRender.references([ref]))", ref)
+        expect(page.locator("details.chunk summary")).to_have_text([
+            "API tokens > Revoking", "lines 1–8", "p. 1", f"Results > {TITLE}", "Cited text", "Setup"])

@@ -33,6 +33,20 @@ const KleaRender = (() => {
     return el("a", { href: parsed.href, target: "_blank", rel: "noopener noreferrer", text: label || url });
   }
 
+  /* What a cited chunk's section is called under its reference: its headings without a
+     first one that only repeats the reference's title (shown just above); a chunk with no
+     other heading (a PDF's abstract, a scanned page, a file's opening) is named by where
+     it is ("p. 1", "lines 1–8"), else "Cited text". */
+  function sectionName(ref, chunk) {
+    const same = (a, b) => a.replace(/\s+/g, " ").trim().toLowerCase() === b.replace(/\s+/g, " ").trim().toLowerCase();
+    const headings = (chunk.headings || (chunk.heading_chain ? chunk.heading_chain.split(" > ") : []))
+      .filter((heading) => heading && heading.trim());
+    if (headings.length && ref.title && same(headings[0], ref.title)) headings.shift();
+    if (headings.length) return headings.join(" > ");
+    const where = typeof KleaSource !== "undefined" ? KleaSource.where(chunk) : "";
+    return where || "Cited text";
+  }
+
   function documentReference(ref) {
     const item = el("li", { class: "reference", "data-number": String(ref.number) });
     const head = el("div", { class: "ref-head" });
@@ -56,7 +70,7 @@ const KleaRender = (() => {
     // One <details> per heading chain: chunks of one section are listed under it once.
     const sections = new Map();
     for (const chunk of ref.chunks || []) {
-      const chain = chunk.heading_chain || "Cited text";
+      const chain = sectionName(ref, chunk);
       let details = sections.get(chain);
       if (!details) {
         details = el("details", { class: "chunk" });
