@@ -11,8 +11,8 @@ from chat.backends.extractive.candidates import SHORT_LIST, Chunk, Passage, exte
 from chat.backends.extractive.passages import (MIN_SIMILARITY, NEAR_TIE, SECOND_CHARS, THIRD_TIE, WIDE_TIE,
                                                Composer, in_reading_order)
 from chat.backends.extractive.shapes import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_WHY, CODE_OTHERWISE,
-                                             NUMBER_FOR_HOW_MANY, SPELLED_OUT_FOR_ACRONYM, bonus, enumerates, field,
-                                             shapes)
+                                             NUMBER_FOR_HOW_MANY, POINTING_BACK, SPELLED_OUT_FOR_ACRONYM, bonus,
+                                             enumerates, field, shapes)
 from chat.backends.extractive.text import matches, terms
 
 from domains import embeddings
@@ -87,6 +87,16 @@ def test_which_x_are_supported_is_answered_by_the_sentence_listing_them_with_the
 ])
 def test_a_list_written_as_prose(text, expected):
     assert enumerates(text) is expected
+
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Whilst the features above allow many array libraries to be used with xarray, a package helps.", POINTING_BACK),
+    ("Once you have these programming languages installed, install pyNeuroML.", POINTING_BACK),
+    ("Xarray wraps array libraries that follow the Array API standard.", 0.0),
+])
+def test_a_sentence_pointing_back_at_what_it_speaks_of_lists_nothing(text, expected):
+    assert bonus(shapes("Which array libraries can xarray wrap?"), "prose", text, False) == expected
 
 
 DOMAIN_KEYS = (

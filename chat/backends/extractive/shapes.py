@@ -176,6 +176,11 @@ IMPERATIVE_FOR_HOWTO = 0.06
 CODE_OTHERWISE = -0.05  # code answers "how do I"; to other questions it is rarely the answer
 CODE_FOR_WHY = -0.05  # and to "why" never: code does what it does, it states no cause
 LIST_FOR_LISTING = 0.10
+# A sentence pointing back at what it speaks of ("Once you have these programming languages
+# installed", "the features above allow many array libraries ...") names the things a
+# "which ... are" question asks for without listing them: the list it points at does.
+POINTING_BACK = -0.05
+_POINTS_BACK = re.compile(r"\b(these|those)\s+(?:[\w-]+\s+){0,2}?[\w-]+s\b|\b(the\s+)?(\w+\s+)?above\b", re.I)
 LIST_OF_COUNT = 0.10  # "the three rules": a list of exactly three items
 YEAR_FOR_WHEN = 0.12
 NO_YEAR_FOR_WHEN = -0.05
@@ -332,6 +337,8 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
             value += IMPERATIVE_FOR_HOWTO
     if "listing" in question_shapes and (kind in ("list", "table") or enumerates(text)):
         value += LIST_FOR_LISTING
+    if "listing" in question_shapes and kind == "prose" and _POINTS_BACK.search(text):
+        value += POINTING_BACK
     if counts(question_shapes, kind, text):
         value += LIST_OF_COUNT
     if "year" in question_shapes:
