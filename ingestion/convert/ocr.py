@@ -201,14 +201,6 @@ def run_tesseract(png: bytes, timeout: float, dpi: int = OCR_DPI) -> str:
     return done.stdout.decode("utf-8", "replace")
 
 
-def file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class _Cache:
     """One JSON file per page under ``cache_dir``, keyed by content hash, page, dpi and engine."""
 
@@ -259,13 +251,16 @@ def ocr_pages(
         ``config.page_timeout``) is in ``failed`` and has no lines.
     :raises OcrError: no engine installed (nothing was OCRed).
     """
+    # Here, not at the top: ingestion.sources imports this package.
+    from ingestion.sources import sha256
+
     config = config or OcrConfig()
     name = engine()
     if name is None:
         raise OcrError(unavailable_reason())
     todo = list(pages)
     result = OcrResult(engine=name)
-    cache = _Cache(config.cache_dir, file_hash(path) if config.cache_dir else "", config.dpi, name)
+    cache = _Cache(config.cache_dir, sha256(path) if config.cache_dir else "", config.dpi, name)
     scale = config.dpi / 72
     done = 0
 
