@@ -63,8 +63,8 @@ class DomainAdmin(admin.ModelAdmin):
     filter_horizontal = ["allowed_groups"]
     inlines = [FilterFieldInline, StoreInline]
     fieldsets = [
-        (None, {"fields": ["name", "description", "active", "instructions"]}),
-        ("Retrieval", {"fields": ["default_k", "k_max", "k_inc", "min_relevance"]}),
+        (None, {"fields": ["name", "description", "active", "examples", "instructions"]}),
+        ("Retrieval", {"fields": ["default_k", "k_max", "k_inc", "min_relevance", "fusion", "fusion_alpha"]}),
         ("Access", {"fields": ["allowed_groups"]}),
     ]
 

@@ -126,6 +126,31 @@ def test_admin_choices_are_labelled_as_the_field_names_them(admin_client):
 
 
 @pytest.mark.django_db
+def test_the_domain_form_sets_example_questions_and_fusion(admin_client):
+    """Every setting a domain has is in its admin form: a domain made there gets its
+    example questions and fusion without ``loaddomains`` (new-user trial)."""
+    page = admin_client.get("/admin/domains/domain/add/").content.decode()
+    for name in ("examples", "fusion", "fusion_alpha"):
+        assert f'<div class="form-row field-{name}">' in page, name
+    assert Domain._meta.get_field("examples").help_text in page
+    assert options(page, "fusion") == [("rrf", "Weighted RRF (k = 5, BM25 x 1.5)"),
+                                       ("convex", "Convex combination of normalised scores")]
+    management = {f"{prefix}-{key}": value for prefix in ("filter_fields", "stores")
+                  for key, value in (("TOTAL_FORMS", 0), ("INITIAL_FORMS", 0), ("MIN_NUM_FORMS", 0),
+                                     ("MAX_NUM_FORMS", 1000))}
+    response = admin_client.post("/admin/domains/domain/add/", {
+        "name": "recipes", "description": "Cooking recipes", "active": "on",
+        "examples": "How long does the pie bake?\n\n  Which fish is in aljotta?  ", "instructions": "",
+        "default_k": 8, "k_max": 10, "k_inc": 1, "min_relevance": 0.15, "fusion": "convex", "fusion_alpha": 0.7,
+        **management,
+    })
+    assert response.status_code == 302
+    domain = Domain.objects.get(name="recipes")
+    assert (domain.example_questions, domain.fusion, domain.fusion_alpha) == (
+        ["How long does the pie bake?", "Which fish is in aljotta?"], "convex", 0.7)
+
+
+@pytest.mark.django_db
 def test_admin_requires_staff(client, django_user_model):
     assert client.get("/admin/").status_code == 302
     django_user_model.objects.create_user("plain", password="pw-123456")
