@@ -9,6 +9,7 @@ keeps serving its old chunks until ``store`` replaces them in one transaction.
 
 from django.conf import settings
 from django.db import models
+from django.utils import formats, timezone
 
 
 class IngestionJob(models.Model):
@@ -55,6 +56,16 @@ class IngestionJob(models.Model):
         """The one word(s) for the status everywhere (heading, breadcrumb, bar, list):
         "pending", "running", "succeeded", "succeeded with errors", "failed"."""
         return self.get_status_display().lower()
+
+    @property
+    def finished_label(self) -> str:
+        """When the job finished, as the admin prints its dates ("Dec. 6, 2026, 11:52 p.m."
+        in the active time zone); "" while it runs. The job page shows it whether the server
+        rendered the page or ingestion/static/ingestion/job_progress.js filled it in, so the
+        page has one date format, not the browser's beside Django's."""
+        if self.finished_at is None:
+            return ""
+        return formats.localize(timezone.template_localtime(self.finished_at))
 
     @property
     def in_progress(self) -> list[tuple[str, str]]:

@@ -25,7 +25,8 @@ def job_payload(job: IngestionJob) -> dict:
     """The job as plain JSON values: status, done/total files, ``percent`` (0-100: files
     done plus the OCRed share of files in progress, 100 only once finished), ``pages``
     (file name -> [pages OCRed, pages to OCR] of files in progress; [0, 0] before any
-    OCR), ``status_label`` (the status as the admin words it), errors per file."""
+    OCR), ``status_label`` (the status as the admin words it), errors per file,
+    ``finished_label`` (:attr:`IngestionJob.finished_label`, "" while it runs)."""
     return {
         "id": job.pk,
         "kind": job.kind,
@@ -41,6 +42,7 @@ def job_payload(job: IngestionJob) -> dict:
         "messages": job.messages,
         "created_at": job.created_at.isoformat(),
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "finished_label": job.finished_label,
     }
 
 

@@ -59,6 +59,7 @@ def test_job_api_for_staff_and_creator_only(client, users, store):
         "done": 2, "total": 3, "percent": 82, "pages": {"c.pdf": [14, 30]}, "messages": ["c.pdf: OCR page 14 of 30"]}
     record_pages(job.pk, "c.pdf", 30, 30)
     assert client.get(f"/api/jobs/{job.pk}").json()["percent"] == 99
+    assert client.get(f"/api/jobs/{job.pk}").json()["finished_label"] == ""  # still running
     # a redelivered task records the same file again: done does not over-count
     record(job.pk, FileOutcome("a.md", "stored", chunks=2))
     finished = record(job.pk, FileOutcome("c.pdf", "stored", chunks=1), finish_when_done=True)
@@ -229,3 +230,18 @@ def test_the_document_page_edits_its_metadata_through_the_default_entry_only(cli
         "Metadata map re-applied: 1 chunk(s) changed (no re-embedding).",
         f'The document “<a href="{url}">{document}</a>” was changed successfully.',
     ]
+
+
+def test_the_job_page_prints_when_the_job_finished_in_the_admins_date_format(client, users, store):
+    """One format on the job page: the live panel fills in the API's ``finished_label``,
+    the words the server renders (it showed the browser's "12/6/2026, 11:52:54 PM" beside
+    the admin's "Dec. 6, 2026, 11:52 p.m.")."""
+    import datetime
+
+    job = start_job("build", 1, {"directory": "/x"}, store=store, user=users[0])
+    IngestionJob.objects.filter(pk=job.pk).update(
+        status="succeeded", done=1, finished_at=datetime.datetime(2026, 12, 6, 23, 52, 54, tzinfo=datetime.UTC))
+    client.force_login(users[0])
+    assert client.get(f"/api/jobs/{job.pk}").json()["finished_label"] == "Dec. 6, 2026, 11:52 p.m."
+    html = client.get(f"/admin/ingestion/ingestionjob/{job.pk}/change/").content.decode()
+    assert '<span class="klea-job-finished">Finished Dec. 6, 2026, 11:52 p.m.</span>' in html

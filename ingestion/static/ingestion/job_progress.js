@@ -64,7 +64,8 @@
     panel.querySelector("tbody").replaceChildren(...rows);
     panel.querySelector(".klea-job-messages").replaceChildren(...job.messages.map((text) => cell("li", text)));
     const finished = panel.querySelector(".klea-job-finished");
-    finished.textContent = job.finished_at ? `Finished ${new Date(job.finished_at).toLocaleString()}` : "";
+    // the server's words for the date, as the page it rendered prints them
+    finished.textContent = job.finished_label ? `Finished ${job.finished_label}` : "";
   }
 
   async function refresh(nodes) {
