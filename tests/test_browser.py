@@ -139,13 +139,21 @@ def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
         assert cited["lines"][0] <= first_line <= last_line <= cited["lines"][1]
         expect(view.locator("mark.source-line")).to_have_count(last_line - first_line + 1)
         expect(view.locator("mark.source-line").first).to_have_attribute("data-line", str(first_line))
-        expect(view.locator(".source-where")).to_have_text(
-            (f"line {first_line}" if first_line == last_line else f"lines {first_line}–{last_line}")
-            + " · quoted passage highlighted")
+        quoted_where = ((f"line {first_line}" if first_line == last_line else f"lines {first_line}–{last_line}")
+                        + " · quoted passage highlighted")
+        expect(view.locator(".source-where")).to_have_text(quoted_where)
         screenshot(page, "source-view-text")
         page.keyboard.press("Escape")  # closing it gives the focus back to the reference
         expect(view).to_be_hidden()
         expect(first).to_be_focused()
+        # the reference list's "Show in source" of that chunk shows the same quoted lines
+        viewable = [c["chunk_id"] for c in references[0]["chunks"] if c["lines"] or c["pages"]]
+        first.locator(".source-open").nth(viewable.index(cited["chunk_id"])).click()
+        expect(view.locator("mark.source-line")).to_have_count(last_line - first_line + 1)
+        expect(view.locator("mark.source-line").first).to_have_attribute("data-line", str(first_line))
+        expect(view.locator(".source-where")).to_have_text(quoted_where)
+        page.keyboard.press("Escape")
+        expect(view).to_be_hidden()
         screenshot(page, "chat-desktop")
         assert unreadable_buttons(page) == {}  # [n] markers, references, the conversation's actions
 

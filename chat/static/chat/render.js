@@ -82,7 +82,9 @@ const KleaRender = (() => {
       if (typeof KleaSource !== "undefined" && KleaSource.viewable(chunk)) {
         const show = el("button", { type: "button", class: "small source-open",
           text: `Show in source · ${KleaSource.where(chunk)}` });
-        show.addEventListener("click", () => KleaSource.open(chunk, show));
+        // the passages the answer's markers quote from this chunk, highlighted as a marker does
+        const passages = (ref.markers || []).filter((m) => m.chunk_id === chunk.chunk_id).flatMap((m) => m.passages);
+        show.addEventListener("click", () => KleaSource.open(passages.length ? { ...chunk, passages } : chunk, show));
         details.append(show);
       }
     }
