@@ -84,8 +84,8 @@ SECOND_ADDS = 0.5
 WIDE_TIE = 0.2
 # After a second passage, a third within THIRD_TIE of the best (the one adding most), all
 # three within SECOND_CHARS. Half the near tie: within 0.05 and within 0.1 gained the same
-# three questions (first / second sets 110 / 58 -> 112 / 59; on main 9eece15 111 / 58 -> 112 / 59), at +1 against +14 median
-# characters there and +14 against +58 on the held-out sets (`passage`, 2026-12-07).
+# questions (first / second sets 110 / 58 -> 112 / 59), at +1 against +14 median characters
+# there and +14 against +58 on the held-out sets (`passage`, 2026-12-07).
 THIRD_TIE = NEAR_TIE / 2
 
 
