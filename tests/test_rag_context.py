@@ -104,12 +104,12 @@ def test_default_builder_and_formatter():
 def test_result_types_format_and_round_trip():
     citations = [
         Citation(id="1", source="a.md", text="Alpha " * 30, score=0.5),
-        Citation(id="2", source="b.md", text="B"),
+        Citation(id="2", source="b.md", text="B\n\nonly r ′ but\talso", metadata={"pages": [2, 2]}),
     ]
     result = RAGResult(answer="Answer [1].", citations=citations, context_used="ctx", query="q", metadata={"k": 1})
     assert result.has_citations
     assert result.format_answer_with_citations() == (
-        "Answer [1].\n\nSources:\n  [1] a.md: " + ("Alpha " * 30)[:100] + "...\n  [2] b.md: B"
+        "Answer [1].\n\nSources:\n  [1] a.md: " + ("Alpha " * 30)[:100] + "...\n  [2] b.md, p. 2: B only r ′ but also"
     )
     assert RAGResult(answer="Plain.").format_answer_with_citations() == "Plain."
     assert not RAGResult(answer="Plain.").has_citations

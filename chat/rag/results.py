@@ -97,7 +97,8 @@ class Citation:
         return cls(**{"source": "", "text": "", **{k: v for k, v in data.items() if k in names}})
 
     def __str__(self) -> str:
-        preview = self.text if len(self.text) <= PREVIEW_CHARS else self.text[:PREVIEW_CHARS] + "..."
+        text = " ".join(self.text.split())  # one line per source: the chunk's line breaks become spaces
+        preview = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "..."
         pages = page_label(self.metadata.get("pages"))
         return f"[{self.id}] {self.source}{', ' + pages if pages else ''}: {preview}"
 
