@@ -7,11 +7,40 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, Q
 
+from .access import managed_domains
 from .models import Chunk, Document, Domain, FilterField, MetadataEntry, Store
 from .signals import map_edited
 from .text import page_label
 
 REAPPLIED = "Metadata map re-applied: {changed} chunk(s) changed (no re-embedding)."
+
+
+class ManagedDomainsOnly:
+    """A staff user's rows are those of the domains they may manage
+    (:func:`domains.access.managed_domains`: open to everyone or to one of their groups;
+    superusers all), as for ingestion jobs and uploads: a view permission on chunks let
+    anyone on the staff read every restricted domain's texts. ``domain_path`` leads from
+    the model to its domain; list filters on a relation offer only the rows' own values
+    (``admin.RelatedOnlyFieldListFilter``), so no other domain is named either."""
+
+    domain_path = "store__domain"
+
+    def get_queryset(self, request):
+        return _managed(super().get_queryset(request), self.domain_path, request.user)
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        """A choice of domain, store or document (a map entry's document) among the managed."""
+        path = _DOMAIN_PATHS.get(db_field.related_model)
+        if path is not None:
+            kwargs["queryset"] = _managed(db_field.related_model._default_manager.all(), path, request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+_DOMAIN_PATHS = {Domain: "pk", Store: "domain", Document: "store__domain"}
+
+
+def _managed(rows, domain_path: str, user):
+    return rows if user.is_superuser else rows.filter(**{f"{domain_path}__in": managed_domains(user)})
 
 
 class FilterFieldInline(admin.TabularInline):
@@ -83,9 +112,10 @@ class DomainAdmin(admin.ModelAdmin):
 
 
 @admin.register(Store)
-class StoreAdmin(admin.ModelAdmin):
+class StoreAdmin(ManagedDomainsOnly, admin.ModelAdmin):
     list_display = ["name", "domain", "mode", "document_count", "not_stored_count", "chunk_count", "embedding_model"]
-    list_filter = ["mode", "domain"]
+    list_filter = ["mode", ("domain", admin.RelatedOnlyFieldListFilter)]
+    domain_path = "domain"
     search_fields = ["name", "domain__name"]
     readonly_fields = ["embedding_model", "embedding_dim", "created_at"]
 
@@ -133,13 +163,14 @@ class DocumentForm(forms.ModelForm):
 
 
 @admin.register(Document)
-class DocumentAdmin(admin.ModelAdmin):
+class DocumentAdmin(ManagedDomainsOnly, admin.ModelAdmin):
     """Documents with their map entries inline: saving edited entries re-applies them.
     ``Document.metadata`` mirrors the DEFAULT entry (re-applying the map rewrites it), so
     it is read-only: an edit there would be saved and then silently overwritten."""
 
     list_display = ["file_name", "store", "status", "pages", "chunk_count", "updated_at"]
-    list_filter = ["status", "store__domain", "store"]
+    list_filter = ["status", ("store__domain", admin.RelatedOnlyFieldListFilter),
+                   ("store", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["file_name", "metadata__title"]
     form = DocumentForm
     readonly_fields = ["content_hash", "source_path", "created_at", "updated_at", "metadata"]
@@ -160,9 +191,10 @@ class DocumentAdmin(admin.ModelAdmin):
 
 
 @admin.register(MetadataEntry)
-class MetadataEntryAdmin(admin.ModelAdmin):
+class MetadataEntryAdmin(ManagedDomainsOnly, admin.ModelAdmin):
     list_display = ["document", "heading_key", "values"]
-    list_filter = ["document__store"]
+    list_filter = [("document__store", admin.RelatedOnlyFieldListFilter)]
+    domain_path = "document__store__domain"
     search_fields = ["document__file_name", "heading_key"]
     list_select_related = ["document"]
     actions = [reapply_map]
@@ -173,9 +205,9 @@ class MetadataEntryAdmin(admin.ModelAdmin):
 
 
 @admin.register(Chunk)
-class ChunkAdmin(admin.ModelAdmin):
+class ChunkAdmin(ManagedDomainsOnly, admin.ModelAdmin):
     list_display = ["__str__", "store", "heading_chain", "where", "year", "token_count"]
-    list_filter = ["store__domain", "store"]
+    list_filter = [("store__domain", admin.RelatedOnlyFieldListFilter), ("store", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["text", "document__file_name"]
     list_select_related = ["document", "store"]
     # provenance is where ingestion found the text: edited, the source view would lie

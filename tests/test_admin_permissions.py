@@ -125,6 +125,33 @@ def test_job_pages_and_the_job_api_follow_store_access(stores):
         [open_job.pk, secret_job.pk])
 
 
+def test_stores_documents_map_entries_and_chunks_follow_store_access(stores):
+    """A view permission on chunks let anyone on the staff read a restricted domain's texts
+    in the admin; now these pages list what the job pages list, and their filters and
+    choices name no other domain, store or document."""
+    lab, open_store, secret_store = stores
+    rows = {}
+    for store in (open_store, secret_store):
+        document = Document.objects.create(store=store, file_name=f"{store.name}.md", status=Document.Status.STORED)
+        entry = document.metadata_entries.create(heading_key="DEFAULT", values={"title": f"{store.name} title"})
+        chunk = Chunk.objects.create(store=store, document=document, ordinal=0, text=f"{store.name} text",
+                                     headings=["H"], token_count=3)
+        rows[store.name] = {"store": store.pk, "document": document.pk, "metadataentry": entry.pk, "chunk": chunk.pk}
+    codenames = ("view_store", "view_document", "view_metadataentry", "view_chunk", "change_metadataentry")
+    outsider = staff("outsider", *codenames)
+    member = staff("member", *codenames, groups=[lab])
+    for model in ("store", "document", "metadataentry", "chunk"):
+        listing = outsider.get(f"/admin/domains/{model}/")
+        assert [row.pk for row in listing.context["cl"].result_list] == [rows["open-store"][model]], model
+        assert "secret" not in listing.content.decode(), model  # not in the filters either
+        assert outsider.get(f"/admin/domains/{model}/{rows['secret-store'][model]}/change/").status_code == 302
+        assert sorted(row.pk for row in member.get(f"/admin/domains/{model}/").context["cl"].result_list) == sorted(
+            [rows["open-store"][model], rows["secret-store"][model]]), model
+    page = outsider.get(f"/admin/domains/metadataentry/{rows['open-store']['metadataentry']}/change/")
+    assert [document.file_name for document in page.context["adminform"].form.fields["document"].queryset] == [
+        "open-store.md"]
+
+
 def test_uploads_are_limited_by_store_access_and_size(stores, settings, tmp_path):
     _, open_store, secret_store = stores
     settings.KLEA_UPLOAD_DIR = tmp_path / "uploads"
