@@ -7,6 +7,7 @@ and give the question back in the box; the next question is answered as usual.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import expect
@@ -107,4 +108,35 @@ def test_a_refused_question_comes_back_to_the_box_and_the_next_one_is_answered(w
         assert [row["id"] for row in listed] == [sessions[1]]
         expect(page.locator("#session-list li.current .open")).to_have_text(listed[0]["title"])
         screenshot(page, "chat-refused-then-answered")
+
+        # the connection lost before the turn began: the question comes back too; once the
+        # page has reconnected it is answered
+        dropped: list[str] = []
+
+        def drop_the_first_query(route):
+            server_side = route.connect_to_server()
+
+            def from_page(message):
+                if not dropped and '"query"' in message:
+                    dropped.append(message)
+                    route.close()
+                    server_side.close()
+                else:
+                    server_side.send(message)
+            route.on_message(from_page)
+
+        page.route_web_socket(re.compile(r"/ws/chat/$"), drop_the_first_query)
+        page.reload()  # the page's next socket goes through the route
+        expect(page.locator(".message")).to_have_count(2)  # the open conversation
+        box.fill("Is the Izhikevich model cheap?")
+        box.press("Enter")
+        expect(page.locator(".message.assistant .error")).to_have_text(
+            ["The connection was lost before the answer began."])
+        expect_ready_again(page, "Is the Izhikevich model cheap?")
+        expect(page.locator("#connection")).to_have_text("")  # reconnected
+        box.press("Enter")
+        expect(page.locator(".message.assistant")).to_have_count(3)
+        expect(page.locator(".message.assistant.streaming")).to_have_count(0)
+        expect(page.locator(".message.assistant").last.locator(".error")).to_have_count(0)
+        assert len(dropped) == 1
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()

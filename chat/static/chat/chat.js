@@ -11,9 +11,10 @@
     retrieve: "Searching…", pick_tools: "Searching…", join_tools: "Searching…", answer: "Answering…",
     evaluate: "Evaluating the answer…",
   };
-  // current / question: the running turn's answer and question items; asked: its text
-  const state = { session: null, socket: null, current: null, question: null, asked: "", attempt: 1, running: false,
-    retry: 500, domains: [], opened: false, waiting: false, showSessions: () => {} };
+  // current / question: the running turn's answer and question items; asked: its text;
+  // started: the server has sent an event of that turn (it was taken)
+  const state = { session: null, socket: null, current: null, question: null, asked: "", started: false, attempt: 1,
+    running: false, retry: 500, domains: [], opened: false, waiting: false, showSessions: () => {} };
 
   function csrf() {
     const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -175,7 +176,8 @@
     });
     socket.addEventListener("message", (message) => onEvent(JSON.parse(message.data)));
     socket.addEventListener("close", (closing) => {
-      if (state.running) finish("The connection was lost; the answer is incomplete.");
+      if (state.running && state.started) finish("The connection was lost; the answer is incomplete.");
+      else if (state.running) giveBack("The connection was lost before the answer began.");
       if (closing.code === 4401) { window.location.href = "/accounts/login/?next=/"; return; }
       $("connection").textContent = "Reconnecting…";
       setTimeout(connect, state.retry);
@@ -191,6 +193,7 @@
     state.question = R.fill(R.message("user"), { content: text });
     conversation.append(state.question);
     state.asked = text;
+    state.started = false;
     state.current = R.message("assistant");
     state.current.classList.add("streaming");
     conversation.append(state.current);
@@ -226,6 +229,7 @@
 
   function onEvent(event) {
     const item = state.current;
+    if (!event.refused) state.started = true;
     switch (event.type) {
       case "session":
         state.session = event.session;
@@ -290,10 +294,16 @@
       state.session = null;
       remember(null);
     }
-    for (const item of [state.question, state.current]) item.classList.add("refused");
-    finish(`Not asked: ${why}.${gone ? " Sending it again starts a new conversation." : ""}`);
-    state.current = null;
+    giveBack(`Not asked: ${why}.${gone ? " Sending it again starts a new conversation." : ""}`);
     if (event.code === "unknown_domain") loadDomains();  // a ticked domain is gone or no longer yours
+  }
+
+  /* The running question got no answer (`why` is said on its turn): the page stops
+     waiting and puts the question back in the box to be edited or sent again. */
+  function giveBack(why) {
+    for (const item of [state.question, state.current]) item.classList.add("refused");
+    finish(why);
+    state.current = null;
     const box = $("question");
     if (!box.value.trim()) {  // back in the box, unless a new question is being typed there
       box.value = state.asked;
