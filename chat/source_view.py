@@ -23,6 +23,7 @@ from domains.pdf_quotes import quoted_boxes
 from domains.sources import (
     PageUnavailable, SourceUnavailable, document_top, is_pdf, open_verified, render_page, source_file, text_section,
 )
+from domains.text import without_misleading
 
 from .api import api, error
 
@@ -192,4 +193,4 @@ def document_file(request, document_id: int):
         handle = open_verified(document)
     except SourceUnavailable as exc:
         return error(410, exc.code, str(exc))
-    return FileResponse(handle, as_attachment=True, filename=Path(document.file_name).name)
+    return FileResponse(handle, as_attachment=True, filename=without_misleading(Path(document.file_name).name))

@@ -25,6 +25,19 @@ _REFUSED = re.compile("[\x00\ud800-\udfff]")
 _BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
 
 
+# The characters the chat page drops from everything it shows (KleaRender.visible,
+# chat/static/chat/render.js; docs/security.md): bidi controls and invisible characters.
+_MISLEADING = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def without_misleading(text: str) -> str:
+    """``text`` without the bidi controls and invisible characters the chat page never
+    shows: for the names the server itself gives out, such as a downloaded file's
+    (``report\u202efdp.exe``, which a browser shows as ``reportexe.pdf``, is saved as
+    ``reportfdp.exe``)."""
+    return _MISLEADING.sub("", text)
+
+
 def blank(text: str) -> bool:
     """True when ``text`` has no visible character (a question of only zero-width spaces
     is as empty as one of only spaces)."""

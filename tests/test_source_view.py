@@ -197,6 +197,17 @@ def test_a_document_that_failed_to_ingest_is_no_source_its_file_is_404(sources):
     assert (response.status_code, b"".join(response.streaming_content)) == (200, MARKDOWN.encode())
 
 
+def test_a_downloaded_file_is_named_without_bidi_controls_or_invisible_characters(sources):
+    """``notes<U+202E>dm.exe`` reads ``notesexe.md`` on screen (the chat page drops the
+    control, the browser's download bar and file manager did not): saved as
+    ``notesdm.exe``."""
+    (sources / "notes\u202edm.exe.md").write_text("# Notes\n\nAbout axons.\n", encoding="utf-8")
+    ingest(sources, "lab-store", "lab", mirror=True)
+    document = Document.objects.get(store__name="lab-store", file_name="notes\u202edm.exe.md")
+    download = client_for("alice").get(f"/api/documents/{document.pk}/file")
+    assert download["Content-Disposition"] == 'attachment; filename="notesdm.exe.md"'
+
+
 def test_a_changed_or_missing_file_is_said_so_and_cached_pages_stay_those_of_the_ingested_file(sources):
     chunk = chunk_of("Firing rates doubled after stimulation.")
     document = chunk.document
