@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from chat.backends.extractive.candidates import SHORT_LIST, Chunk, Passage, extend, units_of, with_list
-from chat.backends.extractive.passages import (MIN_SIMILARITY, NEAR_TIE, SECOND_CHARS, THIRD_TIE, WIDE_TIE,
-                                               Composer, in_reading_order)
+from chat.backends.extractive.passages import (INSTRUCTION_UNDER_TASK, MIN_SIMILARITY, NEAR_TIE, SECOND_CHARS,
+                                               THIRD_TIE, WIDE_TIE, Composer, in_reading_order)
 from chat.backends.extractive.shapes import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_WHY, CODE_OTHERWISE,
                                              NUMBER_FOR_HOW_MANY, POINTING_BACK, SPELLED_OUT_FOR_ACRONYM, bonus,
                                              enumerates, field, shapes)
@@ -97,6 +97,24 @@ def test_a_list_written_as_prose(text, expected):
 ])
 def test_a_sentence_pointing_back_at_what_it_speaks_of_lists_nothing(text, expected):
     assert bonus(shapes("Which array libraries can xarray wrap?"), "prose", text, False) == expected
+
+
+
+MIGRATE = "```\nexport DATABASE_URL=postgres://db.example.org/klea\n.venv/bin/python manage.py migrate\n```"
+
+
+@pytest.mark.parametrize("question, kind_of_section", [
+    ("How do I migrate the database?", INSTRUCTION_UNDER_TASK),
+    ("Which database does Klea migrate?", 0.0),  # no how-to: the section title is only evidence
+])
+def test_an_instruction_under_a_section_titled_by_the_task_answers_how_to(question, kind_of_section):
+    # The same commands under "Migrating the database" and under "Examples": the first is the task's own section.
+    composer = Composer(embeddings.embed_query(question), [
+        source(1, MIGRATE, ["Configuration", "Migrating the database"]), source(2, MIGRATE, ["Configuration", "Examples"])],
+        question)
+    offered = composer.offered(composer._idf())
+    under_task, elsewhere = (next(p for p in offered if p.chunk.number == n) for n in (1, 2))
+    assert under_task.cheap - elsewhere.cheap == pytest.approx(kind_of_section, abs=1e-12)
 
 
 DOMAIN_KEYS = (

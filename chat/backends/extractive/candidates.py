@@ -86,6 +86,7 @@ class Chunk:
     follow: Unit | None = None
     follow_id: int | None = None
     title: str = ""  # its document's title (metadata), "" = unknown
+    section: str = ""  # its last heading ("" = none)
 
 
 @dataclass

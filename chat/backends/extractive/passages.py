@@ -36,7 +36,7 @@ from domains.retrieval import next_chunks
 from .candidates import (Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap, trails_lead_in,
                          with_list,
                          units_of)
-from .shapes import bonus, counted, counts, defined, enumerates, shapes, subjects
+from .shapes import bonus, counted, counts, defined, enumerates, instructs, shapes, subjects
 from .text import matches, terms
 
 # Cosine similarity (question vs. heading chain + passage) below which a passage does
@@ -49,6 +49,9 @@ LEXICAL_WEIGHT = 0.35
 RETRIEVAL_WEIGHT = 0.15
 # A question term found only in the chunk's heading chain (or file name) counts this much.
 HEADING_WEIGHT = 0.6
+# An instruction (a command, code, numbered steps, an imperative sentence) under a section
+# heading holding a term of a how-to question gains this much: the section is about the task.
+INSTRUCTION_UNDER_TASK = 0.05
 # Embedding is the answer's main cost (about 60 ms per passage at machine load 13, 10 ms
 # idle): only the best PREFILTER by the cheap score (lexical + retrieval + shape) are
 # embedded, each cut to EMBED_CHARS (heading chain first: it carries the topic), through
@@ -116,7 +119,8 @@ class Composer:
                 label = f"{headings} ({getattr(source, 'file_name', '')})" if headings else getattr(source, "file_name", "")
                 self.chunks.append(
                     Chunk(source.number, len(self.chunks), float(chunk.score or 0.0), label, units_of(chunk.text),
-                          getattr(chunk, "chunk_id", None), title=str(title))
+                          getattr(chunk, "chunk_id", None), title=str(title),
+                          section=(getattr(chunk, "headings", None) or [""])[-1])
                 )
 
     def _idf(self) -> dict[str, float]:
@@ -131,6 +135,8 @@ class Composer:
         offered: list[Passage] = []
         for chunk in self.chunks:
             heading_terms = matches(self.wanted, chunk.headings)
+            # "How do I X?": the section titled by the task holds its instructions
+            task_section = "howto" in self.shapes and bool(matches(self.wanted, chunk.section))
             for passage in candidates(chunk, self.wanted, "name" in self.shapes):
                 if passage.kind == "item" and "listing" in self.shapes and not enumerates(passage.text):
                     continue  # "which ... are" asks for the whole list, never a few of its items (one listing some is one)
@@ -143,6 +149,7 @@ class Composer:
                 passage.cheap = (
                     LEXICAL_WEIGHT * passage.lexical + RETRIEVAL_WEIGHT * chunk.score
                     + bonus(self.shapes, passage.kind, passage.text, passage.opening)
+                    + (INSTRUCTION_UNDER_TASK if task_section and instructs(passage.kind, passage.text) else 0.0)
                 )
                 offered.append(passage)
         offered.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))

@@ -309,6 +309,16 @@ def enumerates(text: str) -> bool:
     return bool(_ENUMERATION.search(_ITEM_ASIDE.sub("", text)))
 
 
+def instructs(kind: str, text: str) -> bool:
+    """Whether a passage of ``kind`` tells what to do: a code block, numbered steps, or a
+    sentence (or step) in the imperative (:data:`_IMPERATIVE`)."""
+    if kind == "code":
+        return True
+    if kind == "list":
+        return text.lstrip()[:1].isdigit()
+    return kind in ("prose", "item") and bool(_IMPERATIVE.match(text))
+
+
 def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) -> float:
     """How well a passage of ``kind`` ("prose", "list", "item", "table", "code") fits the shapes;
     ``opening``: the passage starts its chunk."""
