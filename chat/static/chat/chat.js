@@ -331,6 +331,7 @@
       return;
     }
     box.value = "";
+    showQuestionHint("");  // a length hint of the text sent is stale now
     L.fit(box);
     ask(text);
   }
