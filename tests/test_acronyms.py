@@ -4,7 +4,7 @@
 import pytest
 
 from domains import embeddings
-from domains.retrieval import acronyms
+from domains.retrieval import definitions
 from domains.models import Chunk, Document, Domain, Store
 from domains.retrieval import acronym_definitions, asked_acronym, expansion, retrieve
 from domains.retrieval.filters import FieldSpec, compile_filter
@@ -90,5 +90,5 @@ def test_a_common_acronym_costs_the_chunks_where_it_weighs_most(standards, monke
     assert acronym_definitions("COMBINE", store.id, 5) == [ids[("standards.md", 0)], longer]
     # the scan reads the chunks holding the lexeme best BM25 impact first: the four short
     # ones (the verb's too) before the long one that mentions it once
-    monkeypatch.setattr(acronyms, "SCANNED", 4)
+    monkeypatch.setattr(definitions, "SCANNED", 4)
     assert acronym_definitions("COMBINE", store.id, 5) == [ids[("standards.md", 0)]]

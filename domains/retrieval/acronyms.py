@@ -7,7 +7,8 @@ Neither ranked list finds that text: the question's other words ("acronym", "sta
 are not in it, the acronym itself is in hundreds of chunks, and the uncased embedding
 model reads COMBINE as the verb. Its form finds it: the acronym next to words whose
 capitals or initials spell it (:func:`expansion`), looked for only in the chunks that hold
-the acronym's lexeme (:func:`acronym_definitions`).
+the acronym's lexeme (:func:`acronym_definitions`, through
+:func:`domains.retrieval.definitions.scan_chunks`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from django.db import connection
-
 from .bm25 import query_lexemes
+from .definitions import scan_chunks
 from .filters import CompiledFilter
 
 # The question asks what a word stands for: "What does X stand for?", "What is X short
@@ -30,14 +30,6 @@ _SMALL = frozenset("a an and at by for from in of on or the to with".split())
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
 # Characters that frame an expansion without being part of it (Markdown, quotes).
 _FRAME = "*_`\"'\u201c\u201d\u2018\u2019 "
-# Chunks read per store to find the spelled-out form: of those holding the acronym's
-# lexeme, at most SCANNED (where it weighs most: best BM25 impact first, through the
-# postings index), so that a common acronym costs a bounded number of regular-expression
-# tests in a store of millions of chunks; at most CANDIDATES of them kept.
-SCANNED = 5000
-CANDIDATES = 200
-
-
 def asked_acronym(question: str) -> str:
     """The acronym ``question`` asks to spell out, "" when none.
 
@@ -111,39 +103,18 @@ def expansion(acronym: str, text: str) -> str:
     return min(found)[1] if found else ""
 
 
-# The chunks of a store that hold the acronym's lexeme and, case-sensitively, the acronym
-# before "(", ":" or a dash, or inside parentheses; :func:`expansion` then checks the words.
-_CANDIDATES = """
-SELECT c.id, c.text FROM (
-    SELECT p.chunk_id FROM domains_bm25term t JOIN domains_bm25posting p ON p.term_id = t.id
-    WHERE t.store_id = %(store)s AND t.lexeme = %(lexeme)s
-    ORDER BY p.impact DESC, p.tf, p.dl, p.chunk_id LIMIT %(scanned)s
-) p JOIN domains_chunk c ON c.id = p.chunk_id
-WHERE c.text ~ %(pattern)s AND {where}
-ORDER BY c.id LIMIT %(limit)s
-"""
-
-
 def acronym_definitions(acronym: str, store_id: int, k: int, where: CompiledFilter | None = None) -> list[int]:
     """The chunks of a store that spell out ``acronym`` (:func:`expansion`), in the
-    store's order (chunk id), at most ``k``.
-
-    Only chunks holding the acronym's first lexeme are read: the :data:`SCANNED` where it
-    weighs most, of which at most :data:`CANDIDATES` whose text has the acronym before a
-    parenthesis, a colon or a dash, or inside parentheses (the filter ``where`` applies
-    to the chunks scanned).
+    store's order (chunk id), at most ``k``: of those holding its lexeme, the ones whose
+    text has it (case-sensitively) before a parenthesis, a colon or a dash, or inside
+    parentheses (:func:`domains.retrieval.definitions.scan_chunks`, which bounds the work).
 
     :param acronym: from :func:`asked_acronym` (capitals and digits).
     :param where: filter over the chunk alias ``c``.
     :returns: [chunk id]; [] when the acronym has no lexeme or nothing spells it out.
     """
-    lexemes = query_lexemes(acronym)
-    if not lexemes or not _ACRONYM.fullmatch(acronym):
+    if not _ACRONYM.fullmatch(acronym):
         return []
-    where = where or CompiledFilter()
     pattern = rf"\m{acronym}\M[*_`\"'\s]*[(:\u2014\u2013-]|\(\s*[*_`]*{acronym}[*_`]*\s*\)"
-    with connection.cursor() as cursor:
-        cursor.execute(_CANDIDATES.format(where=where.sql), {
-            "store": store_id, "lexeme": lexemes[0], "pattern": pattern, "scanned": SCANNED, "limit": CANDIDATES,
-            **where.params})
-        return [chunk_id for chunk_id, text in cursor.fetchall() if expansion(acronym, text)][:k]
+    return scan_chunks(store_id, query_lexemes(acronym)[:1], pattern, lambda text: bool(expansion(acronym, text)), k,
+                       where)

@@ -22,8 +22,9 @@ from domains import embeddings
 from domains.models import Domain, Store
 from domains.text import normalize_text, strip_unsafe
 
-from .acronyms import CANDIDATES, acronym_definitions, asked_acronym
+from .acronyms import acronym_definitions, asked_acronym
 from .bm25 import bm25_search, query_lexemes
+from .definitions import CANDIDATES, asked_subjects, definition_chunks
 from .filters import compile_filter, field_specs
 from .fusion import FUSION_METHODS, fuse
 from .recency import blend_recency
@@ -38,10 +39,11 @@ LIST_DEPTH = 50
 # Each chunk costs len(text) + CHUNK_OVERHEAD characters of the budget (headers, metadata).
 CHUNK_OVERHEAD = 200
 MODES = ("vector", "bm25")
-# A query asking what an acronym stands for ("What does LEMS stand for?") puts up to this
-# many chunks of each domain that spell it out (domains/retrieval/acronyms.py) first:
-# they answer it, and neither ranked list finds them.
-ACRONYM_CHUNKS = 3
+# A query asking what a term is ("What is a domain in Klea?") or what an acronym stands
+# for ("What does LEMS stand for?") puts up to this many chunks of each domain that
+# define it or spell it out first (domains/retrieval/definitions.py, acronyms.py): they
+# answer it, and the ranked lists may put them far down.
+DEFINING_CHUNKS = 3
 
 
 def _queries(query: str | Sequence[str]) -> list[str]:
@@ -150,6 +152,7 @@ class _Search:
         self.modes = modes
         self.lexemes = [query_lexemes(q) for q in queries] if "bm25" in modes else [[] for _ in queries]
         self.acronyms = list(dict.fromkeys(a for a in map(asked_acronym, queries) if a))
+        self.subjects = list(dict.fromkeys(s for q in queries for s in asked_subjects(q)))
         self._vectors = vectors
 
     @property
@@ -175,12 +178,14 @@ class _Search:
                 found[frozenset(lexemes)] = bm25_search(store.id, lexemes, depth, where=where)
         return [(label, found[frozenset(lexemes)]) for lexemes in self.lexemes]
 
-    def spelled_out(self, store: Store, where, k: int) -> list[int]:
-        """The store's chunks that spell out an acronym a query asks about (read through
-        its BM25 index: none for a store without one, or when BM25 is not searched)."""
+    def defining(self, store: Store, where, k: int) -> list[int]:
+        """The store's chunks that spell out an acronym or define a term a query asks
+        about (read through its BM25 index: none for a store without one, or when BM25
+        is not searched)."""
         if not (store.uses_bm25 and "bm25" in self.modes):
             return []
-        return [cid for acronym in self.acronyms for cid in acronym_definitions(acronym, store.id, k, where=where)]
+        return ([cid for acronym in self.acronyms for cid in acronym_definitions(acronym, store.id, k, where=where)]
+                + [cid for subject in self.subjects for cid in definition_chunks(subject, store.id, k, where=where)])
 
     def store_modes(self, store: Store) -> list[str]:
         allowed = {"vector": store.uses_vector, "bm25": store.uses_bm25}
@@ -266,7 +271,7 @@ def retrieve(
                 if not failed:
                     per_domain = [
                         _top(domain, lists[domain.pk], _k(k, domain), fusion or domain.fusion,
-                             _spelled_out(search, domain, compiled[domain.pk], stores))
+                             _defining(search, domain, compiled[domain.pk], stores))
                         for domain in active
                     ]
                     break
@@ -320,20 +325,20 @@ def _run_lists(search: _Search, jobs: list[_Job], lists: dict, result: Retrieval
     return [], False
 
 
-def _spelled_out(search: _Search, domain: Domain, where, names: list[str] | None) -> list[int]:
-    if not search.acronyms:
+def _defining(search: _Search, domain: Domain, where, names: list[str] | None) -> list[int]:
+    if not (search.acronyms or search.subjects):
         return []
-    return [cid for store in _stores(domain, names) for cid in search.spelled_out(store, where, CANDIDATES)]
+    return [cid for store in _stores(domain, names) for cid in search.defining(store, where, CANDIDATES)]
 
 
 def _top(domain: Domain, lists: list[tuple[str, list]], k: int, fusion: str,
          first: Sequence[int] = ()) -> list[RetrievedChunk]:
     """One domain's lists fused, blended with recency, cut to ``k`` and filled. Of the
-    chunks in ``first`` (those spelling out an acronym asked about), ACRONYM_CHUNKS lead,
+    chunks in ``first`` (those defining what a query asks about), DEFINING_CHUNKS lead,
     with the best blended score: those the lists ranked, in their order, then the others."""
     fused = fuse(lists, fusion, domain.fusion_alpha)
     order = {cid: i for i, (cid, _, _) in enumerate(fused)}
-    lead = sorted(dict.fromkeys(first), key=lambda cid: (order.get(cid, len(order)), cid))[:ACRONYM_CHUNKS]
+    lead = sorted(dict.fromkeys(first), key=lambda cid: (order.get(cid, len(order)), cid))[:DEFINING_CHUNKS]
     sources = {cid: scores for cid, _, scores in fused}
     years = _years([cid for cid, _, _ in fused] + lead)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from domains.retrieval import asked_acronym, expansion
+from domains.retrieval.definitions import asked_subjects, defines_subject
 
 from .text import list_items, segment, terms
 
@@ -53,14 +54,6 @@ NUMBER = re.compile(
     r"|\bwhat\s+(is\s+the\s+)?(default|number|size|limit|port|version|temperature|amount|percentage|percent|ratio|"
     r"proportion|share|fraction|speed|weight|length|duration|(time\s+)?(span|range|period|interval))\b"
     r"|\bwhich\s+(version|port)\b",
-    re.I,
-)
-# "What is X?", "What is a X in Y?" (Y names the field: "in Klea", "of NeuroML"); two
-# subjects: "What is X and what is Y?", "What are Xs and Ys?".
-DEFINITION = re.compile(
-    r"^\s*what\s+(is|are)\s+(an?\s+|the\s+)?(?P<subject>[\w.-]+(\s+[\w.-]+)?)"
-    r"(,?\s+and\s+(what\s+(is|are)\s+)?(an?\s+|the\s+)?(?P<other>[\w.-]+(\s+[\w.-]+)?))?"
-    r"(\s+(in|of|for|within)\s+[\w.'-]+(\s+[\w.'-]+)?)?\s*\??\s*$",
     re.I,
 )
 REASON = re.compile(r"^\s*why\b", re.I)
@@ -252,8 +245,7 @@ def _shapes(question: str) -> frozenset[str]:
         found.add(f"count:{_COUNTS.get(count, count)}")
     if acronym := asked_acronym(question):
         found.add(f"acronym:{acronym}")
-    if match := DEFINITION.match(question):
-        found.update("definition:" + subject.lower() for subject in match.group("subject", "other") if subject)
+    found.update("definition:" + subject for subject in asked_subjects(question))
     return frozenset(found)
 
 
@@ -273,16 +265,7 @@ def defined(question_shapes: frozenset[str], text: str) -> str:
     "X is a ...", "X (the ...) is the ...", "X are ...", "X refers to ...", a glossary
     entry "X: ..." or "**X** — ...", or a definition-list entry (the term, its definition
     indented on the next line); a list item's marker aside."""
-    for subject in subjects(question_shapes):
-        name = re.escape(subject[:-1] if subject.endswith("s") and len(subject) > 3 else subject) + "s?"
-        if re.match(
-            rf"^([-*+]\s+)?(the\s+|an?\s+)?[*_`]*{name}[*_`]*(\s+\([^)\n]*\))?"
-            r"(\s+(is|was)\s+(an?|the|one)\b|\s+(are|refers?\s+to|means|stands\s+for|denotes)\b|\s*[:\u2014\u2013]\s|\s*\n\s+\S)",
-            text,
-            re.I,
-        ):
-            return subject
-    return ""
+    return next((subject for subject in subjects(question_shapes) if defines_subject(subject, text)), "")
 
 
 def spells_out(question_shapes: frozenset[str], text: str) -> bool:
