@@ -255,12 +255,15 @@ TITLE = "Clients: API tokens, the OpenAI-compatible endpoint, the MCP server"
 
 
 def test_a_cited_sections_name_leaves_out_the_title_and_says_where_a_headingless_chunk_is():
-    """The title is the reference's heading already; a chunk without a heading of its own
-    (a PDF's abstract, a scanned page) is named by where it is, not "Cited text"."""
+    """The title is the reference's heading already: a chain that goes on below it starts
+    after it; a chunk without a heading (a PDF's abstract, a scanned page) is named by
+    where it is, not "Cited text". Chunks of one section are listed under it once."""
     chunks = [
         {"chunk_id": 1, "headings": [TITLE, "API tokens", "Revoking"], "heading_chain": "", "lines": [40, 52]},
-        {"chunk_id": 2, "headings": [" clients:  API tokens, the openai-compatible endpoint, the MCP server "],
+        {"chunk_id": 2, "headings": [" clients:  API tokens, the openai-compatible endpoint, the MCP server ", "Setup"],
          "lines": [1, 8]},
+        {"chunk_id": 7, "headings": [TITLE], "heading_chain": "", "lines": [1, 3]},  # the opening, under the title
+        {"chunk_id": 8, "headings": [], "heading_chain": "", "lines": [1, 2]},
         {"chunk_id": 3, "headings": [], "heading_chain": "", "pages": [1, 1]},
         {"chunk_id": 4, "headings": ["Results", TITLE], "heading_chain": "", "pages": [3, 4]},
         {"chunk_id": 5, "headings": [], "heading_chain": ""},
@@ -275,4 +278,4 @@ def test_a_cited_sections_name_leaves_out_the_title_and_says_where_a_headingless
             page.add_script_tag(path=str(static / script))
         page.evaluate("ref => document.body.append(KleaRender.references([ref]))", ref)
         expect(page.locator("details.chunk summary")).to_have_text([
-            "API tokens > Revoking", "lines 1–8", "p. 1", f"Results > {TITLE}", "Cited text", "Setup"])
+            "API tokens > Revoking", "Setup", TITLE, "lines 1–2", "p. 1", f"Results > {TITLE}", "Cited text"])

@@ -34,14 +34,14 @@ const KleaRender = (() => {
   }
 
   /* What a cited chunk's section is called under its reference: its headings without a
-     first one that only repeats the reference's title (shown just above); a chunk with no
-     other heading (a PDF's abstract, a scanned page, a file's opening) is named by where
-     it is ("p. 1", "lines 1–8"), else "Cited text". */
+     first one that only repeats the reference's title (shown just above) when more follow;
+     a chunk with no heading (a PDF's abstract, a scanned page) is named by where it is
+     ("p. 1", "lines 1–8"), else "Cited text". */
   function sectionName(ref, chunk) {
     const same = (a, b) => a.replace(/\s+/g, " ").trim().toLowerCase() === b.replace(/\s+/g, " ").trim().toLowerCase();
     const headings = (chunk.headings || (chunk.heading_chain ? chunk.heading_chain.split(" > ") : []))
       .filter((heading) => heading && heading.trim());
-    if (headings.length && ref.title && same(headings[0], ref.title)) headings.shift();
+    if (headings.length > 1 && ref.title && same(headings[0], ref.title)) headings.shift();
     if (headings.length) return headings.join(" > ");
     const where = typeof KleaSource !== "undefined" ? KleaSource.where(chunk) : "";
     return where || "Cited text";
