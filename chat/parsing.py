@@ -10,6 +10,7 @@ MAX_FILTER_VALUES values are ``too_large`` (docs/security.md).
 from __future__ import annotations
 
 import json
+import sys
 
 from django.conf import settings
 
@@ -32,7 +33,8 @@ def decode_json(raw: str | bytes):
 
     :raises BadRequest: ``bad_json`` saying what and where, e.g. ``not valid JSON
         (expecting property name enclosed in double quotes at line 1, column 2)``, ``not
-        valid JSON: nested too deeply``, ``not valid JSON: not UTF-8 text``."""
+        valid JSON: nested too deeply``, ``not valid JSON: not UTF-8 text``, ``not valid
+        JSON: a number of more than 4300 digits``."""
     try:
         return json.loads(raw)
     except RecursionError:
@@ -40,8 +42,11 @@ def decode_json(raw: str | bytes):
     except json.JSONDecodeError as exc:
         what = exc.msg[:1].lower() + exc.msg[1:]
         raise BadRequest("bad_json", f"not valid JSON ({what} at line {exc.lineno}, column {exc.colno})") from None
-    except ValueError:  # bytes that are not UTF-8 (or UTF-16/32) text
+    except UnicodeDecodeError:  # bytes that are not UTF-8 (or UTF-16/32) text
         raise BadRequest("bad_json", "not valid JSON: not UTF-8 text") from None
+    except ValueError:  # an integer longer than Python converts (it was told "not UTF-8 text")
+        raise BadRequest("bad_json", f"not valid JSON: a number of more than {sys.get_int_max_str_digits()} "
+                                     "digits") from None
 
 
 def check_text(name: str, text: str) -> str:

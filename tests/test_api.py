@@ -98,6 +98,8 @@ def test_query_errors(setup):
         (bob, "{oops", 400, "bad_json", "not valid JSON (expecting property name enclosed in double quotes at "
                                          "line 1, column 2)"),
         (bob, b'{"text": "\xff"}', 400, "bad_json", "not valid JSON: not UTF-8 text"),
+        (bob, '{"text": "hi", "session": %s}' % ("9" * 5000), 400, "bad_json",
+         "not valid JSON: a number of more than 4300 digits"),
         (bob, "[]", 400, "bad_request", "the body must be a JSON object"),
         (bob, {"text": ""}, 400, "bad_request", '"text" must be a non-empty string'),
         (bob, {"text": "\u200b\u200c \u2060\u200d"}, 400, "bad_request", '"text" must be a non-empty string'),

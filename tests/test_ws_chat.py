@@ -227,6 +227,8 @@ async def test_deep_json_nul_and_lone_surrogates_get_typed_errors(world):
         ("[" * 30000 + "]" * 30000, bad("bad_json", "not valid JSON: nested too deeply", "frame")),
         ('{"type": "query", "text": "hi", "filters": {"year": ' + "[" * 30000 + "]" * 30000 + "}}",
          bad("bad_json", "not valid JSON: nested too deeply", "frame")),
+        ('{"type": "query", "text": "hi", "session": ' + "1" * 5000 + "}",
+         bad("bad_json", "not valid JSON: a number of more than 4300 digits", "frame")),  # was "not UTF-8 text"
         ('{"type": "query", "text": "hello\\u0000world"}', surrogate),
         ('{"type": "query", "text": "hi \\ud800 there"}', surrogate),
         ('{"type": "query", "text": "hi", "filters": {"authors": "Sinha\\u0000"}}',
