@@ -60,6 +60,20 @@ def check_refused(name: str, text: str, *, allow_blank: bool = True) -> str:
     return text
 
 
+def storable(value):
+    """``value`` (JSON-like: dicts, lists, strings, numbers, ...) with NUL characters
+    dropped and lone surrogates made U+FFFD in every string, keys included: PostgreSQL's
+    text and jsonb refuse both, and a PDF whose Info Title held a NUL stopped the whole
+    ingest run at its first write. Other values are returned as they are."""
+    if isinstance(value, str):
+        return _REFUSED.sub(lambda found: "" if found.group() == "\x00" else "\ufffd", value)
+    if isinstance(value, dict):
+        return {storable(key): storable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [storable(item) for item in value]
+    return value
+
+
 def strip_unsafe(text: str) -> str:
     """``text`` with NUL and other control characters and lone surrogates made spaces."""
     return _UNSAFE.sub(" ", text)

@@ -165,3 +165,13 @@ def strokes(path: Path, lines: int) -> Path:
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     path.write_bytes(bytes(out))
     return path
+
+
+def with_info_title(path: Path, title: str, line: str) -> Path:
+    """One page printing ``line`` twelve times, its Info dictionary's Title ``title``
+    (written as given: a NUL is kept, as a hostile producer may)."""
+    c = canvas.Canvas(str(path))
+    c.setTitle(title)
+    _lines(c, 72, 750, [line] * 12)
+    c.save()
+    return path

@@ -210,6 +210,20 @@ def test_a_title_too_long_for_a_tsvector_is_stored_and_found_by_its_first_words(
     assert document_coverage(query_lexemes("w0149999x"), [domain]) == {}  # past the cut
 
 
+def test_a_nul_in_a_pdf_info_title_is_dropped_and_the_run_goes_on(domain, tmp_path, settings):
+    """PostgreSQL's jsonb refuses a NUL: the staged map of a PDF whose Info Title held one
+    failed to save, and that stopped the whole run."""
+    settings.KLEA_DOI_NETWORK = False
+    pdf_factory.with_info_title(tmp_path / "nul.pdf", "Synaptic\x00 plasticity in the hippocampus",
+                                "Synaptic plasticity in the hippocampus of rodents.")
+    (tmp_path / "good.md").write_text("# Good\n\nA healthy file about dendrites.\n", encoding="utf-8")
+    report = ingest(tmp_path, "nul-store", "bad-input", mirror=True, ocr="off")
+    assert [(o.file_name, o.status, o.error) for o in report.outcomes] == [("good.md", "stored", ""),
+                                                                          ("nul.pdf", "stored", "")]
+    assert Document.objects.get(store__name="nul-store", file_name="nul.pdf").title == (
+        "Synaptic plasticity in the hippocampus")
+
+
 def test_bibliographic_tiers_run_in_the_conversion_child(tmp_path):
     # the tiers that read a file's text (regex over hostile text) run where conversion's
     # time and memory limits hold; the parent only looks DOIs up and merges

@@ -21,7 +21,7 @@ from django.db import transaction
 
 from domains.models import Chunk, Document, FilterField, MetadataEntry
 from domains.person_names import name_variants, variants_key
-from domains.text import heading_chain
+from domains.text import heading_chain, storable
 
 from .defaults import year_of
 
@@ -120,7 +120,9 @@ def document_entries(document: Document) -> dict[str, dict]:
 @transaction.atomic
 def replace_entries(document: Document, entries: dict[str, dict]) -> None:
     """Make the document's MetadataEntry rows exactly ``entries``; DEFAULT mirrors
-    into ``Document.metadata``."""
+    into ``Document.metadata``. Strings are made storable (:func:`domains.text.storable`:
+    a library or map file may hold a NUL as well as a PDF)."""
+    entries = storable(entries)
     document.metadata_entries.exclude(heading_key__in=list(entries)).delete()
     existing = {e.heading_key: e for e in document.metadata_entries.all()}
     for key, values in entries.items():
