@@ -168,9 +168,11 @@ def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
         expect(page.locator(".message.assistant.streaming")).to_have_count(0)
         assert page.evaluate("window.pwned === undefined") and page.locator(".conversation img").count() == 0
 
-        # readable on a phone: one column, nothing wider than the screen
+        # readable on a phone: one column, nothing wider than the screen; only the thread
+        # scrolls, never the page (its header and question box stay put)
         page.set_viewport_size(PHONE)
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        assert page.evaluate("document.documentElement.scrollHeight") == PHONE["height"]
         screenshot(page, "chat-phone")
     assert "Traceback" not in (tmp_path / "daphne.log").read_text()
 

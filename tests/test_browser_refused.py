@@ -108,6 +108,7 @@ def test_a_refused_question_comes_back_to_the_box_and_the_next_one_is_answered(w
         assert [row["id"] for row in listed] == [sessions[1]]
         expect(page.locator("#session-list li.current .open")).to_have_text(listed[0]["title"])
         screenshot(page, "chat-refused-then-answered")
+        assert page.evaluate("document.documentElement.scrollHeight") == DESKTOP["height"]  # only the thread scrolls
 
         # the connection lost before the turn began: the question comes back too; once the
         # page has reconnected it is answered
