@@ -11,6 +11,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import formats, timezone
 
+from domains.text import storable
+
 
 class IngestionJob(models.Model):
     class Status(models.TextChoices):
@@ -149,6 +151,17 @@ class StagedFile(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["directory", "file_name"], name="unique_staged_file_per_directory")
         ]
+
+    # What a file, a library or a map file said: PostgreSQL refuses a NUL in text and
+    # jsonb (a PDF Info Title holding one stopped the whole run), so it is dropped here.
+    _TEXT_FIELDS = ("error", "converter", "chunks", "metadata_map", "sources")
+
+    def save(self, *args, **kwargs):
+        """Saves with :func:`domains.text.storable` applied to the fields that hold what
+        the file and its map sources said."""
+        for name in self._TEXT_FIELDS:
+            setattr(self, name, storable(getattr(self, name)))
+        super().save(*args, **kwargs)
 
     def __str__(self) -> str:
         return f"{self.file_name} ({self.status})"

@@ -19,7 +19,6 @@ from django.conf import settings
 from django.db import transaction
 
 from domains import embeddings
-from domains.text import storable
 from ingestion.convert import ConversionError, OcrConfig
 from ingestion.convert.worker import ConversionWorker
 from ingestion.metadata.defaults import default_metadata
@@ -144,8 +143,7 @@ def chunk_file(
         )
         values.update(status=status, reason=exc.reason, error=str(exc), pages=None, converter="")
         outcome = FileOutcome(file_name, str(status), error=str(exc), reason=exc.reason)
-    staged, _ = StagedFile.objects.update_or_create(directory=str(directory), file_name=file_name,
-                                                    defaults=storable(values))  # what the file said, storable
+    staged, _ = StagedFile.objects.update_or_create(directory=str(directory), file_name=file_name, defaults=values)
     return staged, outcome
 
 
