@@ -203,3 +203,14 @@ def test_extractive_sentences_do_not_end_at_abbreviations():
         "A line break always ends a sentence, et al.",
         "Nothing joins across it at all.",
     ]
+
+
+def test_extractive_sentences_keep_their_closing_quotes_and_quoted_questions():
+    text = ('The trial asked "Who wrote it?" Then it asked again. So "In what year was the paper published?" '
+            "reaches the papers domain (as the docs say.) The end follows here.")
+    assert split_sentences(text, min_chars=1) == [
+        'The trial asked "Who wrote it?"',
+        "Then it asked again.",
+        'So "In what year was the paper published?" reaches the papers domain (as the docs say.)',
+        "The end follows here.",
+    ]

@@ -84,6 +84,10 @@ def test_a_fragment_is_quoted_with_what_it_introduces_or_not_at_all():
     ("Authors: Xarray developers", False),
     ("The release was tested on Windows.", False),
     ("Use `is`", False),
+    ("Only behind a reverse proxy, with the settings below; never expose its port.", True),
+    ("Set these as follows, then restart the server.", True),
+    ("The water stays liquid below 0 °C when salted.", False),
+    ("OCR is described in [OCR](#ocr) below, with its settings.", False),
 ])
 def test_leads_on(sentence, expected):
     assert leads_on(sentence) is expected
@@ -264,6 +268,7 @@ def test_list_items_split_at_the_outer_markers():
     ]
 
 
+@pytest.mark.django_db  # the backend reads the chunks' neighbours (none here: not stored)
 def test_the_citation_names_the_chunk_it_quotes_not_the_sources_first():
     # The paper's first chunk (its affiliations) ranks first; the proof is in its fourth
     # page's chunk: the marker [1] must open that one (the reference's "quoted").
@@ -333,3 +338,16 @@ def test_prose_runs_on_only_after_a_full_stop():
 ])
 def test_the_marker_reads_as_part_of_the_passage_and_never_inside_a_block(text, expected):
     assert "".join(with_marker(text, "[1]")) == expected
+
+
+def test_a_sentence_pointing_at_what_follows_is_quoted_only_with_it():
+    # "with the settings below" (new-user trial): the settings are the table after the paragraph.
+    proxy = ("Only behind a reverse proxy (nginx, Caddy) that terminates TLS, with the settings below; never expose "
+             "daphne's own port. Before opening it up, keep the admin to the networks that need it.")
+    settings = "| variable | set to |\n| --- | --- |\n| `DJANGO_SECURE_COOKIES` | `true` |"
+    question = "How do I run Klea behind nginx with TLS?"
+    # not the last sentence of its paragraph: what it points at never follows it
+    assert answer(question, source(1, f"{proxy}\n\n{settings}", ["Deployment behind a reverse proxy"])) == ""
+    pointing = "Run Klea behind a reverse proxy (nginx, Caddy) that terminates TLS, with the settings below."
+    assert answer(question, source(1, f"{pointing}\n\n{settings}", ["Deployment behind a reverse proxy"])) == (
+        f"{pointing}\n\n{settings}\n\n[1]")

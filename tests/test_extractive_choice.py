@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.backends.extractive.candidates import SHORT_LIST, Chunk, Passage, extend, units_of, with_list
+from chat.backends.extractive.candidates import CUT_CHARS, SHORT_LIST, Chunk, Passage, extend, units_of, with_list
 from chat.backends.extractive.passages import (INSTRUCTION_UNDER_TASK, MIN_SIMILARITY, NEAR_TIE, SECOND_CHARS,
                                                THIRD_TIE, WIDE_TIE, Composer, in_reading_order)
 from chat.backends.extractive.shapes import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_WHY, CODE_OTHERWISE,
@@ -427,7 +427,11 @@ def _answer_with_ids(question: str, chunk_id: int, text: str) -> tuple[str, list
 
     from asgiref.sync import async_to_sync
 
-    chunk = SimpleNamespace(text=text, headings=["Foo", "Compliance"], score=0.5, chunk_id=chunk_id)
+    from domains.models import Chunk as StoredChunk
+
+    document_id = StoredChunk.objects.get(id=chunk_id).document_id  # a stored chunk names its document
+    chunk = SimpleNamespace(text=text, headings=["Foo", "Compliance"], score=0.5, chunk_id=chunk_id,
+                            document_id=document_id)
     sources = [SimpleNamespace(number=1, file_name="foo.md", chunks=[chunk])]
     composer = Composer(embeddings.embed_query(question), sources, question)
     cited: list = []
@@ -631,3 +635,39 @@ def test_a_long_list_after_a_paragraph_is_not_added_to_it():
     first = Passage(chunk, 0, 0, "prose", chunk.units[0].text)
     assert len(items) > SHORT_LIST
     assert with_list(first) is first
+
+
+@pytest.mark.django_db
+def test_a_chunk_cut_inside_a_sentence_is_never_quoted_from_the_cut():
+    """A long paragraph split between two chunks: the second chunk's first sentence is the
+    end of one begun in the first; quoted alone it started mid-quotation (new-user trial)."""
+    cut = ("A question that names a paper reaches its domain through the document whose metadata best holds "
+           'the question\'s naming words (the field words "author", "published", "year", "paper" ... left out; '
+           "the stores' documents whose line holds a question word, found through an index of their lexemes): "
+           "that share raises the lexical evidence, and the cosine of the question to the document's reference "
+           'line the dense evidence, so "In what year was')
+    assert len(cut) >= CUT_CHARS
+    rest = ('Dijkstra\'s Solution of a Problem in Concurrent Programming Control published?" reaches the papers '
+            "domain though its chunks print neither the year nor the full title. The author of a paper is read "
+            "from its metadata, never from its chunks.")
+    first, second = _document(cut, rest)
+    text, cited = _answer_with_ids("Who wrote Solution of a Problem in Concurrent Programming Control?", second, rest)
+    assert (text, cited) == ("", [])  # nothing else answers: no source does
+    # The same chunk after a paragraph that ends its sentence, or after a short line without
+    # a full stop (no cut: "More details to follow"), opens with a sentence of its own.
+    from domains.models import Chunk as StoredChunk
+
+    for before in (f"{cut} Dijkstra.", "More details to follow"):
+        StoredChunk.objects.filter(id=first).update(text=before)
+        text, _ = _answer_with_ids("Who wrote Solution of a Problem in Concurrent Programming Control?", second, rest)
+        assert text == f"{rest.split(' The author')[0]} [1]"
+
+
+def test_a_paragraph_resumed_in_lower_case_is_never_quoted_from_its_start():
+    # A PDF sentence resumed after a figure's caption: "propagation time, the events ..."
+    # began before the figure, elsewhere.
+    text = ("FIG. 1. The gravitational-wave event GW150914 observed by the LIGO Hanford and Livingston detectors.\n\n"
+            "propagation time, the events have a combined signal-to-noise ratio (SNR) of 24 [45].\n\n"
+            "Only the LIGO detectors were observing at the time of GW150914.")
+    result = answer("What is the signal-to-noise ratio of GW150914?", source(1, text, [], file_name="ligo.pdf"))
+    assert result == "The gravitational-wave event GW150914 observed by the LIGO Hanford and Livingston detectors. [1]"

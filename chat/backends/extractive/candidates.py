@@ -9,7 +9,8 @@ whole lists, tables and code blocks. Candidate passages are
   the one before when it leans on it, :func:`lean_back`; a short list right after it that
   no lead-in introduces, :func:`with_list`);
 - a sentence ending in ":" (or in a dangling word: "..., which provides") with the block
-  it introduces (a colon or a fragment is never left hanging); the block of a lead-in
+  it introduces (a colon or a fragment is never left hanging), a sentence pointing ahead
+  ("with the settings below") only with the block after it; the block of a lead-in
   ending its chunk may open the document's next chunk (:attr:`Chunk.follow`);
 - a whole list, table or code block (after a sentence ending in ":" only with it). A table
   too long to quote is cut to its header and the rows that hold question words (whole
@@ -18,8 +19,10 @@ whole lists, tables and code blocks. Candidate passages are
 - one item of a list longer than :data:`ITEM_LIST_CHARS` (a step of a method, an entry of a
   long list of facts), or an entry of a definition list, with its nested items and marker.
 
-A paper's front matter (journal header, affiliation) is a candidate only when asked for;
-its title line never is.
+No passage starts inside a sentence (:func:`mid_sentence`: a paragraph resumed after a
+figure, a page break or a command; a chunk's opening when the previous chunk was cut
+inside the sentence). A paper's front matter (journal header, affiliation) is a candidate
+only when asked for; its title line never is.
 """
 
 from __future__ import annotations
@@ -32,11 +35,14 @@ from difflib import SequenceMatcher
 from .text import (
     is_definition_list,
     labelled_line,
+    continues_sentence,
+    ends_mid_sentence,
     leads_on,
     list_items,
     looks_like_code,
     looks_like_front_matter,
     matches,
+    points_ahead,
     segment,
     split_sentences,
     without_literals,
@@ -81,12 +87,17 @@ class Chunk:
     headings: str  # heading chain (and file name) as one line
     units: list[Unit]
     chunk_id: int | None = None  # the stored chunk's id (None for chunks not stored)
+    document_id: int | None = None  # its stored document's id (None: unknown)
     # The first unit of the document's next chunk and that chunk's id, when this chunk
     # ends in a lead-in (:func:`trails_lead_in`) and the next one opens with a block.
     follow: Unit | None = None
     follow_id: int | None = None
     title: str = ""  # its document's title (metadata), "" = unknown
     section: str = ""  # its last heading ("" = none)
+    # The document's previous chunk stops inside a sentence (:func:`resumes`): this one's
+    # first sentence is that sentence's end.
+    resumed: bool = False
+    paged: bool = False  # its document is laid out in pages (a PDF): figures and page breaks cut sentences
 
 
 @dataclass
@@ -199,7 +210,7 @@ def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> li
 
     def add(start: int, end: int, kind: str) -> None:
         parts = [Unit(units[i].kind, texts[i], units[i].paragraph) for i in range(start, end + 1)]
-        if all(part.text for part in parts) and (start, end, -1) not in found:
+        if all(part.text for part in parts) and (start, end, -1) not in found and not mid_sentence(chunk, start):
             found[(start, end, -1)] = Passage(chunk, start, end, kind, _render(parts))
 
     for i, unit in enumerate(units):
@@ -207,10 +218,12 @@ def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> li
         if unit.kind == "sentence":
             if leads_on(unit.text):
                 # Only with what it introduces: the next block, or the rest of its sentence run
-                # (after a dangling word, whatever comes next: "..., which provides" + the names).
+                # (after a dangling word, whatever comes next: "..., which provides" + the names);
+                # words pointing ahead ("the settings below") only with the block they point at.
                 colon = unit.text.rstrip().endswith(":")
-                if following is not None and (following.kind != "sentence" or following.paragraph == unit.paragraph
-                                              or not colon):
+                ahead = points_ahead(unit.text)
+                if following is not None and (following.kind != "sentence" or (
+                        not ahead and (following.paragraph == unit.paragraph or not colon))):
                     add(i, i + 1, "prose" if following.kind == "sentence" else following.kind)
                 continue
             add(i, i, "prose")
@@ -245,6 +258,34 @@ def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> li
     return list(found.values())
 
 
+def mid_sentence(chunk: Chunk, i: int) -> bool:
+    """Whether unit ``i`` of ``chunk`` starts inside a sentence, so that no passage may
+    start there: the first sentence of a paragraph opening in lower case
+    (:func:`.text.continues_sentence`), or the chunk's first sentence when its document's
+    previous chunk stops inside that sentence (:attr:`Chunk.resumed`). A lead-in before it
+    still quotes it with itself ("..., which provides" + "testing.strategies.names, ...")."""
+    unit = chunk.units[i]
+    if unit.kind != "sentence" or (i and chunk.units[i - 1].paragraph == unit.paragraph):
+        return False
+    return (i == 0 and chunk.resumed) or continues_sentence(unit.text, chunk.paged)
+
+
+# The chunker cuts a sentence longer than its budget at words (ingestion/chunk/chunker.py,
+# _word_windows): the window before a cut fills its chunk, hundreds of characters at any
+# budget. A short paragraph without a full stop ("More details to follow") is no cut.
+CUT_CHARS = 300
+
+
+def resumes(chunk: Chunk, previous_text: str | None) -> None:
+    """Mark ``chunk`` :attr:`Chunk.resumed` when its document's previous chunk (its text)
+    ends in a paragraph of at least :data:`CUT_CHARS` cut inside a sentence (a sentence
+    split between chunks) and this chunk opens with prose."""
+    blocks = segment(previous_text or "")
+    last = blocks[-1] if blocks else None
+    chunk.resumed = (last is not None and last.kind == "text" and len(last.text) >= CUT_CHARS
+                     and ends_mid_sentence(last.text) and bool(chunk.units) and chunk.units[0].kind == "sentence")
+
+
 def trails_lead_in(chunk: Chunk) -> bool:
     """The chunk ends in a lead-in (:func:`.text.leads_on`: a sentence ending in ":" or in
     a dangling word, "..., which provides"): what it introduces opens the next chunk."""
@@ -269,6 +310,8 @@ def lean_back(passage: Passage) -> Passage:
         return passage
     unit = units[before]
     if unit.kind != "sentence" or unit.paragraph != units[passage.start].paragraph or looks_like_code(unit.text):
+        return passage
+    if mid_sentence(passage.chunk, before):
         return passage
     if looks_like_front_matter(unit.text):
         return passage

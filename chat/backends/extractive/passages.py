@@ -31,11 +31,10 @@ import numpy as np
 from asgiref.sync import sync_to_async
 
 from domains import embeddings
-from domains.retrieval import next_chunks
+from domains.retrieval import next_chunks, previous_chunks
 
-from .candidates import (Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap, trails_lead_in,
-                         with_list,
-                         units_of)
+from .candidates import (Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap, resumes,
+                         trails_lead_in, units_of, with_list)
 from .shapes import bonus, counted, counts, defined, enumerates, instructs, shapes, subjects
 from .text import matches, terms
 
@@ -119,8 +118,9 @@ class Composer:
                 label = f"{headings} ({getattr(source, 'file_name', '')})" if headings else getattr(source, "file_name", "")
                 self.chunks.append(
                     Chunk(source.number, len(self.chunks), float(chunk.score or 0.0), label, units_of(chunk.text),
-                          getattr(chunk, "chunk_id", None), title=str(title),
-                          section=(getattr(chunk, "headings", None) or [""])[-1])
+                          getattr(chunk, "chunk_id", None), getattr(chunk, "document_id", None) or None,
+                          title=str(title), section=(getattr(chunk, "headings", None) or [""])[-1],
+                          paged=str(getattr(source, "file_name", "")).lower().endswith(".pdf"))
                 )
 
     def _idf(self) -> dict[str, float]:
@@ -262,6 +262,14 @@ class Composer:
             if chunk.chunk_id in nexts and trails_lead_in(chunk):
                 following(chunk, nexts[chunk.chunk_id][1], nexts[chunk.chunk_id][0])
 
+    def resume(self, previous: dict[int, tuple[int, str]]) -> None:
+        """Mark each chunk whose document's previous chunk (``previous``: chunk id ->
+        (previous chunk's id, text), :func:`previous_chunks`) stops inside a sentence
+        (:func:`.candidates.resumes`): no passage starts with that sentence's end."""
+        for chunk in self.chunks:
+            if chunk.chunk_id in previous:
+                resumes(chunk, previous[chunk.chunk_id][1])
+
     async def pieces(self, cite: Callable[..., str]) -> AsyncIterator[str]:
         """The chosen passages as text pieces, verbatim, each followed by
         ``cite(source number, quoted chunk ids, passages)`` (a run of passages of one
@@ -270,9 +278,16 @@ class Composer:
         passage came from). Yields nothing when no passage answers. Scoring embeds
         passages only (no database), so any worker thread will do; a passage running on
         into the next chunk cites both chunks' ids under one marker."""
-        leads = [chunk.chunk_id for chunk in self.chunks if chunk.chunk_id is not None and trails_lead_in(chunk)]
+        # Only chunks that name their stored document (a user-written knowledge's results
+        # may number themselves): their neighbours are read from the database.
+        stored = [chunk for chunk in self.chunks if chunk.chunk_id is not None and chunk.document_id]
+        leads = {chunk.chunk_id: chunk.document_id for chunk in stored if trails_lead_in(chunk)}
         if leads:
             self.follow(await sync_to_async(next_chunks)(leads))
+        opening_prose = {chunk.chunk_id: chunk.document_id for chunk in stored
+                         if chunk.units and chunk.units[0].kind == "sentence"}
+        if opening_prose:
+            self.resume(await sync_to_async(previous_chunks)(opening_prose))
         chosen = await asyncio.to_thread(self.choose)
         run: list[str] = []
         quoted: list[int | None] = []

@@ -19,16 +19,55 @@ _STOP_WORDS = frozenset(
     "who why with you your my me we our into use using".split()
 )
 # A colon does not end a sentence ("(admin: Ingestion > Staged files)"), nor does an
-# abbreviation ("e.g. `mean`", "(resp. `Dataset`)").
+# abbreviation ("e.g. `mean`", "(resp. `Dataset`)"). A closing quote or bracket after the
+# mark belongs to the sentence it ends ('... asks "Why?" Then ...'); inside quotation
+# marks a mark followed by a lower-case word ends nothing ('so "In what year was ...
+# published?" reaches ...').
+_NEXT_STARTS = r"(?=[A-Z0-9\"'(\[`“‘])"
 _SENTENCE = re.compile(
     r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bresp\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bcf\.)(?<!\bal\.)"
-    r"(?<!\bapprox\.)(?<!\bFig\.)(?<!\bNo\.)(?<!\bp\.)(?<!\bpp\.)\s+(?=[A-Z0-9\"'(\[`])|\n+"
+    r"(?<!\bapprox\.)(?<!\bFig\.)(?<!\bNo\.)(?<!\bp\.)(?<!\bpp\.)\s+" + _NEXT_STARTS
+    + r"|(?<=[.!?][\"'”’)\]])\s+" + _NEXT_STARTS + r"|\n+"
 )
 
 
 def split_sentences(text: str, min_chars: int = MIN_SENTENCE_CHARS) -> list[str]:
     """The sentences of ``text`` (a line break ends one too) of at least ``min_chars``."""
     return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) >= min_chars]
+
+
+# The end of a sentence: its mark, then any closing quotes, brackets or emphasis.
+_ENDS_SENTENCE = re.compile(r"[.!?:;][\"'”’)\]*_`]*\s*$")
+# Words that never open a sentence in lower case, unlike a name ("xarray", "pandas"): a
+# paragraph opening with one resumes a sentence ("or you can convert ...", "from the root
+# of the repository." after a command).
+_CONTINUING = frozenset(
+    "a an and as at because but by for from if in into nor of on onto or since so than that the then "
+    "to unless until via when where whereas which while who whose with without is are was were will would "
+    "can could should may might must be been being has have had does do did not".split()
+)
+# A word written as a name: a capital, digit, dot, underscore or backtick in it ("pyNeuroML").
+_NAME_WORD = re.compile(r"^\S*[A-Z0-9._`]")
+
+
+def ends_mid_sentence(text: str) -> bool:
+    """Whether ``text`` (a paragraph) stops inside a sentence: no closing mark (".", "!",
+    "?", ":" or ";", closing quotes or brackets after it) ends it, as where a chunk was
+    cut inside a long paragraph ("..., so \"In what year was")."""
+    return bool(text.strip()) and not _ENDS_SENTENCE.search(text)
+
+
+def continues_sentence(paragraph: str, paged: bool = False) -> bool:
+    """Whether ``paragraph`` opens in the middle of a sentence: with a lower-case word that
+    never opens one ("or", "from", "the" ...), or, in a text laid out in pages (``paged``:
+    a PDF, where a figure, a column or a page interrupts sentences), with any lower-case
+    word that is no name ("propagation time, the events have ..."). A name written in
+    lower case ("xarray is ...", "pandas has ...") opens a sentence elsewhere."""
+    first = paragraph.lstrip()
+    if not first[:1].islower() or _NAME_WORD.match(first):
+        return False
+    word = first.split(maxsplit=1)[0].rstrip(",;:")
+    return paged or word in _CONTINUING
 
 
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
@@ -42,12 +81,25 @@ _LEADS_ON = re.compile(
     r"via|which|that|whose|are|is|be|provides?|includes?|including|contains?|following|follows|below)\s*$",
     re.I,
 )
+# A sentence that points at what follows it ("with the settings below", "as follows"),
+# not at a section elsewhere ("[OCR](#ocr) below") or a number ("below 0 °C").
+_POINTS_AHEAD = re.compile(
+    r"\b(?:(?:the|these|this|those)\s+(?:[\w`-]+\s+){0,3}below|as\s+follows|"
+    r"(?:shown|listed|set\s+out)\s+below)\b(?!\s*[-−+]?\d)",
+    re.I,
+)
 
 
 def leads_on(sentence: str) -> bool:
-    """The sentence introduces what follows it (a colon, or a dangling last word): it is
-    never quoted without it."""
-    return bool(_LEADS_ON.search(sentence))
+    """The sentence introduces what follows it (a colon, a dangling last word, or words
+    pointing ahead, :func:`points_ahead`): it is never quoted without it."""
+    return bool(_LEADS_ON.search(sentence)) or points_ahead(sentence)
+
+
+def points_ahead(sentence: str) -> bool:
+    """The sentence names what follows it as its content ("Only behind a reverse proxy ...
+    with the settings below; ..."): quoted only with the block (list, table, code) after it."""
+    return bool(_POINTS_AHEAD.search(sentence))
 
 
 def looks_like_code(sentence: str) -> bool:
