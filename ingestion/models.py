@@ -158,9 +158,12 @@ class StagedFile(models.Model):
 
     def save(self, *args, **kwargs):
         """Saves with :func:`domains.text.storable` applied to the fields that hold what
-        the file and its map sources said."""
+        the file and its map sources said, and ``converter`` cut to its column (a
+        converter's note may quote the file)."""
         for name in self._TEXT_FIELDS:
             setattr(self, name, storable(getattr(self, name)))
+        limit = self._meta.get_field("converter").max_length
+        self.converter = self.converter[:limit]
         super().save(*args, **kwargs)
 
     def __str__(self) -> str:

@@ -224,6 +224,15 @@ def test_a_nul_in_a_pdf_info_title_is_dropped_and_the_run_goes_on(domain, tmp_pa
         "Synaptic plasticity in the hippocampus")
 
 
+def test_a_staged_file_is_saved_storable_whatever_its_sources_said(db):
+    """One place for every writer of staged rows (a file, a library, a map file): no NUL
+    in text or jsonb, a converter note no longer than its column."""
+    StagedFile.objects.create(directory="/d", file_name="a.pdf", content_hash="h", status="failed",
+                              converter="p" * 400, error="a\x00b", metadata_map={"DEFAULT": {"title": "T\x00i\ud800"}})
+    row = StagedFile.objects.get(file_name="a.pdf")
+    assert (row.converter, row.error, row.metadata_map) == ("p" * 300, "ab", {"DEFAULT": {"title": "Ti\ufffd"}})
+
+
 def test_bibliographic_tiers_run_in_the_conversion_child(tmp_path):
     # the tiers that read a file's text (regex over hostile text) run where conversion's
     # time and memory limits hold; the parent only looks DOIs up and merges

@@ -295,6 +295,15 @@ class _FrontMatterLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+# YAML's messages quote the text (a tag of 500 characters): at most this many of them
+# go into the converter line (StagedFile.converter holds 300).
+MAX_PROBLEM_CHARS = 120
+
+
+def _cut(problem: str) -> str:
+    return problem if len(problem) <= MAX_PROBLEM_CHARS else problem[:MAX_PROBLEM_CHARS - 3] + "..."
+
+
 def _front_matter(tokens) -> tuple[dict, str]:
     """The front matter as a dict ({} when there is none or it cannot be read) and why it
     was not read ("" when it was): malformed YAML, an alias, nesting past Python's stack.
@@ -306,9 +315,9 @@ def _front_matter(tokens) -> tuple[dict, str]:
             except yaml.MarkedYAMLError as exc:
                 mark = exc.problem_mark or exc.context_mark
                 where = f" at line {mark.line + 2}" if mark else ""  # line 1 is the opening ---
-                return {}, f"front matter not read: {exc.problem or exc.context}{where}"
+                return {}, f"front matter not read: {_cut(exc.problem or exc.context)}{where}"
             except yaml.YAMLError as exc:
-                return {}, f"front matter not read: {str(exc).splitlines()[0]}"
+                return {}, f"front matter not read: {_cut(str(exc).splitlines()[0])}"
             except RecursionError:
                 return {}, "front matter not read: nested too deeply"
             return (data, "") if isinstance(data, dict) else ({}, "")
