@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
+
+from django.db import connection
+
+logger = logging.getLogger("klea.ingestion")
 
 # Outcomes that mean a file was not ingested because of a problem with it.
 FAILURES = {"failed"}
@@ -29,6 +34,24 @@ class FileOutcome:
     reason: str = ""
     pages: int | None = None
     notes: list[str] = field(default_factory=list)
+
+
+def failed_alone(file_name: str, step: str, error: Exception) -> FileOutcome:
+    """The ``failed`` outcome (reason ``crashed``) of one file whose ``step`` ("staged",
+    "stored") raised ``error`` (logged with its traceback), so that the run's other
+    files go on: a value PostgreSQL refused (a path longer than the 500 characters a
+    file name may have, and before them a NUL, a 1 MB title, a long converter note)
+    stopped the whole run.
+
+    :raises Exception: ``error`` itself when the database connection is gone (every
+        file would fail alike: the run stops).
+    """
+    if not connection.is_usable():
+        raise error
+    logger.error("%s: could not be %s", file_name, step, exc_info=error)
+    detail = (str(error).splitlines() or [""])[0][:200]
+    return FileOutcome(file_name, "failed", reason="crashed",
+                       error=f"{file_name}: could not be {step} ({type(error).__name__}: {detail})")
 
 
 @dataclass

@@ -233,6 +233,25 @@ def test_a_staged_file_is_saved_storable_whatever_its_sources_said(db):
     assert (row.converter, row.error, row.metadata_map) == ("p" * 300, "ab", {"DEFAULT": {"title": "Ti\ufffd"}})
 
 
+def test_a_file_whose_row_cannot_be_written_fails_alone(domain, tmp_path):
+    """A path longer than the 500 characters a file name may have in the database
+    (folders nested three deep) raised DataError at its StagedFile's write, and that
+    stopped the whole run; so did a NUL, a 1 MB title, a long converter note before."""
+    deep = tmp_path / "/".join(["d" * 200] * 3)
+    deep.mkdir(parents=True)
+    (deep / "deep.md").write_text("# Deep\n\nText about axons.\n", encoding="utf-8")
+    (tmp_path / "good.md").write_text("# Good\n\nA healthy file about dendrites.\n", encoding="utf-8")
+    report = ingest(tmp_path, "long-store", "bad-input", mirror=True, ocr="off")
+    name = f"{'/'.join(['d' * 200] * 3)}/deep.md"
+    assert [(o.file_name, o.status, o.reason, o.error) for o in report.outcomes] == [
+        (name, "failed", "crashed",
+         f"{name}: could not be staged (DataError: value too long for type character varying(500))"),
+        ("good.md", "stored", "", ""),
+    ]
+    assert list(Document.objects.filter(store__name="long-store").values_list("file_name", "status")) == [
+        ("good.md", "stored")]
+
+
 def test_bibliographic_tiers_run_in_the_conversion_child(tmp_path):
     # the tiers that read a file's text (regex over hostile text) run where conversion's
     # time and memory limits hold; the parent only looks DOIs up and merges

@@ -25,7 +25,7 @@ from ingestion.metadata.defaults import default_metadata
 from ingestion.metadata.layers import CASCADE, apply_sources, refresh_generated
 from ingestion.models import StagedFile
 from ingestion.options import IngestOptions
-from ingestion.outcomes import FileOutcome, StepReport
+from ingestion.outcomes import FileOutcome, StepReport, failed_alone
 from ingestion.sources import (
     list_outside_links,
     list_unsupported,
@@ -186,7 +186,10 @@ def chunk_directory(
         on_start(len(files))
     paths_logged: set[str] = set()
     for path in files:
-        staged, outcome = chunk_file(directory, path, chunking, worker=worker, on_page=on_page)
+        try:
+            staged, outcome = chunk_file(directory, path, chunking, worker=worker, on_page=on_page)
+        except Exception as exc:  # this file alone: the others are chunked
+            staged, outcome = None, failed_alone(relative_name(path, directory), "staged", exc)
         converter = staged.converter if staged is not None else ""
         if outcome.status == "chunked" and converter.startswith("pdf") and converter not in paths_logged:
             paths_logged.add(converter)

@@ -114,6 +114,9 @@ def _mirror(directory: Path, store, domain_name: str, options: IngestOptions, on
     chunked = chunk_directory(directory, on_start=on_start, on_file=on_chunked, on_page=on_page, **values)
     stored = store_directory(directory, store.name, domain_name, on_file=on_stored, **values)
     stored.notes = chunked.notes + stored.notes
+    # A file that could not be staged reads so, not as "not chunked" to the store step.
+    crashed = {o.file_name: o for o in chunked.outcomes if o.reason == "crashed"}
+    stored.outcomes = [crashed.get(o.file_name, o) for o in stored.outcomes]
     # Files the store step did not see: unsupported ones, and any gone since chunking.
     seen = {o.file_name for o in stored.outcomes}
     stored.outcomes += [o for o in chunked.outcomes if o.file_name not in seen and o.status != "pruned"]

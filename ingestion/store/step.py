@@ -24,7 +24,7 @@ from ingestion.metadata.layers import STORED, apply_sources, merge
 from ingestion.metadata.map import chunk_metadata, document_entries, person_fields, reapply, replace_entries
 from ingestion.models import StagedFile
 from ingestion.options import IngestOptions
-from ingestion.outcomes import FileOutcome, StepReport
+from ingestion.outcomes import FileOutcome, StepReport, failed_alone
 from ingestion.sources import relative_name, require_files, resolve_directory, sha256, unreadable
 
 from .target import resolve_store
@@ -288,7 +288,10 @@ def store_directory(
     pending: list[_Pending] = []
     for path in files:
         file_name = relative_name(path, directory)
-        step = plan(store, staged.get(file_name), path, file_name, storing.force)
+        try:
+            step = plan(store, staged.get(file_name), path, file_name, storing.force)
+        except Exception as exc:  # this file alone: the others are stored
+            step = failed_alone(file_name, "stored", exc)
         if isinstance(step, FileOutcome):
             done(step)
             continue
@@ -306,4 +309,8 @@ def store_directory(
 def _flush(store: Store, pending: list[_Pending], fields: list[str], done) -> None:
     for group in _groups(pending):
         for item, vectors in zip(group, _embed(store, group)):
-            done(write(store, item, vectors, fields))
+            try:
+                outcome = write(store, item, vectors, fields)
+            except Exception as exc:  # this file alone: the others are stored
+                outcome = failed_alone(item.staged.file_name, "stored", exc)
+            done(outcome)
