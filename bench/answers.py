@@ -1,8 +1,9 @@
 """Answer quality on the documentation corpora: ``manage.py evaluate`` over bench/questions/.
 
-The bench database (``klea_bench``, see bench/common.py) holds four domains: ``neuroml``,
-``xarray`` and ``cooking`` (the shared corpora, configured by docs/docs-domains.json) and
-``klea-docs`` (this repository's docs/, the demo domain). ``--ingest`` creates or
+The bench database (``klea_bench``, see bench/common.py) holds five domains: ``neuroml``,
+``xarray`` and ``cooking`` (the shared documentation corpora), ``papers`` (the shared
+corpus's scientific PDFs, scans OCRed by Tesseract as the product does), all configured by
+docs/docs-domains.json, and ``klea-docs`` (this repository's docs/, the demo domain). ``--ingest`` creates or
 refreshes them (incremental: unchanged files are skipped; a new chunk format or
 ``KLEA_CHUNK_MAX_TOKENS`` re-chunks and re-stores every file; ``--force`` redoes all). The run asks every question of bench/questions/*.json through
 the full pipeline (extractive backend unless ``--backend``) and prints the evaluate
@@ -30,8 +31,9 @@ QUESTIONS = ROOT / "bench" / "questions"
 # A set is named after its domain, or domain-N for a later set written apart (reported beside it).
 # terse.json (pronoun and few-word questions over all four domains) is for bench/routing.py.
 SETS = ("neuroml", "neuroml-2", "neuroml-3", "xarray", "xarray-2", "xarray-3", "cooking", "cooking-2", "cooking-3",
-        "klea-docs", "klea-docs-2", "klea-docs-3", "off-topic", "off-topic-2")
-CORPORA = {"neuroml": "neuroml", "xarray": "xarray", "cooking": "based_cooking"}  # domain -> docs/ folder
+        "klea-docs", "klea-docs-2", "klea-docs-3", "papers", "off-topic", "off-topic-2")
+# domain -> folder of KLEA_CORPORA_DIR
+CORPORA = {"neuroml": "docs/neuroml", "xarray": "docs/xarray", "cooking": "docs/based_cooking", "papers": "pdfs"}
 
 
 def ingest_all(force: bool) -> None:
@@ -44,7 +46,7 @@ def ingest_all(force: bool) -> None:
     load_domain_config(json.loads((ROOT / "docs" / "docs-domains.json").read_text()))
     for domain, folder in CORPORA.items():
         started = time.monotonic()
-        report = ingest(Path(settings.KLEA_CORPORA_DIR) / "docs" / folder, f"{domain}-docs", domain,
+        report = ingest(Path(settings.KLEA_CORPORA_DIR) / folder, f"{domain}-docs", domain,
                         mirror=True, force=force)
         print(f"{domain}: {report.count('stored')} stored, {report.count('unchanged')} unchanged, "
               f"{report.count('skipped')} skipped, {report.count('failed')} failed, "
@@ -70,7 +72,7 @@ def per_set(report, sizes: dict[str, int]):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ingest", action="store_true", help="Create or refresh the four domains, then stop.")
+    parser.add_argument("--ingest", action="store_true", help="Create or refresh the five domains, then stop.")
     parser.add_argument("--force", action="store_true", help="With --ingest: re-chunk and re-embed every file.")
     parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS), help="Question sets to ask.")
     parser.add_argument("--backend", help="Override KLEA_LLM_BACKEND.")
