@@ -39,6 +39,12 @@ from ingestion.metadata.biblio.text_tier import text_fields
         ("John Smith, MD, PhD, Jane Roe, MPH", ["John Smith", "Jane Roe"]),
         ("John Smith, Jr., and Jane Doe", ["John Smith Jr.", "Jane Doe"]),
         ("Alice Smith1\u262f, Bob Jones2\u00a4*", ["Alice Smith", "Bob Jones"]),
+        # OCR: the period between initials lost, particles read hyphenated, quote specks
+        ("KL. Ostrowska, P. van-der Meulen, \u201cA.B. Nakamura\u201d and C. de-la Cruz",
+         ["K.L. Ostrowska", "P. van-der Meulen", "A.B. Nakamura", "C. de-la Cruz"]),
+        # OCR: affiliation marks read as '?', quotes, '\u00ae', '+' glued to the names
+        ("Ana Ruiz\"\u2019, Tom Berg??, Li Wei? , Ida KRAUSE\u2018?+ and Ola Nordmann\u00ae, Kai Moe'",
+         ["Ana Ruiz", "Tom Berg", "Li Wei", "Ida Krause", "Ola Nordmann", "Kai Moe"]),
         ("B. P. Abbott et al.*", ["B. P. Abbott et al."]),
         ("The ATLAS Collaboration", ["The ATLAS Collaboration"]),
     ],
@@ -68,6 +74,8 @@ def test_person_name_cleaning_and_collaborations():
     assert clean_person_name("NG Wei") == "NG Wei"  # two capitals: initials or a short name, left alone
     assert clean_person_name("Cambridge Journals") is None
     assert clean_person_name("Alice") is None
+    assert clean_person_name("Jiang LI.") == "Jiang LI"  # capitals with a period as the last word: a surname
+    assert clean_person_name("Anna van-Physics") is None  # a hyphenated word is a particle only when all its parts are
     assert collaboration_byline("B. P. Abbott et al.* (LIGO)") == "B. P. Abbott et al."
     assert collaboration_byline("LIGO Scientific Collaboration and Virgo Collaboration") == (
         "LIGO Scientific Collaboration and Virgo Collaboration"

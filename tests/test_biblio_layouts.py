@@ -5,7 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from ingestion.convert.pdf_lines import Line as OcrLine
 from ingestion.metadata.biblio import extract_bibliography
+from ingestion.metadata.biblio.layout import lines_layout
+from ingestion.metadata.biblio.layout_tier import layout_fields
 from tests.biblio_pdfs import BODY, Line, Run, article, line, write_pdf
 
 
@@ -115,3 +118,34 @@ def test_elsevier_keywords_one_a_line_and_journal(tmp_path, db):
     assert (out["keywords"], out["journal"], out["_sources"]) == (
         ["Fundamental matrix", "Robust estimation"], "Pattern Recognition", ["layout-regex", "regex"]
     )
+
+
+def _ocr_line(top: float, text: str, size: float = 9.0, x0: float = 60.0) -> OcrLine:
+    """A line as OCR reads it off a 600 pt high page image: no font, size estimated."""
+    return OcrLine(0, x0, 600 - top - size, x0 + 5.2 * len(text), 600 - top, size, False, text, estimated=True, ocr=True)
+
+
+def test_an_ocr_byline_over_several_lines_keeps_every_name():
+    """A name runs on to the next line (initials at the end of one line and the surname
+    on the next; a surname cut at a hyphen), OCR glues initials ("KL.") and reads the space
+    between particles as a hyphen ("van-der"), and quotes specks: all names are read."""
+    lines = [
+        _ocr_line(60, "Spectral Methods for Sparse", 14), _ocr_line(78, "Interaction Graphs", 14),
+        _ocr_line(110, "KL. Ostrowska, P. van-der Meulen, A.B."),
+        _ocr_line(122, "Nakamura, \u201cC.D. Abernathy-Wil-"), _ocr_line(134, "liams and E. Okafor"),
+        _ocr_line(150, "Department of Mathematics, Some University, Some City"),
+        _ocr_line(175, "Abstract. We study the spectra of sparse graphs and show that the method is fast."),
+    ]
+    layout = lines_layout(lines, 600.0)
+    assert layout_fields(layout)["authors"] == [
+        "K.L. Ostrowska", "P. van-der Meulen", "A.B. Nakamura", "C.D. Abernathy-Williams", "E. Okafor"
+    ]
+
+
+def test_a_byline_hyphen_before_a_capital_is_the_name_s_own():
+    lines = [
+        _ocr_line(60, "Spectral Methods for Sparse Graphs", 14),
+        _ocr_line(110, "Ama Agyeman-"), _ocr_line(122, "Duah and Kofi Mensah"),
+        _ocr_line(175, "Abstract. We study the spectra of sparse graphs and show that the method is fast."),
+    ]
+    assert layout_fields(lines_layout(lines, 600.0))["authors"] == ["Ama Agyeman-Duah", "Kofi Mensah"]

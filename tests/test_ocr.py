@@ -261,7 +261,9 @@ def test_the_bibliographic_tiers_read_page_one_of_the_shared_scans(scans):
     }
     assert found["severens_asih_scan.pdf"] == {
         "title": "Hydrogen incorporation in a-Si:H - growth studies on an Expanding Thermal Plasma",
-        "authors": ["RJ. Severens", "F. van de Pas", "J. Bastiaanssen", "W.M.M. Kessels"],
+        # the second author line as OCR reads it ("L.J. van IJzendoorn", "van de Sanden" printed)
+        "authors": ["R.J. Severens", "F. van de Pas", "J. Bastiaanssen", "W.M.M. Kessels", "So E.A. van Uzendoom",
+                    "M.C.M. van-de Sanden", "D.C. Schram"],
         "_metadata_complete": False,
         "_sources": ["layout-regex", "ocr"],
     }

@@ -130,10 +130,21 @@ def find_title(layout: PageLayout) -> list[PrintedLine] | None:
     return None
 
 
+def _byline_join(first: str, second: str) -> str:
+    """Two byline lines as one: a name cut at a line-end hyphen joins without it before a
+    small letter ("Bastiaan-" "ssen,") and keeps it before a capital ("Agyeman-" "Duah")."""
+    if first.endswith("-") and first[-2:-1].isalpha() and second[:1].isalpha():
+        return (first[:-1] if second[:1].islower() else first) + second
+    return f"{first} {second}"
+
+
 def find_authors(layout: PageLayout, title: list[PrintedLine]) -> list[str]:
     """Names on the bylines under the title (see the module docstring). A line that ends
     the bylines (the abstract, running text, "Received ...") counts only when it is
-    printed in the bylines' column, not beside it."""
+    printed in the bylines' column, not beside it. A name may run on to the next line
+    (initials at the end of one line, the surname on the next; a line-end hyphen): a
+    line that is no byline alone, or ends with a hyphen, is read again joined with the
+    line under it, and kept alone when the join is no byline."""
     left, right = min(ln.left for ln in title), max(ln.right for ln in title)
     # Names may sit side by side wider than the title (one column per author).
     left, right = left - 0.4 * (right - left), right + 0.4 * (right - left)
@@ -141,6 +152,26 @@ def find_authors(layout: PageLayout, title: list[PrintedLine]) -> list[str]:
     names: list[str] = []
     byline_size = None
     column = (min(ln.left for ln in title), max(ln.right for ln in title))
+    # The lines above, when a name may run on from them: no byline alone, or a line-end hyphen.
+    pending: list[PrintedLine] = []
+    pending_text = ""
+
+    def sized(line: PrintedLine) -> bool:
+        return byline_size is None or abs(line.size - byline_size) <= 0.15 * byline_size
+
+    def accept(lines: list[PrintedLine], found: list[str]) -> None:
+        nonlocal byline_size, column
+        if byline_size is None:
+            byline_size, column = lines[0].size, (lines[0].left, lines[0].right)
+        column = (min(column[0], *(ln.left for ln in lines)), max(column[1], *(ln.right for ln in lines)))
+        names.extend(n for n in found if n not in names)
+
+    def settle() -> None:
+        """The pending lines taken alone (the next line did not continue them)."""
+        found = parse_byline(pending_text) if pending else None
+        if found:
+            accept(pending, found)
+
     for line in layout.lines:
         if layout.band(line) == "side" or line.top < bottom - 1 or not _overlaps(line, left, right):
             continue
@@ -149,12 +180,24 @@ def find_authors(layout: PageLayout, title: list[PrintedLine]) -> list[str]:
         ends = BYLINE_END.match(line.text) or (names and is_prose(line.text))
         if ends and _overlaps(line, *column):
             break
-        found = None if ends else parse_byline(line.plain)
-        if found and (byline_size is None or abs(line.size - byline_size) <= 0.15 * byline_size):
-            if byline_size is None:
-                byline_size, column = line.size, (line.left, line.right)
-            column = (min(column[0], line.left), max(column[1], line.right))
-            names.extend(n for n in found if n not in names)
+        if ends or not sized(line):
+            settle()
+            pending, pending_text = [], ""
+            continue
+        lines, text = [line], line.plain
+        if pending:
+            joined = _byline_join(pending_text, line.plain)
+            if parse_byline(joined):
+                lines, text = [*pending, line], joined
+            else:
+                settle()
+        found = parse_byline(text)
+        if found and not text.endswith("-"):
+            accept(lines, found)
+            pending, pending_text = [], ""
+        else:
+            pending, pending_text = lines, text
+    settle()
     return names
 
 

@@ -12,6 +12,9 @@ import re
 # Affiliation and footnote marks printed after (or glued to) a name.
 _MARK_CHARS = "*\u2217\u2020\u2021\u00a7\u00b6\u2016\u204e#\u2032\u00b9\u00b2\u00b3\u2070-\u2079\u262f\u00a4\u2666\u2663\u2660\u2665\u25a1\u2709"
 _MARKS = re.compile(rf"[{_MARK_CHARS}]")
+# The same marks as OCR reads them, glued after a name: "Theurer??", "Chaumet\u00ae",
+# "Alam'", "Agyeman-Duah\"\u2019", "SHARMA\u2018?+" (OCR sees no raised small glyphs).
+_OCR_MARKS = re.compile(r"(?<=[^\W\d_])[?\u00ae\u00a9\u00b0+'\"\u2018\u2019\u201c\u201d*#]+(?=[\s,;]|$)")
 # "Bendera;*;1": an affiliation letter glued before a ';'-separated mark list.
 _GLUED_LETTER_MARKS = re.compile(r"(?<=[a-z])[a-e](?=;[\d;,*\u2217\u2020\u2021\u00a7]+(?:\s|$))")
 # Digits (with commas) glued to a word or standing alone: "Arute1", "Bardin1,2", "Saif 2,".
@@ -49,6 +52,9 @@ _NOT_NAME_WORDS = {
     "journals", "publishing", "publisher", "publishers", "elsevier", "springer", "wiley",
     "ieee", "acm", "admin", "administrator", "user", "owner", "author", "authors",
 }
+# Stray OCR specks and quotes at the ends of a name ("\u201cD.C. Schram", "Kessels.'").
+_EDGE_JUNK = " .;:-'\"`\u201c\u201d\u201e"
+_GLUED_INITIALS = re.compile(r"[A-Z]{2,3}\.")
 _INITIALS = re.compile(r"^(?:[A-Z]\.?-?){1,3}$|^(?:[A-Z]\.-?){1,3}$|^[A-Z][a-z]{1,2}\.$")
 
 
@@ -73,6 +79,7 @@ def strip_marks(text: str) -> str:
     """Affiliation digits, letters glued before ``;`` lists and footnote symbols removed;
     what separated names (commas) is kept."""
     text = _GLUED_LETTER_MARKS.sub("", text)
+    text = _OCR_MARKS.sub(" ", text)
     text = _MARKS.sub(" ", text)
     text = _DIGIT_MARKS.sub(", ", text)
     return text
@@ -87,16 +94,25 @@ def clean_person_name(raw: str) -> str | None:
     particle (``van``, ``de``) or a suffix (``Jr.``), with no affiliation words.
     """
     text = strip_marks(raw or "").replace("\u2019", "'").replace("\u2018", "'")
-    text = " ".join(text.replace(",", " ").split()).strip(" .;:-")
+    text = " ".join(text.replace(",", " ").split()).strip(_EDGE_JUNK)
     if raw and raw.rstrip().endswith(".") and re.search(r"\b[A-Z]$", text):
         text += "."
-    tokens = [fix_caps(t) for t in text.split()]
+    tokens = text.split()
+    # "RJ. Severens": OCR drops the period between initials (a capitals word with a
+    # period before the surname is initials, never a name word).
+    tokens = [
+        ".".join(t[:-1]) + "." if i < len(tokens) - 1 and _GLUED_INITIALS.fullmatch(t) else t
+        for i, t in enumerate(tokens)
+    ]
+    tokens = [fix_caps(t) for t in tokens]
     if not 2 <= len(tokens) <= 6:
         return None
     words = 0
     for token in tokens:
         low = token.lower().strip(".")
-        if _INITIALS.match(token) or token.lower() in _SUFFIXES or low in _PARTICLES:
+        # "van-de": OCR reads the space between particles as a hyphen
+        particle = low in _PARTICLES or ("-" in low and all(part in _PARTICLES for part in low.split("-")))
+        if _INITIALS.match(token) or token.lower() in _SUFFIXES or particle:
             continue
         if low in _NOT_NAME_WORDS or "@" in token:
             return None
