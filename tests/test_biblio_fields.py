@@ -45,6 +45,7 @@ from ingestion.metadata.biblio.text_tier import text_fields
         # OCR: affiliation marks read as '?', quotes, '\u00ae', '+' glued to the names
         ("Ana Ruiz\"\u2019, Tom Berg??, Li Wei? , Ida KRAUSE\u2018?+ and Ola Nordmann\u00ae, Kai Moe'",
          ["Ana Ruiz", "Tom Berg", "Li Wei", "Ida Krause", "Ola Nordmann", "Kai Moe"]),
+        ("Eva Lund!*, Per Holm,' Jan Berg,? Ulf Ek!? and Siv Ahl\u201d", ["Eva Lund", "Per Holm", "Jan Berg", "Ulf Ek", "Siv Ahl"]),
         ("B. P. Abbott et al.*", ["B. P. Abbott et al."]),
         ("The ATLAS Collaboration", ["The ATLAS Collaboration"]),
     ],
