@@ -84,6 +84,11 @@ def test_which_x_are_supported_is_answered_by_the_sentence_listing_them_with_the
     ("A PDF of more than 2,000 pages (the page budget) fails at once; a slow one is stopped.", False),
     ("- `value_type` is one of `string`, `int`, `float`, `list`; field names are identifiers.", True),
     ("One of the two files, the larger, is read first.", False),
+    # an item starts where a word does: from each letter of "a.a.a..." the item ran to the run's end
+    ("a." * 100_000 + ", b and c", True),
+    ("+" + "a." * 100_000 + ", b and c", True),
+    ("+.-, b and c", False),
+    ("a." * 100_000, False),
 ])
 def test_a_list_written_as_prose(text, expected):
     assert enumerates(text) is expected
@@ -613,6 +618,14 @@ def test_a_long_sentence_carries_on_only_with_a_sentence_leaning_on_it():
         "section of at most four hundred and fifty tokens. It also keeps the tables whole."
     )
 
+
+def test_a_line_of_underscores_is_read_in_linear_time():
+    # A form's blank (a line of 200,000 underscores) before the bounded emphasis marks of a
+    # glossary label: each start tried every split of the run (4,000 underscores took seconds).
+    blank = "_" * 200_000
+    units = units_of(f"Name: Ada\n{blank}\n**Date**: 2021\n{blank}: x")
+    assert [(unit.text, unit.paragraph) for unit in units] == [
+        ("Name: Ada", 0), (blank, 0), ("**Date**: 2021", 1), (f"{blank}: x", 1)]
 
 SOCIALS = (
     "Quill is active on several social media platforms. We use these platforms to share updates.\n\n"

@@ -85,6 +85,19 @@ def test_a_follow_up_is_searched_with_the_questions_before_it():
         {"role": "user", "content": "How long does it last?"}]) == "What is a term in Raft? How long does it last?"
 
 
+def test_a_question_with_long_runs_of_spaces_is_read_in_linear_time():
+    # The clause boundary tried "\s*" then "\s+" from each space of a run: cubic in its
+    # length (1,000 spaces took 5 s, a 4,000-character question minutes of a worker).
+    from chat.rag.strategies import split_clauses
+
+    gap = " " * 200_000
+    assert split_clauses(f"What is Raft{gap}and how does it elect a leader? ; and why") == [
+        "What is Raft", "how does it elect a leader", "and why"]
+    assert split_clauses(f"a{gap}") == ["a"]
+    assert is_follow_up(f"How long does{gap}it last?") is True
+    assert is_follow_up(f"What is Raft{gap}and how does it elect a leader?") is False
+    assert search_question(f"it{gap}", [{"role": "user", "content": "What is Raft?"}]) == f"What is Raft? it{gap}"
+
 @pytest.fixture
 def two_domains(db, tmp_path, settings):
     settings.KLEA_LLM_BACKEND = "extractive"

@@ -24,8 +24,12 @@ MAX_REPHRASINGS = 4
 MIN_CLAUSE_WORDS = 2
 _QUESTION_WORDS = r"(?:how|what|which|who|whom|whose|where|when|why|is|are|was|were|do|does|did|can|could|should)"
 # Clause boundaries: ? ! ; and a comma or a conjunction right before a question word.
+# A boundary starts where a run of spaces starts, and no two quantifiers of it take the
+# same spaces: tried from each space of a run, "\s*" then "\s+" cost the cube of its length
+# (1,000 spaces in a question took 5 s).
 _CLAUSE = re.compile(
-    rf"\s*(?:[?!;]+|,?\s+(?:and|but|or|also)\s+(?={_QUESTION_WORDS}\b)|,\s+(?={_QUESTION_WORDS}\b))\s*",
+    rf"(?:(?<!\s)\s+)?(?:[?!;]+|,\s+(?:(?:and|but|or|also)\s+)?(?={_QUESTION_WORDS}\b))\s*"
+    rf"|(?<!\s)\s+(?:and|but|or|also)\s+(?={_QUESTION_WORDS}\b)\s*",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[\w][\w.+#-]*[\w+#]|\w")

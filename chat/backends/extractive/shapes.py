@@ -130,7 +130,8 @@ _INLINE_CODE = re.compile(r"`[^`\n]+`")
 # items (one or two words), the last after "and" / "or"; an item's aside in parentheses
 # aside ("Markdown (`.md`, `.myst`), HTML (`.html`) and PDF").
 _ENUMERATION = re.compile(
-    r"\b(?:[\w.+-]+(?: [\w.+-]+)?, ){1,}(?:[\w.+-]+ )?(?:and|or) [\w.+-]+"
+    # (an item starts where a word does: from inside "a.b.c..." each start ran to its end, quadratic)
+    r"(?<![\w.+-])(?=[.+-]*\w)(?:[\w.+-]+(?: [\w.+-]+)?, ){1,}(?:[\w.+-]+ )?(?:and|or) [\w.+-]+"
     # "is one of `string`, `int`, `float`, `list`": the choices named, no conjunction needed
     r"|\bone of [\w.+`-]+(?: [\w.+`-]+)?(?:, [\w.+`-]+(?: [\w.+`-]+)?){2,}"
 )
