@@ -145,3 +145,23 @@ def test_the_backend_warm_up_embeds_the_descriptions_before_the_first_question(o
     runs.clear()
     run("How do I install Stellar?", one_domain)
     assert description not in runs and runs.count(token_ids("How do I install Stellar?")) == 1
+
+
+def test_a_listing_question_is_routed_by_its_subject_not_its_frame(db, tmp_path, settings):
+    # "Which stacking methods are available?": the sources name the methods (median, mean)
+    # and never say "methods" or "available" beside them, while every page says "stacking"
+    # (a low idf); only the access page says "available". Counted as missing, the frame
+    # words kept the domain under the threshold.
+    settings.KLEA_LLM_BACKEND = "extractive"
+    domains = [domain_of(tmp_path, "nebula", "Nebula: sky mosaics from telescope exposures", {
+        "stacking.md": "# Stacking\n\nExposures are stacked by a median or a sigma-clipped mean of each pixel.\n",
+        "mosaics.md": "# Mosaics\n\nStacking comes before stitching: the stacked frames are aligned by their stars.\n",
+        "install.md": "# Install\n\nRun `pip install nebula-mosaic`; stacking needs numpy.\n",
+        "access.md": "# Access\n\nThe archive is available to members only.\n",
+    })]
+    result = run("Which stacking methods are available?", domains)
+    assert (result.answer.route, result.answer.domains) == ("domains", ["nebula"])
+    assert result.answer.text == ("Stacking comes before stitching: the stacked frames are aligned by their stars. [1] "
+                                  "Exposures are stacked by a median or a sigma-clipped mean of each pixel. [2]")
+    off = run("Which vaccines are available in France?", domains)
+    assert (off.answer.route, off.answer.domains) == ("refused", [])

@@ -29,6 +29,10 @@ for?") is answered by the domain whose sources spell it out
 Its other words ("acronym", "stand") match sources at random, and the uncased embedding
 reads an acronym that is also a word (COMBINE) as the word.
 
+A listing question ("Which fusion methods are available?", :data:`.shapes.LISTING`)
+counts only its subject's words: the list that answers names the things (RRF, convex),
+rarely with its frame's words ("available", "methods", :data:`LISTING_FRAME`).
+
 A question in another language (:func:`domains.retrieval.lexemes_and_language`, by its stop words)
 shares few words with English sources, and each word no source uses would count against
 it: its lexical evidence counts only the words some source of the domains uses
@@ -49,7 +53,7 @@ from domains.retrieval import (acronym_definitions, asked_acronym, content_words
                                lexemes_in_use, lexical_coverage, nearest_chunk_similarity, query_lexemes)
 
 from . import biblio
-from .shapes import is_generic
+from .shapes import LISTING, is_generic
 
 # Measured with bench/routing.py (docs/benchmarks.md, "Routing alone"): 314 in-domain
 # questions (the answer sets and terse.json: "How do I upgrade it?", "rolling window") and
@@ -87,6 +91,8 @@ def score_domains(query_vector: np.ndarray, domains: Sequence, question: str) ->
         # numbers and loanwords they share ("Wie wählt Raft einen Anführer?": "Raft"),
         # never in its own language's small words ("die", "von").
         lexemes = lexemes_in_use(query_lexemes(content_words(question, asked_in)), domains, known)
+    elif LISTING.search(question):
+        lexemes = [t for t in lexemes if t not in listing_frame()] or lexemes
     lexical = lexical_coverage(lexemes, domains, known=known)
     if acronym := asked_acronym(question):
         for domain in domains:
@@ -105,6 +111,20 @@ def score_domains(query_vector: np.ndarray, domains: Sequence, question: str) ->
         score = (dense + LEXICAL_WEIGHT * lexical.get(domain.id, 0.0)) / (1 + LEXICAL_WEIGHT)
         scores.append(DomainScore(domain, score))
     return sorted(scores, key=lambda s: -s.score)
+
+
+# A listing question's frame ("Which fusion methods are available?"): the predicate asking
+# what exists and the head noun naming a kind of thing. The list that answers names the
+# things (RRF, convex) and rarely says "available" or "methods" beside them, so these words
+# would weigh as missing from it; the subject ("fusion") is what a source must hold.
+LISTING_FRAME = ("available exist exists supported support included include needed method methods option options "
+                 "kind kinds type types sort sorts way ways")
+
+
+@lru_cache(maxsize=1)
+def listing_frame() -> frozenset[str]:
+    """LISTING_FRAME as search lexemes (the database's stemming)."""
+    return frozenset(query_lexemes(LISTING_FRAME))
 
 
 def described(domain) -> frozenset[str]:
