@@ -1,5 +1,5 @@
-"""OCR engines on the same pages: accuracy, speed, memory; then the bibliographic tiers
-on the scans (issue #14).
+"""OCR engines on the same pages: accuracy, speed, memory (issue #14). The bibliographic
+tiers on OCRed scans are measured by ``bench/biblio.py`` (``--as-scans``).
 
     nice -n 10 .venv/bin/python bench/ocr.py [--corpus DIR] [--pages 1] [--dpi 200 300]
         [--engine tesseract rapidocr] [--files N]
@@ -17,10 +17,6 @@ on the scans (issue #14).
 2. Speed and memory: pages per CPU second (= pages/s on one core; Tesseract runs one
    thread per page, RapidOCR's ONNX threads are all counted), peak resident memory of
    the engine process.
-3. Bibliography: page one of each scan without a text layer OCRed with Tesseract
-   (:func:`ingestion.convert.ocr.ocr_pages`), then the layout and regex tiers
-   (:func:`ingestion.metadata.biblio.extract_bibliography`, network off): title, year,
-   authors and DOI against ground_truth.json.
 
 RapidOCR is measured for the choice only, not a requirement:
 ``.venv/bin/pip install --target /tmp/rapidocr --no-deps rapidocr-onnxruntime==1.4.4
@@ -51,11 +47,9 @@ django.setup()
 import pypdfium2 as pdfium  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from bench.biblio import name_key, norm_title  # noqa: E402
 from ingestion.convert.hocr import hocr_lines  # noqa: E402
-from ingestion.convert.ocr import OcrConfig, engine, ocr_pages, run_tesseract  # noqa: E402
+from ingestion.convert.ocr import engine, run_tesseract  # noqa: E402
 from ingestion.convert.pdf_lines import Line, page_lines  # noqa: E402
-from ingestion.metadata.biblio import extract_bibliography  # noqa: E402
 
 # Old scans whose text layer is itself OCR output: no reference text.
 OCR_LAYER = {"jordan1986_jcp.pdf", "dijkstra1965_cacm.pdf", "fischer1985_jacm_flp.pdf"}
@@ -230,29 +224,6 @@ def _row(r: dict) -> str:
             f"{r['body_wer']:.2f} | {r['pages_per_cpu_s']:.3f} | {r['peak_mb']:.0f} |")
 
 
-def bibliography(corpus: Path, truth: list[dict]) -> None:
-    scans = [d for d in truth if d.get("needs_ocr")]
-    print("\n| scan | title | year | authors found / printed | DOI | _sources |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for doc in scans:
-        path = corpus / doc["file"]
-        pdf = pdfium.PdfDocument(str(path))
-        try:
-            result = ocr_pages(path, pdf, [0], OcrConfig(workers=1))
-        finally:
-            pdf.close()
-        found = extract_bibliography(path, ocr_page_one=(result.lines[0], result.heights[0]), network=False,
-                                     first_pages_text="\n".join(line.text for line in result.lines[0]))
-        title = "yes" if norm_title(found.get("title")) == norm_title(doc["title"]) else f"no: {found.get('title')!r}"
-        year = "yes" if found.get("year") == doc["year"] else f"no: {found.get('year')!r}"
-        keys = {name_key(n) for n in doc["authors"]}
-        hits = sum(1 for n in found.get("authors", []) if name_key(n) in keys)
-        doi = found.get("doi") or "none"
-        expected = doc.get("expected_doi_from_first_page") or "none"
-        print(f"| {doc['file']} | {title} | {year} | {hits} of {len(found.get('authors', []))} / {len(keys)} | "
-              f"{doi} ({'right' if doi == expected else 'expected ' + expected}) | {', '.join(found['_sources'])} |")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=Path(settings.KLEA_CORPORA_DIR) / "pdfs")
@@ -260,7 +231,6 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=0, help="only the first N born-digital PDFs (0: all)")
     parser.add_argument("--dpi", type=int, nargs="+", default=[200, 300])
     parser.add_argument("--engine", nargs="+", default=["tesseract"], choices=["tesseract", "rapidocr"])
-    parser.add_argument("--no-biblio", action="store_true")
     args = parser.parse_args()
     truth = json.loads((args.corpus / "ground_truth.json").read_text(encoding="utf-8"))["documents"]
     files = [args.corpus / d["file"] for d in truth if d["has_text_layer"] and d["file"] not in OCR_LAYER]
@@ -271,8 +241,6 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     started = time.monotonic()
     accuracy(files, args.pages, args.dpi, args.engine)
-    if not args.no_biblio:
-        bibliography(args.corpus, truth)
     print(f"\n{time.monotonic() - started:.0f} s wall")
 
 
