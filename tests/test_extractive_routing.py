@@ -10,7 +10,7 @@ import pytest
 from chat.backends import get_backend
 from domains import embeddings, retrieval
 
-from .pipeline_helpers import count_model_runs, domain_of, run, token_ids
+from .pipeline_helpers import count_model_runs, domain_of, run, token_ids, trace
 
 
 @pytest.fixture
@@ -50,6 +50,18 @@ def test_a_generic_question_is_answered_by_the_overview_its_domain_description_f
             "domains", "Nebula stitches overlapping telescope exposures into calibrated sky mosaics. [1]")
         assert [r["file_name"] for r in turn.references] == ["index.md"]
 
+
+def test_a_generic_question_searches_at_most_max_queries_descriptions(db, tmp_path, settings):
+    # Each query is searched in every routed domain: one description per domain would make
+    # a generic question to n domains n + 1 queries in each, as many as a model may write instead.
+    settings.KLEA_LLM_BACKEND = "extractive"
+    settings.KLEA_RAG_MAX_QUERIES = 3
+    names = ["alpha", "beta", "gamma", "delta"]
+    domains = [domain_of(tmp_path, name, f"The {name} notes", {"index.md": f"# {name}\n\nThe {name} notes say hello.\n"})
+               for name in names]
+    turn = run("What is this?", domains, pick=names)
+    line = next(line for line in trace(turn) if line.startswith("generate_queries"))
+    assert line == "generate_queries: What is this?; The alpha notes; The beta notes (the question) and the domain descriptions"
 
 def test_one_domain_takes_a_question_naming_its_subject_it_when_its_sources_hold_the_words(one_domain):
     # "it" leaves the question one content word: the dense evidence is low (no subject to

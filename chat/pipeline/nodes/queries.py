@@ -5,7 +5,8 @@ The schema is built per turn from the routed domains' declared fields
 question (never a skipped search). On a retry the previous queries and the evaluator's
 summary are shown. A backend that writes no queries (``can_modify_query`` False, the
 extractive one) searches with the question itself, a follow-up together with the
-question before it (chat/pipeline/follow_up.py). Filters the user chose win over
+question before it (chat/pipeline/follow_up.py), a generic question with the routed
+domains' descriptions (``LLMBackend.search_queries``), KLEA_RAG_MAX_QUERIES at most. Filters the user chose win over
 generated ones.
 """
 
@@ -61,7 +62,9 @@ async def generate_queries(state: TurnState) -> Step:
             queries, generated = result
             note = " (retried once)" if invalid else ""
     if not queries:
-        queries = state.backend.search_queries(state.search_question, state.routed)
+        # as many as a model may write (KLEA_RAG_MAX_QUERIES): a generic question routed to 30 described
+        # domains would search 31 queries in each of them
+        queries = state.backend.search_queries(state.search_question, state.routed)[:state.config.max_queries]
         note = (" (the question)" if queries[0] == state.question else " (the follow-up with the question before it)") + note
         if len(queries) > 1:
             note += " and the domain descriptions"
