@@ -96,3 +96,11 @@ def test_find_dois_in_text_labels_order_and_duplicates():
 def test_find_dois_in_empty_text():
     assert find_dois("") == []
     assert find_dois("no identifiers here, only 10.5 percent") == []
+
+
+def test_a_labelled_doi_opens_a_statement_also_in_brackets():
+    text = ("The torque is studied. \u00a9 2007 American Institute of Physics. [DOI: 10.1063/1.2409490]\n"
+            "as reported in [doi:10.9999/cited.1] and (DOI: 10.9999/cited.2).")
+    assert [(d.doi, d.opens_statement(text)) for d in find_dois(text)] == [
+        ("10.1063/1.2409490", True), ("10.9999/cited.1", False), ("10.9999/cited.2", False),
+    ]

@@ -111,9 +111,11 @@ class FoundDoi:
 
     def opens_statement(self, text: str) -> bool:
         """Is the DOI (or its label) the start of a line or sentence of ``text`` (as in
-        "... Institute of Physics. DOI: 10.1063/1.2409490"), not inside a sentence
-        ("as reported in https://doi.org/...")?"""
+        "... Institute of Physics. DOI: 10.1063/1.2409490", or in brackets, "[DOI: ...]"),
+        not inside a sentence ("as reported in https://doi.org/...", "in [doi:...]")?"""
         before = text[: self.start].rstrip(" \t")
+        if before.endswith(("[", "(")):
+            before = before[:-1].rstrip(" \t")
         return not before or before[-1] in "\n.;:|)]\u2022"
 
 
