@@ -140,7 +140,7 @@ def test_a_page_that_fails_fails_alone(scans, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
     document = convert_file(scans["scan"], ocr_config=OcrConfig(workers=1))
     # Page two ("3 Results") is lost, page one kept: its running head is no longer repeated.
-    assert blocks(document) == [((), "Journal of Test Neuroscience 12 (2021)")] + PAPER_BLOCKS[:4]
+    assert blocks(document) == [(("Spiking neurons in cortex",), "Journal of Test Neuroscience 12 (2021)")] + PAPER_BLOCKS[:4]
     assert document.warnings == [
         "paper_scan.pdf: OCR failed on page 2: Tesseract failed (exit 1: Error: cannot read page image); "
         "the other pages were read"
@@ -302,7 +302,8 @@ def test_a_shared_scan_reads_under_its_headings_without_running_heads(scans, tmp
     assert document.title == "Probabilistic Counting Algorithms for Data Base Applications"
     assert document.metadata["ocr"]["pages"] == [1, 2, 3, 4, 5]
     assert sorted({block.headings for block in document.blocks}) == [
-        (), ("1. INTRODUCTION",), ("2. A PROBABILISTIC COUNTING PROCEDURE AND ITS ANALYSIS",)
+        ("1. INTRODUCTION",), ("2. A PROBABILISTIC COUNTING PROCEDURE AND ITS ANALYSIS",),
+        ("Probabilistic Counting Algorithms for Data Base Applications",),  # the front matter
     ]
     first = next(block for block in document.blocks if block.headings == ("1. INTRODUCTION",))
     assert first.text.startswith(

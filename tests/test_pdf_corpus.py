@@ -12,6 +12,7 @@ from django.core.management import call_command
 
 from domains.text import heading_chain
 from ingestion.chunk.step import chunk_directory
+from ingestion.convert.pdf import convert_pdf
 from ingestion.convert.precheck import precheck_directory
 from ingestion.models import StagedFile
 
@@ -101,3 +102,45 @@ def test_text_layer_pdfs_chunk_under_their_section_headings():
             "- Multiple variables are stored in one column.\n- Variables are stored in both rows and columns.\n"
             "- Multiple types of observational units are stored in the same table.\n"
             "- A single observational unit is stored in multiple tables.\n\n") in tidy
+
+
+def _native_text(name: str) -> tuple[str, list]:
+    document = convert_pdf(corpora_path("pdfs", name), ocr="off", pipeline="native")
+    return "\n\n".join(block.text for block in document.blocks), document.blocks
+
+
+def test_symbol_font_codes_read_as_the_characters_they_set():
+    """Fonts without a ToUnicode map whose codes name other characters (pdf_chars.FONT_CODES):
+    Advent's maths font (APS), the Math Pi fonts (AIP/APS 1990s), Elsevier's Macmillan text face."""
+    abbott, _ = _native_text("abbott2016_prl_gw150914.pdf")
+    assert ("a luminosity distance of 410+160 −180 Mpc corresponding to a redshift z = 0.09+0.03" in abbott
+            and "the initial black hole masses are 36+5 −4M⊙ and 29+4 −4M⊙" in abbott
+            and "difference is ΔL(t)= δLx − δLy = h(t)L," in abbott)
+    assert not set("þ¼ðÞ") & set(abbott)
+    kneer, _ = _native_text("kneer1998_pra.pdf")
+    assert ("The quantum entanglement is between the external (center-of-mass motion in one dimension) and "
+            "the internal (electronic) state of the trapped ion." in kneer)
+    assert "quantum entanglement [1,2]. Recently" in kneer
+    bender, _ = _native_text("bender2004_tcs.pdf")
+    assert "we provide definitions and initial lemmas" in bender and "#" not in bender
+
+
+def test_word_spaces_the_text_layer_left_out_and_exponents():
+    bender, _ = _native_text("bender2004_tcs.pdf")
+    assert ("for the Level Ancestor Problem. A Level Ancestor Query LA(v; d) requests the depth d ancestor of node v."
+            in bender)
+    assert "A fundamental algorithmic problem on trees" in bender and "A substantially" in bender
+    arute, _ = _native_text("arute2019_nature.pdf")
+    assert "a computational state-space of dimension 2^53 (about 10^16)." in arute
+    abbott, _ = _native_text("abbott2016_prl_gw150914.pdf")
+    assert "with a peak gravitational-wave strain of 1.0 × 10^−21." in abbott
+    assert "the initial black hole masses are 36+5 −4M⊙" in abbott  # an error bar is no exponent
+
+
+def test_front_matter_sits_under_the_title():
+    """An abstract printed without its own heading is found under the paper's title."""
+    _, blocks = _native_text("abbott2016_prl_gw150914.pdf")
+    title = ("Observation of Gravitational Waves from a Binary Black Hole Merger",)
+    assert [b.headings for b in blocks[:5]] == [title] * 5
+    assert any(b.headings == title and b.text.startswith("On September 14, 2015 at 09:50:45 UTC") for b in blocks)
+    assert blocks[next(i for i, b in enumerate(blocks) if b.headings != title)].headings == ("I. INTRODUCTION",)

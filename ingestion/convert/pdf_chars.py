@@ -23,6 +23,19 @@ LINE_BREAKS = {"\r", "\n"}
 # TeX OT1 ligature glyphs without a ToUnicode map come out as U+000B-U+000F: letters, not
 # white space or line breaks (textclean.repair_ligatures turns them into ff, fi, ...).
 _LIGATURE_CODES = {"\x0b", "\x0c", "\x0e", "\x0f"}
+# Symbol fonts whose codes name other characters (no ToUnicode map, so pdfium reads the code
+# as Latin-1): what each code is set as. Advent 3B2's maths font (APS, Elsevier, RSC papers:
+# "36þ5" is 36+5, "z ¼ 0.09" is z = 0.09, "hðtÞ" is h(t)); the Math Pi fonts of AIP and
+# APS papers of the 1990s-2000s ("~center-of-mass motion!" is "(...)", "@1,2#" is "[1,2]");
+# the text face of Elsevier's Macmillan set, whose "fi" ligature reads "#" ("de#nitions"). One
+# character each: callers index glyphs by character (NFKC makes U+FB01 "fi").
+FONT_CODES = {
+    "AdvP4C4E74": {"¼": "=", "ð": "(", "Þ": ")", "þ": "+", "½": "[", "f": "{", "g": "}", "\x01": "\u2212"},
+    "Universal-GreekwithMathPi": {"~": "(", "!": ")", "@": "[", "#": "]", "$": "{", "%": "}",
+                                  "^": "\u27e8", "&": "\u27e9"},
+    "MathematicalPi-One": {"1": "+", "2": "\u2212", "3": "\u00d7", "5": "="},
+    "MacmillanRoman": {"#": "\ufb01"},
+}
 
 
 @dataclass
@@ -34,6 +47,8 @@ class Style:
     # Text direction and glyph "up" as unit axis vectors (dx, dy, ux, uy); None when
     # the text is set at an angle that is not a multiple of 90 degrees.
     orientation: tuple[int, int, int, int] | None = (1, 0, 0, 1)
+    # The font's entry of FONT_CODES: code as read -> character set.
+    codes: dict[str, str] | None = None
 
 
 def _axis(x: float, y: float) -> tuple[int, int] | None:
@@ -63,14 +78,15 @@ def _style_of(text_object, cache: dict, matrix, name_buffer, textpage, index: in
         direction = _axis(matrix.a, matrix.b)
         orientation = (direction[0], direction[1], -direction[1], direction[0]) if direction else None
     font = pdfium_c.FPDFTextObj_GetFont(text_object)
-    bold = False
+    bold, codes = False, None
     if font:
         pdfium_c.FPDFFont_GetBaseFontName(font, name_buffer, len(name_buffer))
         name = name_buffer.value.decode("latin-1").split("+")[-1]
         # FPDFFont_GetWeight is unreliable for embedded Type 1 fonts (CMR10 reads 744).
         flags = pdfium_c.FPDFFont_GetFlags(font)
         bold = bool(_BOLD_NAME.search(name)) or bool(flags & _FORCE_BOLD_FLAG)
-    style = Style(size=float(size.value) * scale, bold=bold, orientation=orientation)
+        codes = FONT_CODES.get(name)
+    style = Style(size=float(size.value) * scale, bold=bold, orientation=orientation, codes=codes)
     cache[key] = style
     return style
 
@@ -94,7 +110,8 @@ def upright_frame(orientation: tuple[int, int, int, int], width: float, height: 
 
 def read_chars(page: pdfium.PdfPage) -> list:
     """Per character in content-stream order: a line break or space as a str, else
-    (char, left, right, bottom, top, style) with the box in unrotated page space."""
+    (char, left, right, bottom, top, style) with the box in unrotated page space; a
+    character of a :data:`FONT_CODES` font is the one that font sets."""
     textpage = page.get_textpage()
     try:
         count = pdfium_c.FPDFText_CountChars(textpage)
@@ -113,6 +130,8 @@ def read_chars(page: pdfium.PdfPage) -> list:
             text_object = pdfium_c.FPDFText_GetTextObject(textpage, index)
             style = _style_of(text_object, cache, matrix, name_buffer, textpage, index) if text_object else last_style
             last_style = style
+            if style.codes:
+                ch = style.codes.get(ch, ch)
             pdfium_c.FPDFText_GetCharBox(textpage, index, *refs)
             items.append((ch, left.value, right.value, bottom.value, top.value, style))
     finally:

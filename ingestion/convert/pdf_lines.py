@@ -26,6 +26,11 @@ PDFIUM_HYPHEN = "\x02"
 # descender (for the baseline estimate of a line).
 _TALL = set("ABCDEFGHIKLMNOPRSTUVWXYZ0123456789bdfhkl")
 _ON_BASE = set("ABCDEFGHIKLMNOPRSTUVWXZ0123456789abcdehiklmnorstuvwxz")
+# A gap this wide (in em) before a letter is a word space the text layer left out ("Problem.A
+# Level", "Afundamental"); letters within a word sit under 0.3 em apart, glyph box to box.
+_WORD_GAP = 0.35
+# What an exponent is written with.
+_EXPONENT = set("0123456789+-\u2212")
 # Raised characters that are affiliation or footnote marks when small.
 _MARKS = set("*\u2217\u2020\u2021\u00a7\u00b6,;\u2016\u204e\u262f\u00a4")
 
@@ -81,6 +86,7 @@ class _LineBuilder:
         self.glyphs: list[tuple[int, float, float]] = []  # (index in chars, bottom, top)
         self.box: list[float] | None = None
         self.last_left = 0.0
+        self.last_right = 0.0
         self.sizes: Counter = Counter()
         self.glyph_heights: list[float] = []
         self.bold_letters = 0
@@ -104,12 +110,15 @@ class _LineBuilder:
         size = style.size if style.size >= 1.0 else max(top - bottom, 1.0) / 0.7
         if not self.continues(left, bottom, top, size):
             self.end()
+        if (self.chars and ch.isalpha() and left - self.last_right >= _WORD_GAP * size
+                and (self.chars[-1].isalpha() or self.chars[-1] in ".,;:)")):
+            self.pending_space = True
         if self.pending_space and self.chars:
             self.chars.append(" ")
         self.pending_space = False
         self.glyphs.append((len(self.chars), bottom, top))
         self.chars.append(ch)
-        self.last_left = left
+        self.last_left, self.last_right = left, right
         self.box = (
             [left, bottom, right, top]
             if self.box is None
@@ -149,10 +158,24 @@ class _LineBuilder:
                 out.add(i)
         return out
 
+    def _exponents(self, size: float) -> set[int]:
+        """Indexes before which a ``^`` goes: a raised run of digits after a digit on the
+        baseline ("10" "−21" -> 10^−21, "2" "53" -> 2^53). A run that opens with "+" is an
+        error bar over its subscript ("36" "+5" "−4"), left as it is."""
+        bases = [bottom for i, bottom, _ in self.glyphs if self.chars[i] in _ON_BASE]
+        if not bases or size <= 0:
+            return set()
+        baseline = median(bases)
+        raised = {i for i, bottom, top in self.glyphs
+                  if self.chars[i] in _EXPONENT and bottom > baseline + 0.25 * size and top - bottom < 0.6 * size}
+        return {i for i in raised if i > 0 and i - 1 not in raised and self.chars[i - 1].isdigit()
+                and self.chars[i] != "+" and any(self.chars[j].isdigit() for j in range(i, i + 2) if j in raised)}
+
     def end(self) -> None:
-        text = line_text("".join(self.chars))
+        size = self.sizes.most_common(1)[0][0] if self.sizes else self._estimate()
+        exponents = self._exponents(size)
+        text = line_text("".join(("^" + ch) if i in exponents else ch for i, ch in enumerate(self.chars)))
         if text and self.box is not None:
-            size = self.sizes.most_common(1)[0][0] if self.sizes else self._estimate()
             bold = self.letters > 0 and self.bold_letters >= 0.9 * self.letters
             scripts = self._scripts(size)
             plain = line_text("".join(" " if i in scripts else ch for i, ch in enumerate(self.chars)))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from statistics import median
 
 from .base import Block, LineBox
@@ -288,7 +289,8 @@ def structure(
         its lines (:class:`ingestion.convert.base.LineBox`).
     :param printed: pages whose furniture zones follow their printed area (OCR pages,
         :func:`drop_furniture`).
-    :returns: (title or "", blocks in reading order).
+    :returns: (title or "", blocks in reading order); blocks before the first heading
+        have the title as their heading chain.
     """
     pages = drop_furniture(pages, heights, printed)
     body = body_size(pages)
@@ -339,4 +341,7 @@ def structure(
             level = numbered[style] if style in numbered else style_level[style]
         stack = [(lvl, text) for lvl, text in stack if lvl < level] + [(level, p.text)]
     close_list()
-    return " ".join(p.text for p in title), blocks
+    title_text = " ".join(p.text for p in title)
+    if title_text:  # the front matter (an abstract without its own heading) sits under the title
+        blocks = [b if b.headings else replace(b, headings=(title_text,)) for b in blocks]
+    return title_text, blocks
