@@ -90,7 +90,7 @@ async def socket_for(port: int, cookie: str | None):
 
     headers = {"Cookie": f"sessionid={cookie}"} if cookie else {}
     return await websockets.connect(f"ws://127.0.0.1:{port}/ws/chat/", additional_headers=headers,
-                                    origin="http://127.0.0.1", max_size=None, open_timeout=TIMEOUT)
+                                    origin=f"http://127.0.0.1:{port}", max_size=None, open_timeout=TIMEOUT)
 
 
 async def next_frame(socket) -> dict:
@@ -186,7 +186,11 @@ def logout(port: int, cookie: str) -> int:
 
 
 def hostile_text_cases() -> list[dict]:
-    """The bibliographic patterns on the inputs of the review (in this process)."""
+    """The bibliographic patterns on the inputs of the review, and the question path's
+    (follow-up detection, passage choice) on long runs (in this process)."""
+    from chat.backends.extractive.candidates import units_of
+    from chat.backends.extractive.shapes import enumerates
+    from chat.pipeline.follow_up import is_follow_up
     from ingestion.metadata.biblio.doi import normalize_doi
     from ingestion.metadata.biblio.fields import year_candidates
     from ingestion.metadata.biblio.names import parse_byline
@@ -196,6 +200,9 @@ def hostile_text_cases() -> list[dict]:
         ("year patterns on 200,000 digits", lambda: year_candidates("1" * 200_000)),
         ("page-range line after 200,000 digits", lambda: year_candidates("1" * 200_000 + " 8(1): 7-10, 2009")),
         ("byline with 200,000 spaces", lambda: parse_byline("Ada Lovelace" + " " * 200_000 + "and Grace Hopper")),
+        ("follow-up question with 200,000 spaces", lambda: is_follow_up("How long does" + " " * 200_000 + "it last?")),
+        ("chunk line of 200,000 underscores", lambda: len(units_of("Name: Ada\n" + "_" * 200_000 + "\nDate: 2021"))),
+        ("prose list after 100,000 'a.'", lambda: enumerates("a." * 100_000 + ", b and c")),
     ]
     out = []
     for name, run in cases:
@@ -250,6 +257,8 @@ def main() -> None:
             ("HTTP question of 2,400,000 characters", {"text": "x" * 2_400_000}),
             (f"HTTP question of {settings.KLEA_MAX_QUESTION_CHARS + 1} characters",
              {"text": "x" * (settings.KLEA_MAX_QUESTION_CHARS + 1)}),
+            ("HTTP question of 4,000 characters, a run of spaces before its 'it'",
+             {"text": "How long does" + " " * 3978 + "it last?", "domains": [DOMAIN]}),
             ("filter $in with 10,000 values", {"text": QUESTION, "filters": {"year": {"$in": list(range(10_000))}}}),
             ("filter $contains with 10,000 values",
              {"text": QUESTION, "filters": {"keywords": {"$contains": [str(n) for n in range(10_000)]}}}),
