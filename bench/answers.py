@@ -11,8 +11,8 @@ report: per corpus and overall, evidence in answer, file cited, evidence in refe
 median answer length, routed right, off-topic refused, time to first token.
 
     python bench/answers.py --ingest          # once (about 3 min on 2 idle cores)
-    python bench/answers.py                   # all sets but papers
-    python bench/answers.py --sets papers     # the PDF set (after --ingest adds its domain)
+    python bench/answers.py                   # all sets but the papers sets
+    python bench/answers.py --sets papers papers-2   # the PDF sets (after --ingest adds the domain)
     python bench/answers.py --sets xarray off-topic --json var/answers.json -v 2
 """
 
@@ -32,10 +32,10 @@ QUESTIONS = ROOT / "bench" / "questions"
 # A set is named after its domain, or domain-N for a later set written apart (reported beside it).
 # terse.json (pronoun and few-word questions over all four domains) is for bench/routing.py.
 SETS = ("neuroml", "neuroml-2", "neuroml-3", "xarray", "xarray-2", "xarray-3", "cooking", "cooking-2", "cooking-3",
-        "klea-docs", "klea-docs-2", "klea-docs-3", "papers", "off-topic", "off-topic-2")
+        "klea-docs", "klea-docs-2", "klea-docs-3", "papers", "papers-2", "off-topic", "off-topic-2")
 # Asked only when named (--sets papers): a bench database built before the papers domain
 # (bench/answers.py --ingest adds it) would count its questions as misses of the other sets' totals.
-ON_REQUEST = ("papers",)
+ON_REQUEST = ("papers", "papers-2")
 # domain -> folder of KLEA_CORPORA_DIR
 CORPORA = {"neuroml": "docs/neuroml", "xarray": "docs/xarray", "cooking": "docs/based_cooking", "papers": "pdfs"}
 
@@ -79,7 +79,7 @@ def main() -> None:
     parser.add_argument("--ingest", action="store_true", help="Create or refresh the five domains, then stop.")
     parser.add_argument("--force", action="store_true", help="With --ingest: re-chunk and re-embed every file.")
     parser.add_argument("--sets", nargs="+", choices=SETS, default=[s for s in SETS if s not in ON_REQUEST],
-                        help="Question sets to ask (papers only when named).")
+                        help="Question sets to ask (papers sets only when named).")
     parser.add_argument("--backend", help="Override KLEA_LLM_BACKEND.")
     parser.add_argument("--json", metavar="FILE", help="Also write the full report (every question) here.")
     parser.add_argument("-v", "--verbosity", type=int, default=1, help="2: one line per question on stderr.")
