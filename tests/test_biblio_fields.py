@@ -46,6 +46,7 @@ from ingestion.metadata.biblio.text_tier import text_fields
         ("Ana Ruiz\"\u2019, Tom Berg??, Li Wei? , Ida KRAUSE\u2018?+ and Ola Nordmann\u00ae, Kai Moe'",
          ["Ana Ruiz", "Tom Berg", "Li Wei", "Ida Krause", "Ola Nordmann", "Kai Moe"]),
         ("Eva Lund!*, Per Holm,' Jan Berg,? Ulf Ek!? and Siv Ahl\u201d", ["Eva Lund", "Per Holm", "Jan Berg", "Ulf Ek", "Siv Ahl"]),
+        ("Rui G. S. L. Costa\"\u2122, Ana Lima$, Olga Sousa%|", ["Rui G. S. L. Costa", "Ana Lima", "Olga Sousa"]),
         ("B. P. Abbott et al.*", ["B. P. Abbott et al."]),
         ("The ATLAS Collaboration", ["The ATLAS Collaboration"]),
     ],

@@ -15,7 +15,7 @@ _MARKS = re.compile(rf"[{_MARK_CHARS}]")
 # The same marks as OCR reads them, glued after a name or its comma: "Theurer??",
 # "Chaumet\u00ae", "Alam'", "Agyeman-Duah\"\u2019", "SHARMA\u2018?+", "Kneer!?", "Sundstrom,'"
 # (OCR sees no raised small glyphs).
-_OCR_MARKS = re.compile(r"(?:(?<=[^\W\d_])|(?<=,))[?!\u00ae\u00a9\u00b0+'\"\u2018\u2019\u201c\u201d*#]+(?=[\s,;]|$)")
+_OCR_MARKS = re.compile(r"(?:(?<=[^\W\d_])|(?<=,))[?!\u2122$%^|\u00ae\u00a9\u00b0+'\"\u2018\u2019\u201c\u201d*#]+(?=[\s,;]|$)")
 # "Bendera;*;1": an affiliation letter glued before a ';'-separated mark list.
 _GLUED_LETTER_MARKS = re.compile(r"(?<=[a-z])[a-e](?=;[\d;,*\u2217\u2020\u2021\u00a7]+(?:\s|$))")
 # Digits (with commas) glued to a word or standing alone: "Arute1", "Bardin1,2", "Saif 2,".
