@@ -283,6 +283,9 @@ def test_a_shared_scan_is_chunked_with_its_metadata(db, tmp_path, settings):
     assert (default["title"], default["_sources"]) == (
         "Hydrogen incorporation in a-Si:H - growth studies on an Expanding Thermal Plasma", ["layout-regex", "ocr"]
     )
+    # both byline lines (a trial upload kept only the first: four of seven names)
+    assert default["authors"] == ["R.J. Severens", "F. van de Pas", "J. Bastiaanssen", "W.M.M. Kessels",
+                                  "So E.A. van Uzendoom", "M.C.M. van-de Sanden", "D.C. Schram"]
     text = " ".join(chunk["text"] for chunk in staged.chunks)
     assert "In order to understand the possible contribution of the flux of atomic" in text
     assert "the responsible mechanism, a thermally activated cross-linking reaction" in text
