@@ -139,7 +139,11 @@ def _names(text: str) -> list[str]:
         word = m.group(0)
         if word.lower() in _DISCOURSE or _REFERS_BACK.fullmatch(word):
             continue
-        opens_sentence = not text[:m.start()].strip() or text[:m.start()].rstrip()[-1] in ".!?:;\"'(“"
+        # the character before it, spaces aside (stripping all the text before each word was quadratic)
+        before = m.start()
+        while before and text[before - 1].isspace():
+            before -= 1
+        opens_sentence = not before or text[before - 1] in ".!?:;\"'(“"
         if _CODE.search(word) or (word[0].isupper() and not opens_sentence and word.split("'")[0] != "I"):
             found.append(word)
     return found
