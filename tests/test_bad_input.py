@@ -103,7 +103,7 @@ def test_thousand_page_pdf_converts_within_the_memory_bound(domain, tmp_path):
     assert converted.pages == 1000
     assert len(converted.blocks) == 1000
     assert converted.title == "Chapter 1"  # the largest text of page one
-    assert converted.blocks[0].headings == ()
+    assert converted.blocks[0].headings == ("Chapter 1",)  # before the first heading: under the title
     assert converted.blocks[10].headings == ("Chapter 2",)
     assert converted.blocks[-1].headings == ("Chapter 100",)
     assert 0 < peak < limit
