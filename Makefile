@@ -81,7 +81,8 @@ tesseract:
 test: install chromium tesseract models
 	@redis-cli -u $(TEST_REDIS_URL) ping >/dev/null 2>&1 || \
 		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null
-	KLEA_DOI_NETWORK=false TEST_REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest -c tests/pytest.ini --rootdir . $(PYTEST_ARGS)
+	# REDIS_URL of the shell (a worker setup) is not the tests': they start Celery and Channels on TEST_REDIS_URL themselves.
+	KLEA_DOI_NETWORK=false TEST_REDIS_URL=$(TEST_REDIS_URL) env -u REDIS_URL $(PY) -m pytest -c tests/pytest.ini --rootdir . $(PYTEST_ARGS)
 
 stop-db:
 	$(PY) manage.py embedded_db stop
