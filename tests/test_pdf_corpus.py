@@ -144,3 +144,12 @@ def test_front_matter_sits_under_the_title():
     assert [b.headings for b in blocks[:5]] == [title] * 5
     assert any(b.headings == title and b.text.startswith("On September 14, 2015 at 09:50:45 UTC") for b in blocks)
     assert blocks[next(i for i, b in enumerate(blocks) if b.headings != title)].headings == ("I. INTRODUCTION",)
+
+
+def test_accents_set_as_glyphs_of_their_own_join_their_letters():
+    """TeX sets "¨" before the letter it stands over, AIP fonts a combining mark after it;
+    either joins that letter (the space the text layer put before the accent goes)."""
+    kneer, _ = _native_text("kneer1998_pra.pdf")
+    assert "Abteilung für Quantenphysik, Universität Ulm" in kneer and "Schrödinger cat states" in kneer
+    shor, _ = _native_text("shor1996_arxiv_quantph9508027.pdf")
+    assert "the Schönhage–Strassen fast multiplication algorithm" in shor and "Sch ̈onhage" not in shor

@@ -11,6 +11,7 @@ above its baseline (affiliation and footnote marks) are left out of ``plain``.
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from statistics import median
@@ -74,6 +75,15 @@ class Line:
         return self.y1 - self.y0
 
 
+def _accent(ch: str) -> str:
+    """The combining mark ``ch`` is: itself when combining, the mark of a spacing accent
+    ("¨" -> U+0308, "´" -> U+0301), else ""."""
+    if unicodedata.combining(ch):
+        return ch
+    spaced = unicodedata.normalize("NFKD", ch)
+    return spaced[1] if len(spaced) == 2 and spaced[0] == " " and unicodedata.combining(spaced[1]) else ""
+
+
 class _LineBuilder:
     def __init__(self, page: int, rotated: bool = False) -> None:
         self.page = page
@@ -92,6 +102,7 @@ class _LineBuilder:
         self.bold_letters = 0
         self.letters = 0
         self.pending_space = False
+        self.pending_mark: tuple[str, float, str] | None = None  # (mark, centre, glyph) waiting for its letter
 
     def continues(self, left: float, bottom: float, top: float, size: float) -> bool:
         """Whether a glyph at this box continues the current line."""
@@ -108,8 +119,26 @@ class _LineBuilder:
     def add(self, ch: str, left: float, right: float, bottom: float, top: float, style: Style) -> None:
         # Type 3 fonts may report a size near 0: estimate it from the glyph (caps ~0.7 em).
         size = style.size if style.size >= 1.0 else max(top - bottom, 1.0) / 0.7
+        accent = _accent(ch)
+        if accent and self.chars and self.continues(left, bottom, top, size):
+            # An accent set as a glyph of its own ("Sch¨onhage", "fu ̈r"): it joins the letter it
+            # stands over, before or after it, and the space the text layer put before it goes.
+            self.pending_space = False
+            centre = (left + right) / 2
+            if self.last_left - 0.1 * size <= centre <= self.last_right + 0.1 * size:
+                self.chars[-1] += accent
+            else:
+                self.pending_mark = (accent, centre, ch)
+            return
         if not self.continues(left, bottom, top, size):
             self.end()
+        if self.pending_mark is not None:
+            mark, centre, glyph = self.pending_mark
+            self.pending_mark = None
+            if left - 0.1 * size <= centre <= right + 0.1 * size:
+                ch += mark
+            else:  # over no letter (an accent used as an apostrophe): kept as it was set
+                self.chars.append(glyph)
         if (self.chars and ch.isalpha() and left - self.last_right >= _WORD_GAP * size
                 and (self.chars[-1].isalpha() or self.chars[-1] in ".,;:)")):
             self.pending_space = True
@@ -172,6 +201,8 @@ class _LineBuilder:
                 and self.chars[i] != "+" and any(self.chars[j].isdigit() for j in range(i, i + 2) if j in raised)}
 
     def end(self) -> None:
+        if self.pending_mark is not None:
+            self.chars.append(self.pending_mark[2])
         size = self.sizes.most_common(1)[0][0] if self.sizes else self._estimate()
         exponents = self._exponents(size)
         text = line_text("".join(("^" + ch) if i in exponents else ch for i, ch in enumerate(self.chars)))
