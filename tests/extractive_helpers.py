@@ -19,9 +19,20 @@ def source(number: int, text: str, headings=(), score: float = 0.5, file_name: s
 
 def answer(question: str, *sources) -> str:
     """The backend's answer to ``question`` from ``sources``, each cited as "[n]"."""
+    return answer_citing(question, *sources)[0]
+
+
+def answer_citing(question: str, *sources) -> tuple[str, list[list[int | None]]]:
+    """:func:`answer` and, per marker in order, the chunk ids it cites (``None`` for a
+    chunk given without ``chunk_id``)."""
     composer = Composer(embeddings.embed_query(question), list(sources), question)
+    cited: list[list[int | None]] = []
+
+    def cite(number, quoted=(), passages=()):
+        cited.append(list(quoted))
+        return f"[{number}]"
 
     async def collect():
-        return "".join([piece async for piece in composer.pieces(lambda n, quoted=(), passages=(): f"[{n}]")])
+        return "".join([piece async for piece in composer.pieces(cite)])
 
-    return async_to_sync(collect)()
+    return async_to_sync(collect)(), cited

@@ -1,0 +1,174 @@
+"""When the extractive backend quotes more than its best passage (issue 13): a near
+tie, the runner-up that adds the question terms the best one lacks (within a wider
+window, or below the similarity floor when it holds every term), a third passage, two
+subjects each with its own entry; passages of one chunk read in their order, and a
+passage repeated in another file quoted once."""
+
+from __future__ import annotations
+
+from chat.backends.extractive.candidates import Chunk, Passage
+from chat.backends.extractive.passages import (MIN_SIMILARITY, NEAR_TIE, SECOND_CHARS, THIRD_TIE, WIDE_TIE, Composer,
+                                               in_reading_order)
+from domains import embeddings
+
+from .extractive_helpers import answer, source
+
+
+SEASONS = (
+    "Grouping by time.season uses the seasons DJF, MAM, JJA and SON, sorted alphabetically in the result.\n\n"
+    "Resampling needs a SeasonResampler; the pandas frequency strings cannot express custom seasons.\n\n"
+    "With a SeasonGrouper the seasons are kept in the order given, unlike grouping by time.season."
+)
+
+
+def test_a_near_tie_quotes_both_passages_in_the_order_of_their_section():
+    # The third paragraph scores best, the first within NEAR_TIE: both, first paragraph first.
+    assert answer("Which seasons does grouping by time.season use?", source(1, SEASONS, ["Time series", "Seasons"])) == (
+        "Grouping by time.season uses the seasons DJF, MAM, JJA and SON, sorted alphabetically in the result. "
+        "With a SeasonGrouper the seasons are kept in the order given, unlike grouping by time.season. [1]"
+    )
+
+
+GLOSSARY = (
+    "- Domain — a knowledge area (\"NeuroML documentation\"). Its description tells the classifier what it "
+    "covers. Each domain has stores and, optionally, filter fields.\n"
+    "- Store (collection) — the chunks of a set of documents, searched by vector, BM25 or both.\n"
+    "- Document — one source file of a store; chunk — a piece of at most about 450 tokens under its heading chain.\n"
+    "- Filter field — a metadata field (year, authors, ...) questions may filter on."
+)
+USAGE = (
+    "Describe your domain in a JSON file, load it, then build a store from a folder. "
+    "A store of a domain is searched whenever a question is routed to that domain."
+)
+
+
+def test_what_is_x_and_what_is_y_quotes_the_entry_defining_each():
+    # Two subjects: the glossary entry defining the one, then the entry defining the other
+    # (whose cosine to the whole question is low), not the sentences merely naming both.
+    assert answer("What is a domain and what is a store?", source(1, USAGE, ["Getting started", "Your own documents"],
+                                                                  score=0.9),
+                  source(2, GLOSSARY, ["Getting started", "Concepts"], score=0.5)) == (
+        "- Domain — a knowledge area (\"NeuroML documentation\"). Its description tells the classifier what it "
+        "covers. Each domain has stores and, optionally, filter fields.\n\n"
+        "- Store (collection) — the chunks of a set of documents, searched by vector, BM25 or both. [2]"
+    )
+
+
+def test_a_passage_repeated_in_another_file_is_quoted_once():
+    text = "Create a user with manage.py createsuperuser, then open the admin."
+    # The same file in two stores: equal scores, the first source speaks, once.
+    assert answer("How do I create an admin user?", source(1, text, ["Admin"], file_name="README.md"),
+                  source(2, text, ["Admin"], file_name="README.md")) == f"{text} [1]"
+
+
+def _scored(chunk, start, text, score, found):
+    passage = Passage(chunk, start, start, "prose", text)
+    passage.score, passage.cosine, passage.found = score, 0.6, set(found)
+    return passage
+
+
+def test_of_two_near_ties_the_one_adding_what_the_best_lacks_follows_it():
+    # Both runners-up score within NEAR_TIE of the best: the evidence cannot tell them
+    # apart, but only the lower one holds "sdk", which the best passage lacks.
+    composer = Composer(embeddings.embed_query("Which SDK does Klea use to call MCP tools?"), [],
+                        "Which SDK does Klea use to call MCP tools?")
+    chunk = Chunk(1, 0, 0.5, "MCP tools", [])
+    idf = {"sdk": 1.0, "klea": 0.5, "call": 0.5, "mcp": 0.5, "tool": 0.5}
+    best = _scored(chunk, 0, "Klea is also an MCP server: other MCP clients can call its tools.", 1.16,
+                   {"klea", "mcp", "call", "tool"})
+    tie = _scored(chunk, 1, "This page is Klea as an MCP client, calling the tools of MCP servers.", 1.15,
+                  {"klea", "mcp", "call", "tool"})
+    adding = _scored(chunk, 2, "The calls go through the official mcp Python SDK.", 1.16 - NEAR_TIE + 0.02,
+                     {"mcp", "call", "sdk"})
+    assert composer._second(best, [tie, adding], idf, sum(idf.values())) is adding
+    # A runner-up that is no near tie does not displace one that is.
+    adding.score = 1.16 - NEAR_TIE - 0.02
+    assert composer._second(best, [tie, adding], idf, sum(idf.values())) is tie
+
+
+def test_without_a_near_tie_the_runner_up_within_the_wide_window_follows_when_it_adds():
+    question = "Are zero-length segments allowed in NeuroML?"
+    composer = Composer(embeddings.embed_query(question), [], question)
+    chunk = Chunk(1, 0, 0.5, "Zero length segments", [])
+    idf = {"zero": 1.0, "length": 1.0, "segment": 1.0, "allow": 1.0, "neuroml": 0.5}
+    best = _scored(chunk, 0, "SWC reconstructions with adjacent points give zero length segments.", 1.30,
+                   {"zero", "length", "segment"})
+    # It adds "neuroml" (0.5 of 4.5: too little to follow as a passage that adds).
+    runner_up = _scored(chunk, 1, "So the application loading the NeuroML decides whether this is an issue.",
+                        1.30 - WIDE_TIE + 0.02, {"neuroml"})
+    assert composer._second(best, [runner_up], idf, sum(idf.values())) is runner_up
+    # Past the wide window nothing follows, nor within it one adding no question term.
+    runner_up.score = 1.30 - WIDE_TIE - 0.02
+    assert composer._second(best, [runner_up], idf, sum(idf.values())) is None
+    runner_up.score, runner_up.found = 1.30 - WIDE_TIE + 0.02, {"segment"}
+    assert composer._second(best, [runner_up], idf, sum(idf.values())) is None
+    # Within it, a near tie goes first.
+    runner_up.found = {"neuroml"}
+    tie = _scored(chunk, 2, "Simulators mapping each segment to a compartment could have an issue.", 1.30 - NEAR_TIE,
+                  {"segment"})
+    assert composer._second(best, [runner_up, tie], idf, sum(idf.values())) is tie
+
+
+def test_to_which_are_a_list_within_the_wide_window_follows_prose_though_it_adds_no_term():
+    question = "Which CF attributes are decoded as coordinates?"
+    composer = Composer(embeddings.embed_query(question), [], question)
+    chunk = Chunk(1, 0, 0.5, "CF conventions", [])
+    idf = dict.fromkeys(composer.wanted, 1.0)
+    best = _scored(chunk, 0, "CF attributes are decoded as coordinates by xarray.", 1.0, composer.wanted)
+    listed = _scored(chunk, 1, "A few are parsed:\n\n- `coordinates`\n- `bounds`", 1.0 - WIDE_TIE + 0.02, {"attribut"})
+    listed.kind = "list"
+    assert composer._second(best, [listed], idf, sum(idf.values())) is listed
+    # Prose adding nothing stays out; so does a list when the best passage is one.
+    listed.kind = "prose"
+    assert composer._second(best, [listed], idf, sum(idf.values())) is None
+    listed.kind = best.kind = "list"
+    assert composer._second(best, [listed], idf, sum(idf.values())) is None
+
+
+def test_a_runner_up_holding_every_question_term_follows_below_the_similarity_floor():
+    question = "What is the default minimum relevance of vector hits?"
+    composer = Composer(embeddings.embed_query(question), [], question)
+    assert composer.wanted == {"default", "minimum", "relevanc", "vector", "hits"}
+    chunk = Chunk(1, 0, 0.5, "Retrieval", [])
+    idf = dict.fromkeys(composer.wanted, 1.0)
+    best = _scored(chunk, 0, "Vector hits below the domain's min_relevance (default 0.15) are dropped.", 0.90,
+                   {"default", "vector", "hits"})
+    holding = _scored(chunk, 1, "- min_relevance (0.15, the minimum cosine similarity of vector hits)", 0.87,
+                      composer.wanted)
+    holding.cosine = MIN_SIMILARITY - 0.02
+    assert composer._second(best, [holding], idf, sum(idf.values())) is holding
+    # One lacking a question term stays below the floor (the word "relevance" gone).
+    holding.found = composer.wanted - {"relevanc"}
+    assert composer._second(best, [holding], idf, sum(idf.values())) is None
+    # A term in the chunk's headings counts, as it does for declining (:meth:`Composer.holds_all`).
+    holding.chunk = Chunk(1, 1, 0.5, "Domains > Relevance", [])
+    assert composer._second(best, [holding], idf, sum(idf.values())) is holding
+
+
+def test_a_third_passage_follows_when_it_scores_within_the_third_tie_of_the_best():
+    question = "When concat makes a new dimension, where is it placed?"
+    composer = Composer(embeddings.embed_query(question), [], question)
+    chunk = Chunk(1, 0, 0.5, "Combining data > Concatenate", [])
+    idf = dict.fromkeys(composer.wanted, 1.0)
+    best = _scored(chunk, 0, "concat can create a new dimension by stacking arrays.", 0.77, {"concat", "new", "dimension"})
+    second = _scored(chunk, 1, "The second argument to concat labels the new dimension.", 0.76, {"concat", "new"})
+    placed = _scored(chunk, 2, "A new dimension name is always inserted as the first dimension.", 0.77 - THIRD_TIE + 0.01,
+                     {"new", "dimension"})
+    closer = _scored(chunk, 3, "Concatenating along a new dimension stacks the arrays.", 0.77 - THIRD_TIE + 0.02,
+                     {"new", "dimension"})
+    # Of two, the one adding "plac" (only in its found terms here) to what the first two hold.
+    placed.found.add("plac")
+    assert composer._third([best, second], [placed, closer], idf, sum(idf.values())) is placed
+    # Further behind than THIRD_TIE, or past SECOND_CHARS for the three, none.
+    placed.score = closer.score = 0.77 - THIRD_TIE - 0.01
+    assert composer._third([best, second], [placed, closer], idf, sum(idf.values())) is None
+    placed.score, placed.text = 0.77, "x" * (SECOND_CHARS - len(best.text) - len(second.text) + 1)
+    assert composer._third([best, second], [placed], idf, sum(idf.values())) is None
+
+
+def test_passages_of_one_chunk_read_together_in_their_order():
+    first, other = Chunk(1, 0, 0.5, "A", []), Chunk(2, 1, 0.4, "B", [])
+    best = Passage(first, 4, 4, "prose", "Best.")
+    elsewhere = Passage(other, 0, 0, "prose", "Elsewhere.")
+    before = Passage(first, 1, 1, "prose", "Before the best.")
+    assert [p.text for p in in_reading_order([best, elsewhere, before])] == ["Before the best.", "Best.", "Elsewhere."]
