@@ -36,16 +36,22 @@ def _answer_with_ids(question: str, chunk_id: int, text: str) -> tuple[str, list
     return answer_citing(question, stored)
 
 
+# The list opening the document's next chunk is quoted with a lead-in ending its chunk in a
+# colon, or in a dangling word ("which are") that introduces what follows as surely; both
+# chunks are cited under one marker.
+DANGLING_LEAD = ("The Foo format has been stable since 2011.\n\n"
+                 "The Foo specification has three levels of compliance, which are")
+
+
 @pytest.mark.django_db
-def test_a_lead_in_ending_its_chunk_is_quoted_with_the_block_opening_the_next_chunk():
-    # The colon's list is the first block of the document's next chunk: quoted with it,
-    # both chunks cited under one marker.
-    first, second = _document(LEVELS_LEAD, f"{LEVELS_LIST}\n\nAny level 1 file is also a level 2 file.")
-    text, cited = _answer_with_ids("How many levels of compliance does Foo define?", first, LEVELS_LEAD)
-    assert text == (
-        "There are three levels of compliance to the Foo specification:\n\n"
-        "- Level 1: metadata only\n- Level 2: morphology\n- Level 3: whole networks [1]"
-    )
+@pytest.mark.parametrize("lead, quoted", [
+    (LEVELS_LEAD, "There are three levels of compliance to the Foo specification:"),
+    (DANGLING_LEAD, "The Foo specification has three levels of compliance, which are"),
+])
+def test_a_lead_in_ending_its_chunk_is_quoted_with_the_block_opening_the_next_chunk(lead, quoted):
+    first, second = _document(lead, f"{LEVELS_LIST}\n\nAny level 1 file is also a level 2 file.")
+    text, cited = _answer_with_ids("How many levels of compliance does Foo define?", first, lead)
+    assert text == f"{quoted}\n\n- Level 1: metadata only\n- Level 2: morphology\n- Level 3: whole networks [1]"
     assert cited == [[first, second]]
 
 
@@ -56,20 +62,6 @@ def test_a_lead_in_ending_its_chunk_stays_out_when_the_next_chunk_opens_with_pro
     text, cited = _answer_with_ids("How many levels of compliance does Foo define?", first, LEVELS_LEAD)
     assert text == "The Foo format has been stable since 2011. [1]"
     assert cited == [[first]]
-
-
-@pytest.mark.django_db
-def test_a_lead_in_ending_its_chunk_in_a_dangling_word_is_quoted_with_the_next_chunks_block():
-    # No colon, but "which are" introduces what follows as surely: the list opening the
-    # next chunk is quoted with it, under one marker for both chunks.
-    lead = "The Foo format has been stable since 2011.\n\nThe Foo specification has three levels of compliance, which are"
-    first, second = _document(lead, f"{LEVELS_LIST}\n\nAny level 1 file is also a level 2 file.")
-    text, cited = _answer_with_ids("How many levels of compliance does Foo define?", first, lead)
-    assert text == (
-        "The Foo specification has three levels of compliance, which are\n\n"
-        "- Level 1: metadata only\n- Level 2: morphology\n- Level 3: whole networks [1]"
-    )
-    assert cited == [[first, second]]
 
 
 TIDY = (
