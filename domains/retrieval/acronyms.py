@@ -58,19 +58,20 @@ def _spells(acronym: str, words: Sequence[str]) -> bool:
 
 def _leading(acronym: str, text: str) -> str:
     """The shortest run of words opening ``text`` that spells ``acronym``, "" when none."""
-    words = [m for m in _WORD.finditer(text)]
-    for n in range(2, min(len(words), len(acronym) + 4) + 1):
-        if _spells(acronym, [m.group(0) for m in words[:n]]):
-            return text[:words[n - 1].end()]
-    return ""
+    return _spelling_run(acronym, text, closing=False)
 
 
 def _trailing(acronym: str, text: str) -> str:
     """The shortest run of words closing ``text`` that spells ``acronym``, "" when none."""
-    words = [m for m in _WORD.finditer(text)]
+    return _spelling_run(acronym, text, closing=True)
+
+
+def _spelling_run(acronym: str, text: str, closing: bool) -> str:
+    words = list(_WORD.finditer(text))
     for n in range(2, min(len(words), len(acronym) + 4) + 1):
-        if _spells(acronym, [m.group(0) for m in words[-n:]]):
-            return text[words[-n].start():]
+        run = words[-n:] if closing else words[:n]
+        if _spells(acronym, [m.group(0) for m in run]):
+            return text[run[0].start():] if closing else text[:run[-1].end()]
     return ""
 
 
