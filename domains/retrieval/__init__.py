@@ -5,7 +5,7 @@ from .bm25 import Bm25Params, bm25_search, content_words, lexemes_and_language, 
 from .engine import retrieve
 from .filters import CompiledFilter, FieldSpec, compile_filter
 from .fusion import RRF_K, RRF_WEIGHTS, convex_fusion, fuse, reciprocal_rank_fusion
-from .neighbours import next_chunks, previous_chunks
+from .neighbours import neighbour_chunks
 from .probe import document_coverage, lexemes_in_use, lexical_coverage, nearest_chunk_similarity
 from .references import ReferenceMaterial, Source, page_label, page_span, serialize_reference_material
 from .types import RetrievalResult, RetrievedChunk
@@ -32,10 +32,9 @@ __all__ = [
     "fuse",
     "lexical_coverage",
     "nearest_chunk_similarity",
-    "next_chunks",
+    "neighbour_chunks",
     "page_label",
     "page_span",
-    "previous_chunks",
     "query_lexemes",
     "reciprocal_rank_fusion",
     "retrieve",

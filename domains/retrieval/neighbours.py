@@ -8,34 +8,40 @@ from django.db.models import Q
 
 from domains.models import Chunk
 
+Neighbours = dict[int, tuple[int, str]]
 
-def next_chunks(chunks: dict[int, int]) -> dict[int, tuple[int, str]]:
-    """Per chunk id, the next chunk of its document (ordinal + 1) as ``(id, text)``.
 
-    :param chunks: chunk id -> the id of its document, as retrieval gave them; a pair
-        that names no stored chunk of that document (a result of a user-written knowledge
-        numbered its own way) is left out, as are chunks last in their document.
-    Two queries whatever the number of chunks; none for an empty mapping.
+def neighbour_chunks(next_of: dict[int, int], previous_of: dict[int, int]) -> tuple[Neighbours, Neighbours]:
+    """The next chunk of each chunk in ``next_of`` and the previous chunk of each chunk in
+    ``previous_of``, read together.
+
+    :param next_of: chunk id -> the id of its document, for chunks whose next chunk
+        (ordinal + 1) is wanted; ``previous_of`` likewise for the previous chunk (ordinal - 1).
+        A pair that names no stored chunk of that document (a result of a user-written
+        knowledge numbered its own way) is left out.
+    :returns: (next chunks, previous chunks), each chunk id -> ``(id, text)`` of its
+        neighbour; a chunk last (first) in its document is absent. Two queries whatever
+        the number of chunks; none when both mappings are empty.
     """
-    return _neighbours(chunks, 1)
-
-
-def previous_chunks(chunks: dict[int, int]) -> dict[int, tuple[int, str]]:
-    """Per chunk id, the previous chunk of its document (ordinal - 1) as ``(id, text)``;
-    as :func:`next_chunks` (chunks first in their document are absent)."""
-    return _neighbours(chunks, -1)
-
-
-def _neighbours(chunks: dict[int, int], step: int) -> dict[int, tuple[int, str]]:
-    if not chunks:
-        return {}
-    stored = Chunk.objects.filter(id__in=list(chunks)).values_list("id", "document_id", "ordinal")
-    at = {(document, ordinal + step): chunk_id for chunk_id, document, ordinal in stored
-          if chunks[chunk_id] == document}
+    documents = {**next_of, **previous_of}
+    if not documents:
+        return {}, {}
+    stored = Chunk.objects.filter(id__in=list(documents)).values_list("id", "document_id", "ordinal")
+    at: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (document, ordinal) -> [(chunk id, step)]
+    for chunk_id, document, ordinal in stored:
+        if documents[chunk_id] != document:
+            continue
+        for step, wanted in ((1, next_of), (-1, previous_of)):
+            if chunk_id in wanted:
+                at.setdefault((document, ordinal + step), []).append((chunk_id, step))
+    found: tuple[Neighbours, Neighbours] = ({}, {})
     if not at:
-        return {}
-    wanted = Q()
+        return found
+    where = Q()
     for document, ordinal in at:
-        wanted |= Q(document_id=document, ordinal=ordinal)
-    rows = Chunk.objects.filter(wanted).values_list("id", "document_id", "ordinal", "text")
-    return {at[(document, ordinal)]: (chunk_id, text) for chunk_id, document, ordinal, text in rows}
+        where |= Q(document_id=document, ordinal=ordinal)
+    for neighbour_id, document, ordinal, text in Chunk.objects.filter(where).values_list(
+            "id", "document_id", "ordinal", "text"):
+        for chunk_id, step in at[(document, ordinal)]:
+            found[0 if step == 1 else 1][chunk_id] = (neighbour_id, text)
+    return found

@@ -31,7 +31,7 @@ import numpy as np
 from asgiref.sync import sync_to_async
 
 from domains import embeddings
-from domains.retrieval import next_chunks, previous_chunks
+from domains.retrieval import neighbour_chunks
 
 from .candidates import (Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap, resumes,
                          trails_lead_in, units_of, with_list)
@@ -257,14 +257,14 @@ class Composer:
 
     def follow(self, nexts: dict[int, tuple[int, str]]) -> None:
         """Give each chunk ending in a lead-in (a colon, a dangling word) the block opening
-        its document's next chunk (``nexts``: chunk id -> (next chunk's id, text), :func:`next_chunks`)."""
+        its document's next chunk (``nexts``: chunk id -> (next chunk's id, text), :func:`domains.retrieval.neighbour_chunks`)."""
         for chunk in self.chunks:
             if chunk.chunk_id in nexts and trails_lead_in(chunk):
                 following(chunk, nexts[chunk.chunk_id][1], nexts[chunk.chunk_id][0])
 
     def resume(self, previous: dict[int, tuple[int, str]]) -> None:
         """Mark each chunk whose document's previous chunk (``previous``: chunk id ->
-        (previous chunk's id, text), :func:`previous_chunks`) stops inside a sentence
+        (previous chunk's id, text), :func:`domains.retrieval.neighbour_chunks`) stops inside a sentence
         (:func:`.candidates.resumes`): no passage starts with that sentence's end."""
         for chunk in self.chunks:
             if chunk.chunk_id in previous:
@@ -282,12 +282,12 @@ class Composer:
         # may number themselves): their neighbours are read from the database.
         stored = [chunk for chunk in self.chunks if chunk.chunk_id is not None and chunk.document_id]
         leads = {chunk.chunk_id: chunk.document_id for chunk in stored if trails_lead_in(chunk)}
-        if leads:
-            self.follow(await sync_to_async(next_chunks)(leads))
         opening_prose = {chunk.chunk_id: chunk.document_id for chunk in stored
                          if chunk.units and chunk.units[0].kind == "sentence"}
-        if opening_prose:
-            self.resume(await sync_to_async(previous_chunks)(opening_prose))
+        if leads or opening_prose:
+            nexts, previous = await sync_to_async(neighbour_chunks)(leads, opening_prose)
+            self.follow(nexts)
+            self.resume(previous)
         chosen = await asyncio.to_thread(self.choose)
         run: list[str] = []
         quoted: list[int | None] = []
