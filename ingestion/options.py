@@ -24,7 +24,9 @@ MIN_MAX_TOKENS = 32
 #    control characters from symbol fonts.
 # 6: Sphinx markup as Sphinx shows it: roles, admonitions led in bold, tab labels as
 #    headings, csv/list tables as tables.
-CHUNK_FORMAT = 6
+# 7: table rows as wide as the widest, a "|" in a cell escaped, a header's empty first
+#    cell kept; Word tables: merged cells in their own columns, a title row a paragraph.
+CHUNK_FORMAT = 7
 
 
 def default_max_tokens() -> int:

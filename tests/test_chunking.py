@@ -83,6 +83,15 @@ def test_a_table_whose_header_is_too_big_to_repeat_is_chunked_by_rows_within_bud
     assert sum(c.text.count("v299 |") for c in chunks) == 20
 
 
+def test_a_table_is_as_wide_as_its_widest_row_and_an_empty_first_header_cell_keeps_its_column():
+    # A block's text is stripped: "| Mon | Tue" had 2 cells counted for its separator
+    # row but 3 in the header, and the table showed as raw pipes.
+    (chunk,) = chunk_blocks([Block(("Rota",), "| Mon | Tue\nAnn | sink | floor | extra\nBo \\| Cy", "table")],
+                            count_tokens)
+    assert chunk.text == ("| | Mon | Tue | |\n| --- | --- | --- | --- |\n| Ann | sink | floor | extra |\n"
+                          "| Bo \\| Cy | | | |")
+
+
 def test_a_word_character_run_longer_than_the_tokenizer_word_is_cut_within_budget():
     # 20,000 "x" are one [UNK] token to the model: cut into 100-character runs first.
     text = "Intro text about the gigantic token. " + "x" * 20_000

@@ -317,6 +317,13 @@ def test_html_headings_and_chrome():
     ]
 
 
+def test_a_pipe_inside_a_table_cell_stays_escaped_in_every_converter():
+    # Unescaped, the cell read as two in the chunk's Markdown table.
+    assert convert_markdown("| x | y |\n|---|---|\n| a \\| b | c |\n").blocks == [Block((), "x | y\na \\| b | c", "table")]
+    assert convert_html("<table><tr><th>x</th><th>y</th></tr><tr><td>a | b</td><td>c</td></tr></table>").blocks == [
+        Block((), "x | y\na \\| b | c", "table")]
+
+
 def test_html_table_rows_are_its_own_and_nested_tables_read_once():
     """Every row and cell of the tables nested in a cell were read again as the outer
     table's: 600 tables nested in one another (9 KB) took minutes."""

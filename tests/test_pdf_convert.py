@@ -135,6 +135,39 @@ def test_docx_through_docling_simple_pipeline(tmp_path):
     ]
 
 
+def test_a_word_table_renders_as_one_markdown_table_whatever_its_merged_cells_and_pipes(tmp_path):
+    """Word tables showed raw pipes or lost cells in answers: a matrix's empty top-left
+    cell dropped the header's leading separator, a "|" in a cell split it in two, a merged
+    title row made a one-column header (the cells beside it were cut), a merged cell made
+    its row narrower."""
+    from markdown_it import MarkdownIt
+
+    from ingestion.chunk.chunker import chunk_document
+    from domains.embeddings import count_tokens
+
+    document = docx.Document()
+    document.add_heading("Rota", 1)
+    table = document.add_table(rows=5, cols=3)
+    table.cell(0, 0).merge(table.cell(0, 2)).text = "Table 1: Who cleans"
+    for (r, c), text in {(1, 1): "Mon", (1, 2): "Tue|Wed", (2, 0): "Ann", (2, 1): "sink", (2, 2): "floor",
+                         (4, 0): "Cy", (4, 2): "hall"}.items():
+        table.cell(r, c).text = text
+    table.cell(3, 0).merge(table.cell(3, 1)).text = "Bo, both days"
+    table.cell(3, 2).text = "bins"
+    document.save(tmp_path / "rota.docx")
+    converted = convert_file(tmp_path / "rota.docx")
+    assert converted.blocks == [
+        Block(("Rota",), "Table 1: Who cleans"),
+        Block(("Rota",), "| Mon | Tue\\|Wed\nAnn | sink | floor\nBo, both days |  | bins\nCy |  | hall", "table"),
+    ]
+    (chunk,) = chunk_document(converted, count_tokens)
+    assert chunk.text == ("Table 1: Who cleans\n\n| | Mon | Tue\\|Wed |\n| --- | --- | --- |\n| Ann | sink | floor |\n"
+                          "| Bo, both days |  | bins |\n| Cy |  | hall |")
+    html = MarkdownIt("commonmark").enable("table").render(chunk.text)
+    assert "|" not in html.replace("Tue|Wed", "")  # no raw pipe: one table, every cell in it
+    assert html.count("<tr>") == 4 and html.count("<td>") == 9 and "<th>Tue|Wed</th>" in html
+
+
 def _package(path, parts: dict[str, bytes]):
     import zipfile
 

@@ -37,6 +37,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 # The tokenizer's max_input_chars_per_word: a longer word is a single [UNK] token.
 MAX_RUN_CHARS = 100
 _LONG_RUN = re.compile(rf"\w{{{MAX_RUN_CHARS + 1},}}")
+_CELL_BAR = re.compile(r"(?<!\\)\|")  # a bar between cells, not one escaped inside a cell
 
 
 @dataclass(frozen=True)
@@ -104,14 +105,30 @@ def provenance(origins: list[_Origin]) -> dict:
     return out
 
 
-def _table_row(line: str) -> str:
-    return f"| {line.strip()} |"
+def _cells(line: str) -> int:
+    """How many cells a row of a table block has (cells joined by " | ", a "|" inside a
+    cell escaped ``\\|``: :func:`ingestion.convert.base.table_text`)."""
+    return len(_CELL_BAR.findall(line)) + 1
+
+
+def _width(text: str) -> int:
+    """The cells of a table block's widest row."""
+    return max((_cells(line) for line in text.split("\n") if line.strip()), default=1)
+
+
+def _table_row(line: str, width: int) -> str:
+    """A row as a pipe-table row of ``width`` cells: a narrower row gets empty cells (a
+    Markdown table drops the cells of a row wider than its header, so every row is as
+    wide as the widest)."""
+    return f"| {line.strip()} |" + " |" * (width - _cells(line))
 
 
 def _table_header(text: str) -> list[str]:
-    """The first row of a table block (cells joined by " | ") and the separator row."""
-    first = text.split("\n", 1)[0]
-    return [_table_row(first), "|" + " --- |" * (first.count(" | ") + 1)]
+    """The first row of a table block and the separator row, as wide as its widest row
+    (counted, not read off the header's text: a block's text is stripped, so a header
+    whose first cell is empty, a row and column matrix, lost its leading separator)."""
+    width = _width(text)
+    return [_table_row(text.split("\n", 1)[0], width), "|" + " --- |" * width]
 
 
 def _pieces(block: Block, header: bool = True) -> list[str]:
@@ -120,8 +137,8 @@ def _pieces(block: Block, header: bool = True) -> list[str]:
     if block.kind == "text":
         return [s for s in _SENTENCE_END.split(block.text) if s.strip()]
     if block.kind == "table":
-        rows = block.text.split("\n")[1 if header else 0 :]
-        return [_table_row(line) for line in rows if line.strip()]
+        rows, width = block.text.split("\n")[1 if header else 0 :], _width(block.text)
+        return [_table_row(line, width) for line in rows if line.strip()]
     return [line for line in block.text.split("\n")]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 # OCR for PDFs: auto (only those the pre-check says need it), on (every PDF), off.
@@ -99,6 +100,26 @@ def slug(heading: str) -> str:
     """The anchor of a heading as Sphinx, MyST and GitHub make it: lower case, punctuation
     dropped, spaces as ``-`` (``"2.1 What you need"`` -> ``"21-what-you-need"``)."""
     return "-".join(_SLUG_DROP.sub("", heading.strip().lower()).split())
+
+
+_BARE_BAR = re.compile(r"(?<!\\)\|")
+
+
+def table_text(rows: Iterable[Iterable[str]]) -> str:
+    """The text of a table block: one line per row, its cells joined by ``" | "``.
+
+    A ``|`` inside a cell is written ``\\|`` (unless it is already), as a Markdown pipe
+    table escapes it, so that no cell reads as two (a header cell ``a|b`` made its row one
+    cell wider than the separator row, and the table showed as raw pipes). A row without
+    text is left out.
+    Empty cells stay: they keep the other cells under their own column.
+    """
+    lines = []
+    for row in rows:
+        cells = [_BARE_BAR.sub(r"\\|", cell) for cell in row]
+        if any(cell.strip() for cell in cells):
+            lines.append(" | ".join(cells))
+    return "\n".join(lines)
 
 
 def line_offsets(text: str) -> list[int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import Block, BlockCollector, ConversionError, ConvertedDocument, LineBox
+from .base import Block, BlockCollector, ConversionError, ConvertedDocument, LineBox, table_text
 from .docx_check import check_package, explain_failure
 from .pdf_structure import numbering_level
 from .textclean import SPACE_BEFORE_PUNCTUATION
@@ -101,7 +101,10 @@ class _Walker(BlockCollector):
             return  # the picture's own children are OCR'd fragments or captions already read
         elif kind == "TableItem":
             self.add(item.caption_text(self.document))
-            self.add(self.table_text(item), "table")
+            captions, grid = self.table_rows(item)
+            for caption in captions:
+                self.add(caption)
+            self.add(table_text(grid), "table")
             return
         elif label in _CODE_LABELS:
             self.add(getattr(item, "text", ""), "code")
@@ -139,18 +142,24 @@ class _Walker(BlockCollector):
             lines.extend(nested)
         return "\n".join(lines)
 
-    def table_text(self, table) -> str:
-        rows = []
-        for row in table.data.grid:
-            cells, previous = [], None
-            for cell in row:
-                if cell is previous:
-                    continue  # a spanning cell repeats in the grid
-                previous = cell
-                cells.append(" ".join(cell.text.split()))
-            rows.append(" | ".join(cells))
-        return "\n".join(row for row in rows if row.strip(" |"))
+    def table_rows(self, table) -> tuple[list[str], list[list[str]]]:
+        """A table's caption rows and its grid of cell texts, one cell per column.
 
+        A merged cell's text is in the first row and column it covers, the other
+        positions it covers are empty, so every row has the table's width (skipping them
+        made a row narrower, and the Markdown table cut the cells of the wider rows). The
+        rows on top that are one cell across the whole table (a title row, common in
+        Word) are its caption, not its header.
+        """
+        grid = [
+            [" ".join(cell.text.split()) if (cell.start_row_offset_idx, cell.start_col_offset_idx) == (r, c) else ""
+             for c, cell in enumerate(row)]
+            for r, row in enumerate(table.data.grid)
+        ]
+        top, cells = 0, table.data.grid
+        while top < len(grid) - 1 and grid[top][0] and 1 < table.data.num_cols <= cells[top][0].col_span:
+            top += 1
+        return [row[0] for row in grid[:top]], grid[top:]
 
 def docling_blocks(document, title_in_chain: bool = True) -> tuple[str, list[Block]]:
     """Title and blocks of a DoclingDocument.

@@ -6,7 +6,7 @@ import re
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
-from .base import BlockCollector, ConversionError, ConvertedDocument, line_offsets
+from .base import BlockCollector, ConversionError, ConvertedDocument, line_offsets, table_text
 from .textclean import SPACE_BEFORE_PUNCTUATION
 
 CHROME = ["script", "style", "noscript", "nav", "header", "footer", "aside", "form", "svg", "template"]
@@ -81,8 +81,8 @@ class _Walker(BlockCollector):
                     items = [_text(li) for li in child.find_all("li", recursive=False)]
                     self.add("\n".join(f"- {i}" for i in items if i), "list")
                 elif name == "table":
-                    rows = [" | ".join(_text(c) for c in _children(tr, ("td", "th"))) for tr in _rows(child)]
-                    self.add("\n".join(rows), "table")
+                    rows = [[_text(c) for c in _children(tr, ("td", "th"))] for tr in _rows(child)]
+                    self.add(table_text(rows), "table")
                 else:
                     self.add(_text(child))
             elif name == "br":

@@ -26,7 +26,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.myst_blocks import myst_block_plugin
 from mdit_py_plugins.myst_role import myst_role_plugin
 
-from .base import BlockCollector, ConversionError, ConvertedDocument, line_offsets
+from .base import BlockCollector, ConversionError, ConvertedDocument, line_offsets, table_text
 from .myst import (
     ADMONITIONS, ARGUMENT_NOT_TITLE, CODE_DIRECTIVES, DROPPED_DIRECTIVES, LABELLED_PANELS,
     admonition, csv_rows, labels, lead_blocks, list_table_cells, render_role, strip_options,
@@ -165,9 +165,8 @@ class _Walker(BlockCollector):
         rows = []
         for section in node.children:
             for row in section.children:
-                cells = [_inline(cell.children[0]) if cell.children else "" for cell in row.children]
-                rows.append(" | ".join(cells))
-        self.add("\n".join(rows), "table")
+                rows.append([_inline(cell.children[0]) if cell.children else "" for cell in row.children])
+        self.add(table_text(rows), "table")
 
     def on_fence(self, node: SyntaxTreeNode) -> None:
         info = (node.info or "").strip()
@@ -251,7 +250,7 @@ class _Walker(BlockCollector):
         """A ``{csv-table}`` or ``{list-table}``: its title a paragraph, then the rows."""
         if args:
             self.add(_inline_text(args, marks=True))
-        self.add("\n".join(" | ".join(row) for row in rows), "table")
+        self.add(table_text(rows), "table")
 
     def _cell_text(self, nodes: list[SyntaxTreeNode]) -> str:
         inner = _Walker(self.depth + 1)  # the table's body was parsed again

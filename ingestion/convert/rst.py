@@ -16,7 +16,7 @@ from docutils.core import publish_doctree
 from docutils.parsers.rst import Directive, directives, roles
 from docutils.utils import unescape
 
-from .base import Block, ConversionError, ConvertedDocument, line_offsets
+from .base import Block, ConversionError, ConvertedDocument, line_offsets, table_text
 from .myst import ADMONITIONS, CODE_DIRECTIVES, LABELLED_PANELS, lead_blocks, render_role
 
 # A role name's characters; a name starts with a letter after a ':' and ends at ':`'.
@@ -210,8 +210,7 @@ class _Walker:
                 lines.append((_text(term) if term else "") + ": " + (_text(definition) if definition else ""))
             self.add("\n".join(lines), "list")
         elif isinstance(node, nodes.table):
-            rows = [" | ".join(_text(entry) for entry in row.children) for row in node.findall(nodes.row)]
-            self.add("\n".join(rows), "table")
+            self.add(table_text([_text(entry) for entry in row.children] for row in node.findall(nodes.row)), "table")
         elif isinstance(node, nodes.field_list):
             lines = [f"{_text(f.children[0])}: {_text(f.children[1])}" for f in node.children if len(f.children) == 2]
             self.add("\n".join(lines))
