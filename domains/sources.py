@@ -1,7 +1,9 @@
 """The source files behind chunks, for the chat's source view (docs/api.md, "The source
 view"): PDF pages rendered as images, the text layer of a PDF page (where
 :mod:`domains.pdf_quotes` finds a quoted passage), the section of a text source around a
-chunk, the top of a text source.
+chunk, the top of a text source. A Word document is no text file: its text is the one it
+was converted to (:func:`converted_text`), rebuilt from its chunks, whose provenance
+lines ingestion counted in the same text.
 
 Files are read only from ``Document.source_path``, where ingestion found them, or from
 the uploads storage under the same store folder and name (a worker on another machine
@@ -22,6 +24,7 @@ import io
 import os
 import re
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +41,8 @@ from .uploads import local_copy
 # that is at least as wide as asked (the largest for anything wider), so few sizes are
 # cached per page and each is sharp on the screen that asked.
 PAGE_WIDTHS = (480, 800, 1200, 1600)
+# Files shown as the text they were converted to (Word), not as themselves.
+CONVERTED_SUFFIXES = (".docx",)
 # A text section longer than this shows only the chunk and this many lines either side.
 MAX_SECTION_LINES = 400
 SECTION_CONTEXT = 40
@@ -81,6 +86,40 @@ class PageImage:
 
 def is_pdf(document: Document) -> bool:
     return document.file_name.lower().endswith(".pdf")
+
+
+def is_converted(document: Document) -> bool:
+    """Whether the source view shows the document's converted text, not its file: a
+    Word document (its lines are those of :func:`converted_text`)."""
+    return document.file_name.lower().endswith(CONVERTED_SUFFIXES)
+
+
+def converted_text(chunks: Iterable[tuple[Sequence[str], str]]) -> tuple[list[str], list[tuple[int, int]]]:
+    """The text a document was converted to, as its chunks hold it: each heading of a
+    chain where the chain changes, as a Markdown heading (``#`` per level), then the
+    chunks' Markdown text, a blank line between them. Ingestion counts a Word chunk's
+    provenance lines in it, the source view shows it: both call this.
+
+    :param chunks: ``(headings, text)`` of the document's chunks, in order.
+    :returns: ``(lines, spans)``: the text's lines, and each chunk's ``(first, last)``
+        1-based line numbers in it.
+    """
+    lines: list[str] = []
+    spans: list[tuple[int, int]] = []
+    previous: tuple[str, ...] = ()
+    for headings, text in chunks:
+        headings = tuple(headings)
+        if headings and headings != previous:
+            same = 0  # the outer headings it shares with the chunk before are not repeated
+            while same < min(len(headings), len(previous)) and headings[same] == previous[same]:
+                same += 1
+            for level in range(min(same, len(headings) - 1), len(headings)):  # its own at least
+                lines += ["#" * min(level + 1, 6) + " " + headings[level], ""]
+        previous = headings
+        body = text.split("\n")
+        spans.append((len(lines) + 1, len(lines) + len(body)))
+        lines += [*body, ""]
+    return lines[:-1], spans
 
 
 def source_file(document: Document) -> Path:
@@ -226,6 +265,19 @@ def _plain(line: str) -> str:
     return " ".join(_MARKUP.sub(" ", line).split()).lower()
 
 
+def source_lines(document: Document) -> list[str]:
+    """The lines of a text source as the source view shows them: the file's, or a Word
+    document's converted text (:func:`converted_text`; what was ingested, so neither a
+    changed nor a missing file matters).
+
+    :raises SourceUnavailable: a text file missing or changed since ingestion.
+    """
+    if is_converted(document):
+        chunks = Chunk.objects.filter(document=document).order_by("ordinal").values_list("headings", "text")
+        return converted_text(chunks)[0]
+    return verified_file(document).read_text(encoding="utf-8", errors="replace").splitlines()
+
+
 def text_section(chunk: Chunk) -> dict:
     """The section of a text source around ``chunk``: from its heading line to the last
     line of the chunks under the same heading chain.
@@ -239,7 +291,7 @@ def text_section(chunk: Chunk) -> dict:
     if not lines:
         raise ValueError(f"chunk {chunk.pk} records no source lines")
     document = chunk.document
-    text = verified_file(document).read_text(encoding="utf-8", errors="replace").splitlines()
+    text = source_lines(document)
     spans = [
         p["lines"]
         for p in Chunk.objects.filter(document=document, headings=chunk.headings).values_list("provenance", flat=True)
@@ -265,6 +317,5 @@ def document_top(document: Document) -> dict:
     :returns: ``{"first": 1, "last": int, "lines": [str], "highlight": None}``.
     :raises SourceUnavailable: the file is missing or changed since ingestion.
     """
-    text = verified_file(document).read_text(encoding="utf-8", errors="replace").splitlines()
-    lines = text[:MAX_SECTION_LINES]
+    lines = source_lines(document)[:MAX_SECTION_LINES]
     return {"first": 1, "last": max(len(lines), 1), "lines": lines or [""], "highlight": None}

@@ -26,7 +26,9 @@ MIN_MAX_TOKENS = 32
 #    headings, csv/list tables as tables.
 # 7: table rows as wide as the widest, a "|" in a cell escaped, a header's empty first
 #    cell kept; Word tables: merged cells in their own columns, a title row a paragraph.
-CHUNK_FORMAT = 7
+# 8: Word chunks record their lines in the text the document was converted to (the
+#    source view shows it).
+CHUNK_FORMAT = 8
 
 
 def default_max_tokens() -> int:

@@ -221,3 +221,59 @@ def outside_the_screen(page) -> list[str]:
 
 def chunk_boxes(page, chunk_id: int) -> list:
     return page.evaluate(f"fetch('/api/chunks/{chunk_id}/source').then((r) => r.json()).then((j) => j.boxes)")
+
+
+@pytest.fixture
+def word_manual(world, tmp_path):
+    """manual.docx (tests/test_source_view.py's lab manual, made with python-docx)
+    ingested as the committed domain ``wsword``, open to GROUP only."""
+    from .test_source_view import lab_manual
+
+    root = tmp_path / "wsword"
+    root.mkdir()
+    lab_manual(root / "manual.docx")
+    with group_domain(root, "wsword", "Lab manual: reagents, their suppliers, safety."):
+        yield root
+
+
+def test_a_word_citation_opens_its_converted_text_with_the_quoted_lines_and_its_table_renders(
+        world, word_manual, tmp_path):
+    """A .docx citation had no "show in source" view, and its table showed as raw pipes."""
+    frames: list[dict] = []
+    with LiveDaphne(tmp_path / "daphne.log") as server, browser_page() as page:
+        page.on("websocket", lambda ws: ws.on("framereceived", lambda data: frames.append(json.loads(data))))
+        sign_in(page, server, world.alice)
+        page.get_by_label("wsword").check()
+        page.get_by_label("Your question").fill("Which supplier sells Enzyme B?")
+        page.get_by_label("Your question").press("Enter")
+        expect(page.locator(".message.assistant.streaming")).to_have_count(0)
+        final = next(f for f in frames if f["type"] == "answer")
+        (reference,) = next(f for f in frames if f["type"] == "references")["references"]
+        chunk = reference["chunks"][0]
+        assert (reference["file_name"], chunk["lines"], reference["markers"][0]["chunk_id"]) == (
+            "manual.docx", [5, 12], chunk["chunk_id"])
+        # the quoted table renders as a table, its cells whole (a "|" inside one included)
+        table = page.locator(".message.assistant .text table")
+        expect(table.locator("th")).to_have_text(["Reagent", "Amount", "Supplier"])
+        expect(table.locator("td")).to_have_text(["Buffer A", "10 ml", "Acme", "Enzyme B", "2 µl", "Beta | Labs"])
+        expect(page.locator(".source-open")).to_have_text(["Show in source · lines 5–12"])
+        # [1] opens the section of the converted text, the quoted lines marked (the
+        # separator row holds no word); the file shown is the original .docx
+        page.locator(".message.assistant .text button.cite").first.click()
+        view = page.locator("#source-view")
+        expect(view.locator(".source-text")).to_have_count(1)
+        expect(view.locator(".source-file")).to_have_text("wsword · manual.docx · Lab manual > Reagents")
+        expect(view.locator(".source-where")).to_have_text("lines 5–10 · quoted passage highlighted")
+        lines = view.locator(".source-line")
+        expect(lines).to_have_count(10)
+        assert lines.evaluate_all("(ls) => ls.map((l) => l.dataset.line)") == [str(n) for n in range(3, 13)]
+        expect(lines.first).to_have_text("3## Reagents")
+        expect(view.locator('.source-line[data-line="10"]')).to_have_text("10| Enzyme B | 2 µl | Beta \\| Labs |")
+        marks = view.locator("mark.source-line")
+        assert marks.evaluate_all("(ms) => ms.map((m) => m.dataset.line)") == ["5", "7", "9", "10"]
+        screenshot(page, "source-view-word")
+        href = view.locator(".source-download").get_attribute("href")
+        assert page.request.get(f"{server.url}{href}").body() == (word_manual / "manual.docx").read_bytes()
+        page.keyboard.press("Escape")
+        expect(view).to_be_hidden()
+    assert "Traceback" not in (tmp_path / "daphne.log").read_text()

@@ -263,3 +263,54 @@ def test_the_chunk_admin_lists_where_each_chunk_is_and_shows_its_provenance_read
     assert '<td class="field-where">p. 2</td>' in cells and '<td class="field-where">lines 12–13</td>' in cells
     page = admin.get(f"/admin/domains/chunk/{chunk_of('Firing rates doubled after stimulation.').pk}/change/")
     assert 'name="provenance"' not in page.content.decode()  # shown, not editable
+
+
+def lab_manual(path):
+    """A Word document made with python-docx: two sections, a table, a list."""
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Lab manual", 0)
+    document.add_heading("Reagents", 1)
+    document.add_paragraph("The reagents used in the assay are listed below.")
+    table = document.add_table(rows=3, cols=3)
+    for r, row in enumerate([["Reagent", "Amount", "Supplier"], ["Buffer A", "10 ml", "Acme"],
+                             ["Enzyme B", "2 µl", "Beta | Labs"]]):
+        for c, text in enumerate(row):
+            table.cell(r, c).text = text
+    document.add_paragraph("Mix them at room temperature.")
+    document.add_heading("Safety", 1)
+    document.add_paragraph("Wear gloves.")
+    for item in ("Goggles on", "Coat closed"):
+        document.add_paragraph(item, style="List Bullet")
+    document.save(path)
+    return path
+
+
+# lab_manual's converted text, as the source view numbers its lines
+LAB_MANUAL = [
+    "# Lab manual", "", "## Reagents", "", "The reagents used in the assay are listed below.", "",
+    "| Reagent | Amount | Supplier |", "| --- | --- | --- |", "| Buffer A | 10 ml | Acme |",
+    "| Enzyme B | 2 µl | Beta \\| Labs |", "", "Mix them at room temperature.", "", "## Safety", "",
+    "Wear gloves.", "", "- Goggles on", "- Coat closed",
+]
+
+
+def test_a_word_chunk_opens_its_section_of_the_converted_text(sources):
+    """A .docx has no text lines of its own: its chunks record their lines in the text it
+    was converted to, which the source view shows (what was ingested: the file may go)."""
+    lab_manual(sources / "manual.docx")
+    ingest(sources, "lab-store", "lab", mirror=True)
+    safety = chunk_of("Wear gloves.\n\n- Goggles on\n- Coat closed")
+    reagents = Chunk.objects.get(document=safety.document, headings=["Lab manual", "Reagents"])
+    assert (reagents.provenance, safety.provenance) == ({"lines": [5, 12]}, {"lines": [16, 19]})
+    (sources / "manual.docx").unlink()
+    alice = client_for("alice")
+    info = alice.get(f"/api/chunks/{safety.pk}/source").json()
+    assert (info["kind"], info["lines"], info["page_url"], info["unavailable"]) == ("text", [16, 19], None, None)
+    assert info["section"] == {"first": 14, "last": 19, "lines": LAB_MANUAL[13:], "highlight": [16, 19]}
+    info = alice.get(f"/api/chunks/{reagents.pk}/source").json()
+    assert info["section"] == {"first": 3, "last": 12, "lines": LAB_MANUAL[2:12], "highlight": [5, 12]}
+    whole = alice.get(f"/api/documents/{safety.document_id}/source").json()
+    assert whole["section"] == {"first": 1, "last": 19, "lines": LAB_MANUAL, "highlight": None}
+    assert client_for("bob").get(f"/api/chunks/{safety.pk}/source").status_code == 404

@@ -78,7 +78,7 @@ def test_chunk_stages_without_touching_stored_chunks(domain, folder):
     assert staged.metadata_map == {
         "DEFAULT": {"title": "Guide"}, "Guide": {}, "Guide > Channels": {}, "Guide > Channels > Gating": {}
     }
-    assert staged.options == {"max_tokens": 450, "ocr": "auto", "format": 7}
+    assert staged.options == {"max_tokens": 450, "ocr": "auto", "format": 8}
     assert not Document.objects.filter(source_path__startswith=str(folder)).exists()
     again = chunk_directory(folder)
     assert [o.status for o in again.outcomes] == ["unchanged", "unchanged"]
@@ -91,7 +91,7 @@ def test_the_chunk_size_setting_is_the_default_budget(domain, folder, settings):
     settings.KLEA_CHUNK_MAX_TOKENS = 64
     chunk_directory(folder)
     staged = StagedFile.objects.get(directory=str(folder), file_name="guide.md")
-    assert staged.options == {"max_tokens": 64, "ocr": "auto", "format": 7}
+    assert staged.options == {"max_tokens": 64, "ocr": "auto", "format": 8}
     call_command("stores", "chunk", str(folder), "--no-progress", stdout=StringIO(), stderr=StringIO())
     assert IngestionJob.objects.latest("pk").arguments["max_tokens"] == 64
 
@@ -155,7 +155,7 @@ def test_a_file_chunked_again_with_other_options_is_stored_again(domain, folder)
     assert {o.file_name: o.status for o in again.outcomes} == {"guide.md": "stored", "notes.txt": "stored"}
     staged = StagedFile.objects.get(directory=str(folder), file_name="guide.md")
     store_id = str(Chunk.objects.filter(document__file_name="guide.md").first().store_id)
-    assert staged.sources["stored_chunking"] == {store_id: {"max_tokens": 32, "ocr": "auto", "format": 7}}
+    assert staged.sources["stored_chunking"] == {store_id: {"max_tokens": 32, "ocr": "auto", "format": 8}}
     third = store_directory(folder, "steps-store", "steps")
     assert {o.file_name: o.status for o in third.outcomes} == {"guide.md": "unchanged", "notes.txt": "unchanged"}
 

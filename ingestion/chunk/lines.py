@@ -15,6 +15,8 @@ import re
 from bisect import bisect_left
 from dataclasses import replace
 
+from domains.sources import converted_text
+
 from .chunker import ChunkDraft
 
 _WORD = re.compile(r"\w+")
@@ -106,3 +108,11 @@ def narrow_lines(drafts: list[ChunkDraft], source: str) -> list[ChunkDraft]:
             provenance["offset"] = starts[narrowed[0] - 1]
         out.append(replace(draft, provenance=provenance))
     return out
+
+
+def converted_lines(drafts: list[ChunkDraft]) -> list[ChunkDraft]:
+    """``drafts`` of a file shown as the text it was converted to (a Word document:
+    :func:`domains.sources.converted_text`), each with ``provenance["lines"]``, its
+    lines in that text, as the source view counts them."""
+    _, spans = converted_text((d.headings, d.text) for d in drafts)
+    return [replace(d, provenance={**(d.provenance or {}), "lines": list(span)}) for d, span in zip(drafts, spans)]

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import transaction
 
 from domains import embeddings
+from domains.sources import CONVERTED_SUFFIXES
 from ingestion.convert import ConversionError, OcrConfig
 from ingestion.convert.worker import ConversionWorker
 from ingestion.metadata.defaults import default_metadata
@@ -38,7 +39,7 @@ from ingestion.sources import (
 )
 
 from .chunker import chunk_document
-from .lines import narrow_lines
+from .lines import converted_lines, narrow_lines
 
 logger = logging.getLogger("klea.ingestion")
 
@@ -111,7 +112,9 @@ def chunk_file(
             max_pages=settings.KLEA_MAX_PAGES, bibliography=True,
         )
         drafts = chunk_document(converted, embeddings.count_tokens, options.max_tokens)
-        if any("lines" in (d.provenance or {}) for d in drafts):  # a text source: each chunk its own lines
+        if path.name.lower().endswith(CONVERTED_SUFFIXES):  # Word: lines of the text it was converted to
+            drafts = converted_lines(drafts)
+        elif any("lines" in (d.provenance or {}) for d in drafts):  # a text source: each chunk its own lines
             drafts = narrow_lines(drafts, path.read_text(encoding="utf-8", errors="replace"))
         chunks = [
             {"headings": list(d.headings), "text": d.text, "tokens": d.token_count, "provenance": d.provenance}
