@@ -29,12 +29,14 @@ DEFINITION = re.compile(
 )
 # What follows a defined term: "X is a / the / one ...", "X (the ...) is the ...", "X are
 # ...", "X refers to ...", a glossary entry "X: ..." or "**X** — ...", or a
-# definition-list entry (the term, its definition indented on the next line).
+# definition-list entry (the term, its definition indented on the next line; the white
+# space before the definition read once: "\s*\n\s+" split a run of n blank lines n^2 ways).
 _DEFINING = (r"[*_`]*(\s+\([^)\n]*\))?"
              r"(\s+(is|was)\s+(an?|the|one)\b|\s+(are|refers?\s+to|means|stands\s+for|denotes)\b"
-             r"|\s*[:\u2014\u2013]\s|\s*\n\s+\S)")
-# Where a definition may open: a text's or line's start, or a sentence's.
-_OPENING = re.compile(r"^|\n|(?<=[.!?])\s+")
+             r"|\s*[:\u2014\u2013]\s|[^\S\n]*+\n\s++\S)")
+# Where a definition may open: a text's or line's start, or a sentence's (a sentence's
+# white space opening with a line break: the line's start).
+_OPENING = r"(\A|\n|(?<=[.!?])(?!\n)\s++)"
 # Chunks read per store to find a definition: of those holding the term's rarest lexeme
 # (an acronym's), at most SCANNED, where it weighs most (best BM25 impact first, through
 # the postings index), so that a common term costs a bounded number of regular-expression
@@ -58,7 +60,11 @@ def _name(subject: str) -> str:
 def defines_subject(subject: str, text: str) -> bool:
     """Whether ``text`` opens by defining ``subject`` (any case; a list item's marker, an
     article and Markdown emphasis aside)."""
-    return re.match(rf"([-*+]\s+)?(the\s+|an?\s+)?[*_`]*{_name(subject)}{_DEFINING}", text, re.I) is not None
+    return re.match(_defining(subject), text, re.I) is not None
+
+
+def _defining(subject: str) -> str:
+    return rf"([-*+]\s+)?(the\s+|an?\s+)?[*_`]*{_name(subject)}{_DEFINING}"
 
 
 _SCAN = """
@@ -104,7 +110,11 @@ def definition_chunks(subject: str, store_id: int, k: int, where: CompiledFilter
                         for i, word in enumerate(subject.split()))
     pattern = rf"(^|\n|[.!?]\s)\s*([-*+]\s+)?(the\s+|an?\s+)?[*_`]*{words}"
 
+    # one search, openings and definition together: matching a copy of the text after each
+    # opening was quadratic (a code chunk of 300,000 empty lines, which cost no token, took minutes)
+    opening_definition = re.compile(_OPENING + _defining(subject), re.I)
+
     def check(text: str) -> bool:
-        return any(defines_subject(subject, text[m.end():]) for m in _OPENING.finditer(text))
+        return opening_definition.search(text) is not None
 
     return scan_chunks(store_id, query_lexemes(subject), pattern, check, k, where, ignore_case=True)
