@@ -1,7 +1,9 @@
 """Synthetic PDFs for the bibliography tests, written at test time.
 
 A minimal PDF 1.4 writer: standard Type 1 fonts (WinAnsi), text runs with size and rise
-(superscripts), an Info dictionary, page rotation. pdfium reads them like any PDF.
+(superscripts) set after or over the text before them, an Info dictionary, page rotation.
+pdfium reads them like any PDF. Font ``F4`` is a Type 3 font as dvips writes TeX's math
+italic: code 61 (read "=", no ToUnicode map) draws a slash.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ class Run:
     size: float = 10.0
     rise: float = 0.0  # points above the baseline (superscripts)
     font: str = "F1"
+    back: float = 0.0  # thousandths of an em moved back before the run (set over the text before it)
 
 
 @dataclass
@@ -59,7 +62,7 @@ def _content(lines: list[Line], height: float, rotate: int) -> bytes:
         ops = [b"BT", f"{matrix} Tm".encode()]
         for run in ln.runs:
             ops.append(f"/{run.font} {run.size:.2f} Tf {run.rise:.2f} Ts".encode())
-            ops.append(_string(run.text) + b" Tj")
+            ops.append(b"[" + f"{run.back:.0f} ".encode() + _string(run.text) + b"] TJ" if run.back else _string(run.text) + b" Tj")
         ops.append(b"ET")
         out.append(b"\n".join(ops))
     return b"\n".join(out)
@@ -78,6 +81,12 @@ def write_pdf(path: Path, pages: list[list[Line]], info: dict | None = None,
 
     font_refs = {name: add(f"<< /Type /Font /Subtype /Type1 /BaseFont /{base} /Encoding /WinAnsiEncoding >>".encode())
                  for name, base in FONTS.items()}
+    slash = b"500 0 0 -250 500 750 d1 40 -250 m 110 -250 l 460 750 l 390 750 l f"
+    glyph = add(b"<< /Length %d >>\nstream\n" % len(slash) + slash + b"\nendstream")
+    font_refs["F4"] = add(
+        f"<< /Type /Font /Subtype /Type3 /FontBBox [0 -250 500 750] /FontMatrix [0.001 0 0 0.001 0 0] "
+        f"/CharProcs << /a61 {glyph} 0 R >> /Encoding << /Type /Encoding /Differences [61 /a61] >> "
+        f"/FirstChar 61 /LastChar 61 /Widths [500] /Resources << >> >>".encode())
     resources = "<< /Font << " + " ".join(f"/{n} {r} 0 R" for n, r in font_refs.items()) + " >> >>"
     pages_ref = len(objects) + 2 * len(pages) + 1  # numbered after the pages
     page_refs = []

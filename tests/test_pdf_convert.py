@@ -268,6 +268,22 @@ def test_tex_ligature_codes_are_read_as_letters(tmp_path):
     ]
 
 
+def test_symbols_the_text_layer_misreads_are_read_as_set(tmp_path):
+    """OT1's "fl" code reads as a carriage return, TeX's math italic "/" as "=" (a glyph
+    taller than wide), and a "+" with a bar set under it is "±"."""
+    from .biblio_pdfs import Line, Run, write_pdf
+
+    path = write_pdf(tmp_path / "symbols.pdf", [[
+        Line(72, 100, [Run("Energies to order 1", 11), Run("=", 11, font="F4"), Run("mQ and a = b in the \x0davor sector.", 11)]),
+        Line(72, 120, [Run("Ki = 11.21 +", 11), Run("-", 11, rise=-3.5, back=458), Run(" 0.74 nM, x + y - z.", 11)]),
+    ]])
+    doc = convert_pdf(path, pipeline="native")
+    assert [block.text for block in doc.blocks] == [
+        "Energies to order 1/mQ and a = b in the flavor sector.",
+        "Ki = 11.21 ± 0.74 nM, x + y - z.",
+    ]
+
+
 def test_line_text_writes_bullet_glyphs_as_one_bullet_and_drops_control_characters():
     from ingestion.convert.textclean import line_text
 

@@ -137,6 +137,17 @@ def test_word_spaces_the_text_layer_left_out_and_exponents():
     assert "the initial black hole masses are 36+5 −4M⊙" in abbott  # an error bar is no exponent
 
 
+def test_symbols_the_text_layer_misreads():
+    """A "+" with a bar set under it is "±"; TeX's math italic "/" reads "=" in a text layer
+    without a ToUnicode map (a glyph taller than wide), OT1's "fl" a carriage return."""
+    douglas, _ = _native_text("douglas2014_clinsci.pdf")
+    assert "(Ki = 11.21 ± 0.74 nM)" in douglas and "+−" not in douglas
+    zeng, _ = _native_text("zeng1994_hepph9412269.pdf")
+    assert "energies to order 1/mQ in the heavy-light systems" in zeng and "in all flavor sectors" in zeng
+    abbott, _ = _native_text("abbott2016_prl_gw150914.pdf")
+    assert "bound on the graviton mass mg < 1.2 × 10^−22 eV/c2." in abbott
+
+
 def test_front_matter_sits_under_the_title():
     """An abstract printed without its own heading is found under the paper's title."""
     _, blocks = _native_text("abbott2016_prl_gw150914.pdf")

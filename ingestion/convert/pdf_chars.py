@@ -23,6 +23,9 @@ LINE_BREAKS = {"\r", "\n"}
 # TeX OT1 ligature glyphs without a ToUnicode map come out as U+000B-U+000F: letters, not
 # white space or line breaks (textclean.repair_ligatures turns them into ff, fi, ...).
 _LIGATURE_CODES = {"\x0b", "\x0c", "\x0e", "\x0f"}
+# Its "fl" at U+000D reads as a carriage return, not one of the line breaks pdfium writes
+# ("in all \ravor sectors"; textclean.repair_ligatures spells it out).
+_FL_CODE = "\r"
 # Symbol fonts whose codes name other characters (no ToUnicode map, so pdfium reads the code
 # as Latin-1): what each code is set as. Advent 3B2's maths font (APS, Elsevier, RSC papers:
 # "36þ5" is 36+5, "z ¼ 0.09" is z = 0.09, "hðtÞ" is h(t)); the Math Pi fonts of AIP and
@@ -124,7 +127,10 @@ def read_chars(page: pdfium.PdfPage) -> list:
         last_style = Style(10.0, False)
         for index in range(count):
             ch = chr(pdfium_c.FPDFText_GetUnicode(textpage, index))
-            if ch in LINE_BREAKS or (ch.isspace() and ch not in _LIGATURE_CODES) or ch == "\x00":
+            # OT1's "fl" is a glyph of the page (pdfium did not add it, it has a text object)
+            fl = (ch == _FL_CODE and not pdfium_c.FPDFText_IsGenerated(textpage, index)
+                  and bool(pdfium_c.FPDFText_GetTextObject(textpage, index)))
+            if not fl and (ch in LINE_BREAKS or (ch.isspace() and ch not in _LIGATURE_CODES) or ch == "\x00"):
                 items.append(ch)
                 continue
             text_object = pdfium_c.FPDFText_GetTextObject(textpage, index)

@@ -32,6 +32,12 @@ _ON_BASE = set("ABCDEFGHIKLMNOPRSTUVWXZ0123456789abcdehiklmnorstuvwxz")
 _WORD_GAP = 0.35
 # What an exponent is written with.
 _EXPONENT = set("0123456789+-\u2212")
+# An "=" glyph this many times taller than wide is a slash: TeX's math italic font sets "/"
+# at the code of "=", and a text layer without a ToUnicode map reads the code ("1=mQ");
+# an equals sign is wider than tall.
+_SLASH_RATIO = 1.5
+# A bar set under a "+" ("+" then "−" at the same place) makes "±" (fonts without the glyph).
+_BARS = set("-\u2212_")
 # Raised characters that are affiliation or footnote marks when small.
 _MARKS = set("*\u2217\u2020\u2021\u00a7\u00b6,;\u2016\u204e\u262f\u00a4")
 
@@ -130,6 +136,11 @@ class _LineBuilder:
             else:
                 self.pending_mark = (accent, centre, ch)
             return
+        if ch == "=" and top - bottom > _SLASH_RATIO * (right - left):
+            ch = "/"  # TeX's math italic sets "/" at the code of "=" ("1=mQ" is 1/mQ)
+        if ch in _BARS and self.chars and self.chars[-1] == "+" and self._under_last(left, right, top):
+            self.chars[-1] = "\u00b1"  # "+" with a bar set under it: "±" ("11.21 +− 0.74")
+            return
         if not self.continues(left, bottom, top, size):
             self.end()
         if self.pending_mark is not None:
@@ -160,6 +171,14 @@ class _LineBuilder:
         if ch.isalpha():
             self.letters += 1
             self.bold_letters += style.bold
+
+    def _under_last(self, left: float, right: float, top: float) -> bool:
+        """Whether a glyph boxed ``left``-``right`` up to ``top`` is set under the last
+        glyph, overstriking it: centred within its width, no higher than its lower quarter."""
+        _, last_bottom, last_top = self.glyphs[-1]
+        centre = (left + right) / 2
+        return (self.last_left <= centre <= self.last_right
+                and top <= last_bottom + 0.25 * (last_top - last_bottom))
 
     def _estimate(self) -> float:
         """Font size from the 75th percentile of letter heights (ascenders ~0.7 em)."""
