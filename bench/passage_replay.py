@@ -50,6 +50,10 @@ class Chunk:
     score: float
     headings: list[str]
     chunk_id: int | None
+    # Its stored document (filled on replay from the bench database): the backend reads
+    # a chunk's neighbours by it (a lead-in's block in the next chunk, a sentence cut
+    # by the previous one), so a replay without it answered some questions otherwise.
+    document_id: int | None = None
 
 
 @dataclass
@@ -106,6 +110,18 @@ def record(path: Path, k: int | None = None, sets: tuple[str, ...] = SETS) -> No
                          "answer": scored.answer, "references_coverage": scored.references_coverage})
         print(f"{name}: {len(questions)} recorded", flush=True)
     path.write_bytes(pickle.dumps({"command": command_line(), "rows": rows}))
+
+
+def _documents(rows: list[dict]) -> None:
+    """Give every recorded chunk its stored document's id, read from the bench database
+    the recording was made on (one query)."""
+    from domains.models import Chunk as Stored
+
+    chunks = [c for row in rows if row["inputs"] for s in row["inputs"]["sources"] for c in s.chunks
+              if c.chunk_id is not None]
+    documents = dict(Stored.objects.filter(id__in={c.chunk_id for c in chunks}).values_list("id", "document_id"))
+    for chunk in chunks:
+        chunk.document_id = documents.get(chunk.chunk_id)
 
 
 def _cite(number, chunk_ids=None, texts=None) -> str:
@@ -204,6 +220,7 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "", k: int | No
     embeddings.cache.maxsize = 10**6
     if vectors.exists():
         embeddings.cache._rows.update(pickle.loads(vectors.read_bytes()))
+    _documents(data["rows"])
     totals: dict[str, list] = {}
     for row in data["rows"]:
         inputs = row["inputs"]
