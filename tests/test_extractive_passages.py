@@ -112,8 +112,25 @@ def test_the_rows_that_hold_the_fact_answer_not_the_whole_table():
     prose = source(1, "Klea works without a model server. Answers then quote the sources.", ["Configuration"])
     assert answer("Which chat model is used by default?", prose, source(2, SETTINGS, ["Configuration"])) == (
         "| variable | default | meaning |\n| --- | --- | --- |\n"
-        "| `KLEA_RAG_CHAT_MODEL` | `qwen3:0.6b` | the chat model |\n"
-        "| `KLEA_RAG_GUARD_MODEL` | empty | the safety model |\n\n[2]"
+        "| `KLEA_RAG_CHAT_MODEL` | `qwen3:0.6b` | the chat model |\n\n[2]"
+    )
+
+
+CONVERTERS = (
+    "| files | converter |\n| --- | --- |\n"
+    "| `.md`, `.markdown` | markdown-it-py; front matter that cannot be read is left out and the page converted |\n"
+    "| `.rst` | docutils with generic Sphinx role handlers |\n"
+    "| `.html` | BeautifulSoup; scripts and styles dropped |\n"
+    "| `.txt` | one block per paragraph |\n"
+    "| `.docx` | docling's simple pipeline: headings, paragraphs, lists, tables |"
+)
+
+
+def test_a_term_in_a_rows_first_cell_picks_the_row_over_one_naming_it_in_passing():
+    # "converted" in the Markdown row's text weighs less than ".docx" naming the row
+    assert answer("How are .docx files converted?", source(1, CONVERTERS, ["Conversion"])) == (
+        "| files | converter |\n| --- | --- |\n"
+        "| `.docx` | docling's simple pipeline: headings, paragraphs, lists, tables |\n\n[1]"
     )
 
 

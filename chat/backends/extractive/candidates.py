@@ -15,7 +15,8 @@ whole lists, tables and code blocks. Candidate passages are
 - a whole list, table or code block (after a sentence ending in ":" only with it). A table
   too long to quote is cut to its header and the rows that hold question words (whole
   rows, never a row alone); a code block too long to quote is left out;
-- the rows of a table that hold question words, under its header (kind "rows");
+- the rows of a table that hold question words, under its header (kind "rows"; a word in a
+  row's first cell, the thing the row is about, weighs more: :func:`_row_weight`);
 - one item of a list longer than :data:`ITEM_LIST_CHARS` (a step of a method, an entry of a
   long list of facts), or an entry of a definition list, with its nested items and marker.
 
@@ -135,11 +136,25 @@ def units_of(text: str) -> list[Unit]:
     return units
 
 
+# A question term in a row's first cell (what the row is about: the setting, the file type,
+# the step) counts KEY_CELL_WEIGHT times one in its other cells: asked "how are .docx files
+# converted?", the `.docx` row answers, not the Markdown row whose text says "converted".
+KEY_CELL_WEIGHT = 3
+
+
+def _row_weight(row: str, wanted: set[str]) -> int:
+    """How much of the question a table row holds: its terms, those in its first cell
+    counting :data:`KEY_CELL_WEIGHT`."""
+    key = matches(wanted, row.strip().strip("|").split("|", 1)[0])
+    return len(matches(wanted, row) - key) + KEY_CELL_WEIGHT * len(key)
+
+
 def _table_rows(table: str, wanted: set[str]) -> str:
-    """A long table cut to its header and the rows holding most question terms."""
+    """A long table cut to its header and the rows holding most question terms
+    (:func:`_row_weight`)."""
     lines = table.split("\n")
     header, body = lines[:2], lines[2:]
-    counts = [len(matches(wanted, row)) for row in body]
+    counts = [_row_weight(row, wanted) for row in body]
     best = max(counts, default=0)
     ranked = sorted(range(len(body)), key=lambda i: -counts[i])
     # Rows nearly as relevant as the best one (a row matching one common word is noise).
