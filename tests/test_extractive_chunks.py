@@ -141,3 +141,12 @@ def test_a_paragraph_resumed_in_lower_case_is_never_quoted_from_its_start():
             "Only the LIGO detectors were observing at the time of GW150914.")
     result = answer("What is the signal-to-noise ratio of GW150914?", source(1, text, [], file_name="ligo.pdf"))
     assert result == "The gravitational-wave event GW150914 observed by the LIGO Hanford and Livingston detectors. [1]"
+
+
+def test_a_chunk_is_read_up_to_its_first_characters():
+    # Zero-width spaces cost no token, so a hostile chunk may hold millions of them; the
+    # answer read each of its characters several times (ten chunks of 230,000: 10 s).
+    filler = "\u200b" * 2_000_000
+    text = f"Klea stores its documents in PostgreSQL.\n\n{filler}\n\nThe index is rebuilt nightly."
+    assert answer("Where does Klea store its documents?", source(1, text)) == (
+        "Klea stores its documents in PostgreSQL. [1]")

@@ -33,8 +33,8 @@ from asgiref.sync import sync_to_async
 from domains import embeddings
 from domains.retrieval import neighbour_chunks
 
-from .candidates import (Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap, resumes,
-                         trails_lead_in, units_of, with_list)
+from .candidates import (READ_CHARS, Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap,
+                         resumes, trails_lead_in, units_of, with_list)
 from .shapes import bonus, counted, counts, defined, enumerates, instructs, shapes, subjects
 from .text import matches, terms
 
@@ -117,7 +117,7 @@ class Composer:
                 headings = " > ".join(getattr(chunk, "headings", None) or ())
                 label = f"{headings} ({getattr(source, 'file_name', '')})" if headings else getattr(source, "file_name", "")
                 self.chunks.append(
-                    Chunk(source.number, len(self.chunks), float(chunk.score or 0.0), label, units_of(chunk.text),
+                    Chunk(source.number, len(self.chunks), float(chunk.score or 0.0), label, units_of(chunk.text[:READ_CHARS]),
                           getattr(chunk, "chunk_id", None), getattr(chunk, "document_id", None) or None,
                           title=str(title), section=(getattr(chunk, "headings", None) or [""])[-1],
                           paged=str(getattr(source, "file_name", "")).lower().endswith(".pdf"))
