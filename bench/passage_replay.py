@@ -41,6 +41,8 @@ QUESTIONS = ROOT / "bench" / "questions"
 SETS = ("neuroml", "neuroml-2", "xarray", "xarray-2", "cooking", "cooking-2", "klea-docs", "klea-docs-2")
 FIRST = ("neuroml", "xarray", "cooking", "klea-docs")
 HELD_OUT = ("neuroml-3", "xarray-3", "cooking-3", "klea-docs-3")
+# Written apart after the others (bench/questions, 2026-12-07): recorded when named, reported on their own.
+FOURTH = ("neuroml-4", "xarray-4", "cooking-4", "klea-docs-4")
 ON_REQUEST = ("papers", "papers-2")  # as bench/answers.py: recorded when named (the bench database needs its domain)
 
 
@@ -254,7 +256,8 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "", k: int | No
     vectors.write_bytes(pickle.dumps(dict(embeddings.cache._rows)))
     groups = {"first sets": [t for name in FIRST for t in totals.get(name, [])],
               "second sets": [t for name in totals if name.endswith("-2") for t in totals[name]],
-              "third sets": [t for name in HELD_OUT for t in totals.get(name, [])]}
+              "third sets": [t for name in HELD_OUT for t in totals.get(name, [])],
+              "fourth sets": [t for name in FOURTH for t in totals.get(name, [])]}
     groups = {name: rows for name, rows in groups.items() if rows}
     where = "in the chunks given" if k else "in references"
     for name, rows in [*totals.items(), *groups.items(), ("all", [t for rows in groups.values() for t in rows])]:
@@ -271,7 +274,7 @@ def main() -> None:
     parser.add_argument("-v", "--verbosity", type=int, default=1, help="2: one line per question; 3: misses' texts.")
     parser.add_argument("--misses", action="store_true", help="Show misses whose evidence is in the references.")
     parser.add_argument("--only", default="", help="Explain the questions holding this text.")
-    parser.add_argument("--sets", nargs="+", choices=SETS + HELD_OUT + ON_REQUEST, default=SETS,
+    parser.add_argument("--sets", nargs="+", choices=SETS + HELD_OUT + FOURTH + ON_REQUEST + ("papers-3",), default=SETS,
                         help="record: the question sets (default: the first and second sets).")
     parser.add_argument("--k", type=int, help="record: every domain's k (no reference budget); "
                         "replay: keep each domain's k best recorded chunks.")
