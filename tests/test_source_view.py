@@ -314,3 +314,17 @@ def test_a_word_chunk_opens_its_section_of_the_converted_text(sources):
     whole = alice.get(f"/api/documents/{safety.document_id}/source").json()
     assert whole["section"] == {"first": 1, "last": 19, "lines": LAB_MANUAL, "highlight": None}
     assert client_for("bob").get(f"/api/chunks/{safety.pk}/source").status_code == 404
+
+
+def test_converted_text_heads_each_change_of_chain_and_gives_each_chunk_its_lines():
+    from domains.sources import converted_text
+
+    lines, spans = converted_text([
+        (["Manual", "Setup"], "Calibrate first.\n\n- Use silver wire."), (["Manual", "Setup", "Electrodes"], "Chlorided."),
+        (["Manual", "Setup"], "Then record."), (["Manual", "Safety"], "Wear gloves."), ([], "Loose text."),
+    ])
+    assert lines == ["# Manual", "", "## Setup", "", "Calibrate first.", "", "- Use silver wire.", "",
+                     "### Electrodes", "", "Chlorided.", "",
+                     "## Setup", "", "Then record.", "",  # back under Setup: its heading again
+                     "## Safety", "", "Wear gloves.", "", "Loose text."]
+    assert spans == [(5, 7), (11, 11), (15, 15), (19, 19), (21, 21)]
