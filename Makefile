@@ -7,6 +7,8 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Celery worker processes `make run` starts when REDIS_URL is set.
+CELERY_CONCURRENCY ?= 2
 # Redis for the tests (Celery worker, channel layer); started here when absent.
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
@@ -22,7 +24,7 @@ CHROMIUM := /usr/bin/chromium
 TESSERACT := /usr/bin/tesseract
 TESSDATA_ENG := /usr/share/tesseract-ocr/5/tessdata/eng.traineddata
 
-.PHONY: install run test demo models stop-db clean-db help chromium tesseract
+.PHONY: install run test demo models stop-db clean-db help chromium tesseract apt-packages
 
 help:
 	@echo "make run   - install, migrate, ingest docs/ as the demo domain, serve on http://$(HOST):$(PORT)"
@@ -49,34 +51,55 @@ demo: install models
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo
 
-# With REDIS_URL set, a Celery worker runs beside daphne (stopped when daphne exits).
+# With REDIS_URL set, a Celery worker runs beside daphne (stopped when daphne exits), with
+# CELERY_CONCURRENCY processes: each holds its own embedding model and conversion process,
+# and two let a small file go beside a long scan (docs/deployment.md, the ingestion queue).
 # `manage.py prepare` = models + migrate + demo + collectstatic in one process (each
 # manage.py start imports the whole site; each step is a no-op when up to date).
-run: tesseract install
+# Tesseract is needed only for scanned pages: when it cannot be installed (no network, no
+# sudo), the server still runs and a scanned page's error says how to install it later.
+run: install
+	@$(MAKE) --no-print-directory tesseract || \
+		echo "Tesseract is not installed: scanned PDF pages will fail until \`make tesseract\` succeeds (docs/ingestion.md, OCR)"
 	$(PY) manage.py prepare
 	@echo "Serving on http://$(HOST):$(PORT)/  (admin: /admin/, create a user with: $(PY) manage.py createsuperuser)"
 	@echo "The embedding models load as the server starts: GET /health says \"ready\": true once they are in memory."
 	@worker=""; \
 	if [ -n "$$REDIS_URL" ]; then \
-		$(VENV)/bin/celery -A klea_site worker --loglevel=INFO & worker=$$!; \
-		echo "Celery worker started (pid $$worker)"; \
+		[ "$$(id -u)" != 0 ] || echo "Running as root: Celery's SecurityWarning below is right; on a shared server run the worker as an unprivileged user (docs/security.md)"; \
+		$(VENV)/bin/celery -A klea_site worker --concurrency $(CELERY_CONCURRENCY) --loglevel=INFO & worker=$$!; \
+		echo "Celery worker started (pid $$worker, $(CELERY_CONCURRENCY) processes)"; \
 	fi; \
 	trap 'if [ -n "$$worker" ]; then kill $$worker 2>/dev/null; fi' EXIT INT TERM; \
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) $(DAPHNE_ARGS) klea_site.asgi:application
 
-chromium:
-	@[ -x $(CHROMIUM) ] || { \
+# Debian packages: only the missing ones are installed, and apt-get waits up to
+# APT_LOCK_TIMEOUT seconds for another apt-get/dpkg holding the lock instead of failing
+# at once. The package index is refreshed only when the first attempt fails.
+APT_LOCK_TIMEOUT ?= 600
+define apt_install
+	@missing=""; for p in $(1); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	[ -z "$$missing" ] || { \
 		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-		$$sudo apt-get install -y --no-install-recommends chromium || \
-		{ $$sudo apt-get update && $$sudo apt-get install -y --no-install-recommends chromium; }; \
+		apt="$$sudo apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_TIMEOUT)"; \
+		echo "Installing Debian packages:$$missing (waits up to $(APT_LOCK_TIMEOUT) s for the apt lock)"; \
+		$$apt install -y --no-install-recommends $$missing || \
+		{ $$apt update && $$apt install -y --no-install-recommends $$missing; }; \
 	}
+endef
+
+chromium:
+	@[ -x $(CHROMIUM) ] || { $(MAKE) --no-print-directory apt-packages PACKAGES="chromium"; }
 
 tesseract:
-	@[ -x $(TESSERACT) ] && [ -f $(TESSDATA_ENG) ] || { \
-		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-		$$sudo apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng || \
-		{ $$sudo apt-get update && $$sudo apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng; }; \
-	}
+	@[ -x $(TESSERACT) ] && [ -f $(TESSDATA_ENG) ] || \
+		{ $(MAKE) --no-print-directory apt-packages PACKAGES="tesseract-ocr tesseract-ocr-eng"; }
+
+# Internal: install the Debian packages in PACKAGES that are not installed yet.
+apt-packages:
+	$(call apt_install,$(PACKAGES))
 
 test: install chromium tesseract models
 	@redis-cli -u $(TEST_REDIS_URL) ping >/dev/null 2>&1 || \
