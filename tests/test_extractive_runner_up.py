@@ -1,17 +1,20 @@
 """When the extractive backend quotes more than its best passage (issue 13): a near
 tie, the runner-up that adds the question terms the best one lacks (within a wider
 window, or below the similarity floor when it holds every term), a third passage, two
-subjects each with its own entry; passages of one chunk read in their order, and a
-passage repeated in another file quoted once."""
+subjects each with its own entry; passages of one chunk read in their order, a
+passage repeated in another file quoted once, and another file stating the same cited
+beside the quoted passage."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 from chat.backends.extractive.candidates import Chunk, Passage
 from chat.backends.extractive.passages import (MIN_SIMILARITY, NEAR_TIE, SECOND_CHARS, THIRD_TIE, WIDE_TIE, Composer,
                                                in_reading_order)
 from domains import embeddings
 
-from .extractive_helpers import answer, source
+from .extractive_helpers import answer, answer_citing, source
 
 
 SEASONS = (
@@ -59,6 +62,46 @@ def test_a_passage_repeated_in_another_file_is_quoted_once():
     # The same file in two stores: equal scores, the first source speaks, once.
     assert answer("How do I create an admin user?", source(1, text, ["Admin"], file_name="README.md"),
                   source(2, text, ["Admin"], file_name="README.md")) == f"{text} [1]"
+
+
+def _stored(number, text, headings, score, file_name, chunk_id):
+    """A numbered source of one stored chunk (its id known; no document id, so no neighbour is read)."""
+    chunk = SimpleNamespace(text=text, headings=list(headings), score=score, chunk_id=chunk_id)
+    return SimpleNamespace(number=number, file_name=file_name, chunks=[chunk])
+
+
+def test_a_passage_of_another_file_stating_the_same_is_cited_beside_the_quoted_one():
+    # Two pages state the endorsement (embeddings 0.93 apart, the same question terms,
+    # scores 0.18 apart): the best is quoted, the other file cited with it, its marker
+    # recording its own chunk.
+    question = "Which organisations endorse NeuroML as a standard?"
+    text, cited = answer_citing(
+        question,
+        _stored(1, "NeuroML is an INCF endorsed standard.", ["Standards"], 0.8, "Standards.md", 11),
+        _stored(2, "NeuroML is endorsed by the INCF, and is also an official COMBINE standard.", ["Mission and Aims"],
+                0.6, "MissionAndAims.md", 22),
+    )
+    assert (text, cited) == ("NeuroML is an INCF endorsed standard. [1][2]", [[11], [22]])
+
+
+def test_the_same_sentence_in_three_files_cites_one_more_the_best_scored():
+    text = ("NEST is a simulator for spiking neural network models that focuses on the dynamics, size and structure "
+            "of neural systems.")
+    assert answer("What kind of simulator is NEST?", source(1, text, ["NEST"], score=0.9, file_name="NEST.md"),
+                  source(2, text, ["Supporting tools"], score=0.5, file_name="SupportingTools.md"),
+                  source(3, text, ["Simulators"], score=0.4, file_name="Simulators.md")) == f"{text} [1][3]"
+
+
+def test_a_passage_of_another_file_about_another_year_is_not_the_same_statement():
+    # Worded alike (the same sentence but for the year), but it lacks the question's "2024".
+    assert answer("When is the NeuroML tutorial at CNS 2024?",
+                  source(1, "The NeuroML tutorial at CNS 2024 is on 20 July. To take part in the tutorial, please "
+                            "register here for CNS 2024.", ["CNS 2024"], score=0.8, file_name="CNS2024.md"),
+                  source(2, "The NeuroML tutorial at CNS 2021 was on 3 July. To take part in the tutorial, please "
+                            "register here for CNS 2021.", ["CNS 2021"], score=0.6, file_name="CNS2021.md")) == (
+        "The NeuroML tutorial at CNS 2024 is on 20 July. To take part in the tutorial, please register here for "
+        "CNS 2024. [1]"
+    )
 
 
 def _scored(chunk, start, text, score, found):

@@ -118,6 +118,9 @@ class Passage:
     opening: bool = False  # starts at the chunk's first quotable unit
     next_id: int | None = None  # runs on into the document's next chunk (its id; ``end`` = len(chunk.units))
     found: set[str] = field(default_factory=set)
+    # Passages of other sources stating what this one states (:meth:`.passages.Composer.corroborate`):
+    # cited beside it, not quoted.
+    also: list[Passage] = field(default_factory=list)
     lexical: float = 0.0
     cheap: float = 0.0
     cosine: float = -1.0

@@ -18,7 +18,8 @@ defining X). After a second one, a third when it scores within :data:`THIRD_TIE`
 first; passages of one chunk are quoted together, in their order there. When no
 passage reaches :data:`MIN_SIMILARITY` and none holds every question term, nothing is said
 (the caller says that no source answers). Every passage is verbatim source text cited by its source's marker, placed
-where it reads as part of the passage (:func:`with_marker`).
+where it reads as part of the passage (:func:`with_marker`); a passage of another source
+stating the same (:data:`SAME_STATEMENT`) is cited beside it, not quoted.
 """
 
 from __future__ import annotations
@@ -89,6 +90,15 @@ WIDE_TIE = 0.2
 # questions (first / second sets 110 / 58 -> 112 / 59), at +1 against +14 median characters
 # there and +14 against +58 on the held-out sets (`passage`, 2026-12-07).
 THIRD_TIE = NEAR_TIE / 2
+# A passage of another source whose text embeds within SAME_STATEMENT (cosine) of a quoted
+# passage's, holds the question terms it holds and scores within WIDE_TIE of it states the
+# same (a page and the settings table, a tool's page and the list of tools): it is cited
+# beside the quoted one, not quoted (:meth:`Composer.corroborate`). On bench/questions'
+# first and second sets every pair at 0.84 or above was one statement in two files (the
+# same sentence or table rows, "NeuroML is an INCF endorsed standard." / "NeuroML is
+# endorsed by the INCF, and is also an official COMBINE standard."); pairs at 0.75-0.8
+# were pointers to other pages and two workshops' themes.
+SAME_STATEMENT = 0.84
 
 
 class Composer:
@@ -111,6 +121,7 @@ class Composer:
         self.wanted = terms(search_text or question)
         self.counted = counted(question) & self.wanted
         self.chunks: list[Chunk] = []
+        self.files = {source.number: str(getattr(source, "file_name", "")) for source in sources}
         for source in sources:
             title = (getattr(source, "metadata", None) or {}).get("title") or ""
             for chunk in source.chunks:
@@ -194,7 +205,32 @@ class Composer:
             third = self._third(chosen, kept[1:], idf, total)
             if third is not None:
                 chosen.append(lean_back(third))
+        self.corroborate(chosen, kept)
         return in_reading_order(chosen)
+
+    def corroborate(self, chosen: Sequence[Passage], kept: Sequence[Passage]) -> None:
+        """Set each chosen passage's ``also``: a passage of ``kept`` from a file none of
+        ``chosen`` comes from that states the same (two files saying one fact: a page and the
+        settings table, a guide and its glossary), at most one per passage and each file
+        once, best scored first (one file in two stores is cited once). A
+        passage states the same when it holds every question term the chosen one holds,
+        scores within :data:`WIDE_TIE` of it, and its text's embedding is within
+        :data:`SAME_STATEMENT` (cosine) of the chosen one's."""
+        sources = {passage.chunk.number for passage in chosen}
+        files = {self.files.get(number) for number in sources}
+        pairs = [(passage, other) for passage in chosen for other in kept
+                 if other.chunk.number not in sources and self.files.get(other.chunk.number) not in files
+                 and other.score >= passage.score - WIDE_TIE and other.found >= passage.found]
+        if not pairs:
+            return
+        texts = list(dict.fromkeys(evidence(p)[:EMBED_CHARS] for pair in pairs for p in pair))
+        vectors = dict(zip(texts, embeddings.embed_cached(texts)))
+        for passage, other in sorted(pairs, key=lambda pair: -pair[1].score):
+            if passage.also or self.files.get(other.chunk.number) in files:
+                continue
+            if float(vectors[evidence(passage)[:EMBED_CHARS]] @ vectors[evidence(other)[:EMBED_CHARS]]) >= SAME_STATEMENT:
+                passage.also.append(other)
+                files.add(self.files.get(other.chunk.number))
 
     def _second(self, best: Passage, others: Sequence[Passage], idf: dict[str, float], total: float) -> Passage | None:
         """The passage quoted after ``best`` (of ``others``, best scored first), or None:
@@ -273,7 +309,9 @@ class Composer:
     async def pieces(self, cite: Callable[..., str]) -> AsyncIterator[str]:
         """The chosen passages as text pieces, verbatim, each followed by
         ``cite(source number, quoted chunk ids, passages)`` (a run of passages of one
-        chunk cited once, with that chunk's id and the run's texts; passages of two chunks
+        chunk cited once, with that chunk's id and the run's texts, then each passage of
+        another source stating the same as one of them, :meth:`corroborate`, with its own
+        chunk's id and text: ``"... [1][2]"``; passages of two chunks
         of one source each get their own marker, so that each marker opens the chunk its
         passage came from). Yields nothing when no passage answers. Scoring embeds
         passages only (no database), so any worker thread will do; a passage running on
@@ -302,7 +340,9 @@ class Composer:
                 quoted.append(passage.next_id)
             after = chosen[index + 1] if index + 1 < len(chosen) else None
             if after is None or after.chunk is not passage.chunk:
-                marker = cite(passage.chunk.number, list(dict.fromkeys(quoted)), run)
+                marker = cite(passage.chunk.number, list(dict.fromkeys(quoted)), run) + "".join(
+                    cite(other.chunk.number, [other.chunk.chunk_id], [other.text])
+                    for done in chosen[:index + 1] if done.chunk is passage.chunk for other in done.also)
                 before, marked = with_marker(passage.text, marker)
                 yield before
                 yield marked
