@@ -215,3 +215,26 @@ def test_passages_of_one_chunk_read_together_in_their_order():
     elsewhere = Passage(other, 0, 0, "prose", "Elsewhere.")
     before = Passage(first, 1, 1, "prose", "Before the best.")
     assert [p.text for p in in_reading_order([best, elsewhere, before])] == ["Before the best.", "Best.", "Elsewhere."]
+
+
+EMBEDDED_DATABASE = (
+    "Without `DATABASE_URL`, every process (manage.py, daphne, Celery, pytest) starts or reuses the PostgreSQL "
+    "server of the PyPI package `pgserver`. It listens only on a Unix socket inside `var/pgdata`, keeps running "
+    "between commands and is stopped with `make stop-db` (`manage.py embedded_db stop`)."
+)
+CANCELLATION = (
+    "- Cancellation: `turn.cancel()` cancels the task. The model's HTTP stream is closed at once (the server stops "
+    "generating), the partial answer is stored with status `interrupted`. Work already running in a thread (an "
+    "embedding, a SQL query) finishes in the background; nothing waits for it except the final database write."
+)
+
+
+def test_what_the_sentence_leaned_back_to_says_is_not_added_again():
+    # The best passage ("... is stopped with `make stop-db`") leans back to the sentence
+    # naming the database; a bullet holding "stops", "embedding" and "database" by chance
+    # adds nothing to that and is not tacked on (it did when "database" counted as new).
+    assert answer("How do I stop the embedded database?",
+                  source(1, EMBEDDED_DATABASE, ["Configuration", "The embedded database"], score=0.95),
+                  source(2, CANCELLATION, ["The question pipeline", "Calling it"], score=0.8)) == (
+        f"{EMBEDDED_DATABASE} [1]"
+    )

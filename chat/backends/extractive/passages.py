@@ -187,7 +187,7 @@ class Composer:
                 and not any(self.holds_all(p) for p in kept)):
             return []
         kept.sort(key=lambda p: (-p.score, p.chunk.rank, p.start))
-        best = with_list(lean_back(extend(kept[0], self.wanted, idf)))
+        best = self.grown(with_list(lean_back(extend(kept[0], self.wanted, idf))))
         chosen = [best]
         first = defined(self.shapes, best.text)
         pair = len(subjects(self.shapes)) > 1
@@ -201,7 +201,7 @@ class Composer:
             # A passage that defines what "what is X" asks about says it all.
             second = self._second(best, kept[1:], idf, total)
         if second is not None:
-            chosen.append(lean_back(second))
+            chosen.append(self.grown(lean_back(second)))
             third = self._third(chosen, kept[1:], idf, total)
             if third is not None:
                 chosen.append(lean_back(third))
@@ -279,6 +279,14 @@ class Composer:
         # The same words twice (a passage repeated in another file) say nothing new.
         return not any(overlap(passage, other) or other.text in passage.text or passage.text in other.text
                        for passage in chosen)
+
+    def grown(self, passage: Passage) -> Passage:
+        """``passage`` with the question terms its whole text holds found: the sentence it
+        leans back to or the list it leads into counts as said when the next passage is
+        judged by what it adds ("Without `DATABASE_URL` ..." before "... stopped with
+        `make stop-db`" already says "database")."""
+        passage.found = passage.found | matches(self.wanted, evidence(passage))
+        return passage
 
     def fits_better(self, passage: Passage, than: Passage) -> bool:
         """Whether ``passage`` is the whole list or table a "which ... are" question asks
