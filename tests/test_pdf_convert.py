@@ -284,6 +284,27 @@ def test_symbols_the_text_layer_misreads_are_read_as_set(tmp_path):
     ]
 
 
+def test_accents_over_no_letter_are_all_kept(tmp_path):
+    """An accent over no letter waits for the next glyph; a second one in a row (quotes
+    set as two acutes, a run of diaereses) took its place, and the first was lost: the
+    text layer's lines read "said \u0301yes \u0301" and "a \u0308"."""
+    import pypdfium2 as pdfium
+
+    from ingestion.convert.pdf_lines import page_lines
+
+    from .biblio_pdfs import Line, Run, write_pdf
+
+    path = write_pdf(tmp_path / "accents.pdf", [[
+        Line(72, 100, [Run("He said \u00b4\u00b4yes\u00b4\u00b4 to it.", 11)]),
+        Line(72, 120, [Run("a" + "\u00a8" * 6 + " b", 11)]),
+    ]])
+    lines, _ = page_lines(pdfium.PdfDocument(str(path))[0], 0)
+    # a spacing accent reads as a space and its combining mark (NFKC); a run of them
+    # longer than 1.5 em after its letter opens a line, as a gap does
+    assert [line.text for line in lines] == [
+        "He said \u0301 \u0301yes \u0301 \u0301 to it.", "a" + " \u0308" * 5, "\u0308 b"]
+
+
 def test_line_text_writes_bullet_glyphs_as_one_bullet_and_drops_control_characters():
     from ingestion.convert.textclean import line_text
 

@@ -134,6 +134,7 @@ class _LineBuilder:
             if self.last_left - 0.1 * size <= centre <= self.last_right + 0.1 * size:
                 self.chars[-1] += accent
             else:
+                self._place_pending()  # an accent after one over no letter (quotes set as two acutes)
                 self.pending_mark = (accent, centre, ch)
             return
         if ch == "=" and top - bottom > _SLASH_RATIO * (right - left):
@@ -144,12 +145,12 @@ class _LineBuilder:
         if not self.continues(left, bottom, top, size):
             self.end()
         if self.pending_mark is not None:
-            mark, centre, glyph = self.pending_mark
-            self.pending_mark = None
+            mark, centre = self.pending_mark[:2]
             if left - 0.1 * size <= centre <= right + 0.1 * size:
                 ch += mark
-            else:  # over no letter (an accent used as an apostrophe): kept as it was set
-                self.chars.append(glyph)
+                self.pending_mark = None
+            else:  # over no letter (an accent used as an apostrophe or a quote): kept as it was set
+                self._place_pending()
         if (self.chars and ch.isalpha() and left - self.last_right >= _WORD_GAP * size
                 and (self.chars[-1].isalpha() or self.chars[-1] in ".,;:)")):
             self.pending_space = True
@@ -219,9 +220,14 @@ class _LineBuilder:
         return {i for i in raised if i > 0 and i - 1 not in raised and self.chars[i - 1].isdigit()
                 and self.chars[i] != "+" and any(self.chars[j].isdigit() for j in range(i, i + 2) if j in raised)}
 
-    def end(self) -> None:
+    def _place_pending(self) -> None:
+        """The pending accent, over no letter, as it was set."""
         if self.pending_mark is not None:
             self.chars.append(self.pending_mark[2])
+            self.pending_mark = None
+
+    def end(self) -> None:
+        self._place_pending()
         size = self.sizes.most_common(1)[0][0] if self.sizes else self._estimate()
         exponents = self._exponents(size)
         text = line_text("".join(("^" + ch) if i in exponents else ch for i, ch in enumerate(self.chars)))
