@@ -10,7 +10,10 @@ read, so the client's call would wait forever):
 - a batch (a JSON array; the MCP protocol has none since 2025-06-18): ``-32600``
   ``bad_request: a batch ...``;
 - JSON that is no JSON-RPC message (no ``"jsonrpc": "2.0"``, no ``method``, ...):
-  ``-32600`` ``bad_request: not a JSON-RPC 2.0 message ...``, with its id when it has one.
+  ``-32600`` ``bad_request: not a JSON-RPC 2.0 message ...``, with its id when it has one;
+- an ``id`` that is no string or integer (an object, a list, null, true, 1.5): ``-32600``
+  ``bad_request: "id" must be ...`` (the SDK read such a request as a notification, which
+  is never answered).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 BATCH = ("bad_request: a batch (a JSON array of messages) is not supported; "
          "send one JSON-RPC message per request")
+BAD_ID = 'bad_request: "id" must be a string or an integer'
 NOT_A_MESSAGE = ('bad_request: not a JSON-RPC 2.0 message; send one JSON object with "jsonrpc": "2.0" and a '
                  '"method" (and an "id" for a request)')
 # The request's id, read from the start of a text that does not parse as a whole.
@@ -52,7 +56,9 @@ def message_error(raw: str | bytes) -> dict | None:
     when it is one message the SDK can read (its own errors, such as an unknown method,
     then come from the SDK as JSON-RPC errors too)."""
     try:
-        types.JSONRPCMessage.model_validate_json(raw)
+        message = types.JSONRPCMessage.model_validate_json(raw).root
+        if isinstance(message, types.JSONRPCNotification) and "id" in (message.model_extra or {}):
+            return error(None, INVALID_REQUEST, BAD_ID)  # a request whose id the SDK does not take
         return None
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]

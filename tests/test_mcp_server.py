@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from chat import tokens
-from chat.mcp_jsonrpc import BATCH, NOT_A_MESSAGE
+from chat.mcp_jsonrpc import BAD_ID, BATCH, NOT_A_MESSAGE
 from chat.mcp_jsonrpc import error as rpc_error
 
 from .chat_world import SECRET_TEXT, in_thread, world  # noqa: F401
@@ -159,6 +159,10 @@ async def test_over_streamable_http_with_tokens(world, tmp_path):
                 (json.dumps({"id": 6, "method": "ping"}), rpc_error(6, -32600, NOT_A_MESSAGE)),
                 (json.dumps({"jsonrpc": "2.0", "id": 7}), rpc_error(7, -32600, NOT_A_MESSAGE)),
                 ('"ping"', rpc_error(None, -32600, NOT_A_MESSAGE)),
+                # an id the SDK does not take made the request a notification: 202, no answer
+                (json.dumps({**ping, "id": {"a": 1}}), rpc_error(None, -32600, BAD_ID)),
+                (json.dumps({**ping, "id": None}), rpc_error(None, -32600, BAD_ID)),
+                (json.dumps({**ping, "id": 1.5}), rpc_error(None, -32600, BAD_ID)),
             ]:
                 response = await client.post(f"{server.url}/mcp/", headers=headers, content=body)
                 assert (response.status_code, response.json()) == (400, answer), body[:60]
@@ -215,6 +219,7 @@ def test_over_stdio_json_nested_too_deeply_gets_a_parse_error_and_the_server_rea
             assert call(line) == rpc_error(None, -32700, f"bad_json: not valid JSON ({where})"), line[:20]
         assert call('[{"jsonrpc": "2.0", "id": 8, "method": "ping"}]') == rpc_error(None, -32600, BATCH)
         assert call('{"id": 9, "method": "ping"}') == rpc_error(9, -32600, NOT_A_MESSAGE)
+        assert call('{"jsonrpc": "2.0", "id": true, "method": "ping"}') == rpc_error(None, -32600, BAD_ID)
         listed = call(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                                   "params": {"name": "list_domains", "arguments": {}}}))
         assert ws_names(types.CallToolResult.model_validate(listed["result"])) == ["wsarrays", "wsneuro", "wssecret"]
