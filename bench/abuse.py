@@ -191,7 +191,10 @@ def hostile_text_cases() -> list[dict]:
     from chat.backends.extractive.candidates import units_of
     from chat.backends.extractive.shapes import enumerates
     from chat.pipeline.follow_up import is_follow_up
+    from domains.retrieval.acronyms import expansion
+    from domains.retrieval.definitions import defines_subject
     from ingestion.metadata.biblio.doi import normalize_doi
+    from tests.extractive_helpers import answer, source
     from ingestion.metadata.biblio.fields import year_candidates
     from ingestion.metadata.biblio.names import parse_byline
 
@@ -203,6 +206,13 @@ def hostile_text_cases() -> list[dict]:
         ("follow-up question with 200,000 spaces", lambda: is_follow_up("How long does" + " " * 200_000 + "it last?")),
         ("chunk line of 200,000 underscores", lambda: len(units_of("Name: Ada\n" + "_" * 200_000 + "\nDate: 2021"))),
         ("prose list after 100,000 'a.'", lambda: enumerates("a." * 100_000 + ", b and c")),
+        # chunk text of characters that cost no token, which the chunker does not bound
+        ("acronym spelled out beside 300,000 zero-width spaces",
+         lambda: expansion("LEMS", "LEMS (a thing) here." + "\u200b" * 300_000 + " End.")),
+        ("definition-list entry before 20,000 blank lines", lambda: defines_subject("domain", "Domain" + "\n" * 20_000)),
+        ("answer from a chunk of 2,000,000 zero-width spaces",
+         lambda: answer("Where does Klea store its documents?", source(
+             1, "Klea stores its documents in PostgreSQL.\n\n" + "\u200b" * 2_000_000 + "\n\nThe end."))),
     ]
     out = []
     for name, run in cases:
