@@ -10,6 +10,7 @@ from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from ingestion.runs.lease import close_expired
 from ingestion.runs.uploads import save_uploads
@@ -18,14 +19,19 @@ from .forms import UploadForm, upload_too_large
 from .models import DoiRecord, IngestionJob, StagedFile
 from .views import visible_jobs
 
+SOURCES_SHOWN = 20  # paths listed on a job's page; an upload of hundreds of files says "and N more"
+
 
 @admin.register(IngestionJob)
 class IngestionJobAdmin(admin.ModelAdmin):
-    list_display = ["id", "kind", "store", "status", "progress", "error_count", "created_by", "created_at", "finished_at"]
+    # No status column: the progress cell ends with the status in words ("1/1 (100%) succeeded"),
+    # and without it the list fits beside the filter sidebar at 1366 px.
+    list_display = ["id", "kind", "store", "progress", "error_count", "created_by", "created_at", "finished_at"]
     list_filter = ["status", "kind", "store"]
     search_fields = ["kind", "store__name", "celery_id"]
-    # status, progress, files, errors and messages: the live panel (admin/ingestion/job_live.html)
-    fields = readonly_fields = ["kind", "store", "arguments", "celery_id", "created_by", "created_at"]
+    # status, progress, files, errors and messages: the live panel (admin/ingestion/job_live.html);
+    # the raw `arguments` JSON is shown as words (what was ingested, the options, who ran it)
+    fields = readonly_fields = ["kind", "store", "sources", "run_options", "run_by", "created_by", "created_at"]
     change_list_template = "admin/ingestion/ingestionjob/change_list.html"
 
     def has_add_permission(self, request):
@@ -57,11 +63,52 @@ class IngestionJobAdmin(admin.ModelAdmin):
         close_expired()
         job = self.get_queryset(request).filter(pk=object_id).first()
         if job is not None:
-            files = [(name, outcome, job.errors.get(name, "")) for name, outcome in sorted(job.outcomes.items())]
-            files += [(name, "in progress", ocr) for name, ocr in job.in_progress]
+            # (name, outcome, progress, error): OCR progress is not an error, it goes beside the outcome
+            files = [(name, outcome, "", job.errors.get(name, "")) for name, outcome in sorted(job.outcomes.items())]
+            files += [(name, "in progress", ocr, "") for name, ocr in job.in_progress]
             waiting = max(job.total - job.done - len(job.in_progress), 0)
             extra_context = {**(extra_context or {}), "job_files": files, "job_waiting": waiting}
         return super().change_view(request, object_id, form_url, extra_context)
+
+    @admin.display(description="files")
+    def sources(self, obj):
+        """The folder, or the files and folders given (one a line, the first
+        SOURCES_SHOWN, then how many more), from ``arguments``."""
+        arguments = obj.arguments or {}
+        if arguments.get("directory"):
+            return f"the folder {arguments['directory']}"
+        paths = arguments.get("paths") or []
+        lines = paths[:SOURCES_SHOWN] + ([f"and {len(paths) - SOURCES_SHOWN} more"] if len(paths) > SOURCES_SHOWN else [])
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines)) or "-"
+
+    @admin.display(description="options")
+    def run_options(self, obj):
+        """The ingestion options in words: "chunks of at most 450 tokens, OCR auto"; then
+        only what differs from the defaults (forced, keyword-only, a library)."""
+        arguments = obj.arguments or {}
+        if "max_tokens" not in arguments:
+            return "-"
+        words = [f"chunks of at most {arguments['max_tokens']} tokens", f"OCR {arguments.get('ocr', 'auto')}"]
+        if arguments.get("force"):
+            words.append("unchanged files redone (force)")
+        if arguments.get("bm25_only"):
+            words.append("keyword search only (no embeddings)")
+        if arguments.get("library"):
+            words.append(f"library {arguments['library']}")
+        return ", ".join(words)
+
+    @admin.display(description="run by")
+    def run_by(self, obj):
+        """Where the files were (or are being) ingested. ``arguments["async"]`` only says that
+        the files were queued; without REDIS_URL a queued upload runs on a background thread
+        of the web server (which renews ``heartbeat_at``), else on Celery workers."""
+        if not (obj.arguments or {}).get("async"):
+            return "the command or script that started it"
+        if obj.heartbeat_at is not None:
+            return "a background thread of the web server (no REDIS_URL)"
+        if settings.CELERY_TASK_ALWAYS_EAGER:
+            return "the process that queued it (no REDIS_URL: tasks run in place)"
+        return f"Celery workers (first task {obj.celery_id})" if obj.celery_id else "Celery workers"
 
     @admin.display(description="errors")
     def error_count(self, obj):

@@ -13,12 +13,13 @@ from ingestion.models import IngestionJob
 from ingestion.outcomes import FileOutcome
 from ingestion.runs.jobs import record, record_pages, start_file, start_job
 
-from .browser import PHONE, browser_page, screenshot
+from .browser import DESKTOP, PHONE, browser_page, screenshot
 from .chat_world import PASSWORD, in_thread
 from .live_daphne import LiveDaphne
 
 pytestmark = pytest.mark.django_db
 ENCRYPTED = "b.pdf: encrypted (a password is needed to open it)"
+LAPTOP = {"width": 1366, "height": 768}
 
 
 @pytest.fixture
@@ -69,7 +70,9 @@ def test_the_job_page_follows_its_job_live_and_the_upload_page_uses_admin_rows(j
         in_thread(start_file, job.pk, "c.pdf")
         in_thread(record_pages, job.pk, "c.pdf", 15, 30)
         expect(count).to_have_text("1/3 (50%) running")
-        expect(rows).to_have_text(["a.mdstored", "b.pdfin progress", "c.pdfin progressOCR page 15 of 30"])
+        # OCR progress goes beside the outcome, not in the Error column
+        expect(rows).to_have_text(["a.mdstored", "b.pdfin progress", "c.pdfin progress (OCR page 15 of 30)"])
+        expect(rows.nth(2).locator("td").nth(2)).to_have_text("")
         expect(panel.locator("progress")).to_have_attribute("value", "50")
         expect(panel.locator(".klea-job-messages li")).to_have_text(["c.pdf: OCR page 15 of 30"])
         in_thread(record, job.pk, FileOutcome("b.pdf", "failed", error=ENCRYPTED))
@@ -91,6 +94,23 @@ def test_the_job_page_follows_its_job_live_and_the_upload_page_uses_admin_rows(j
         assert len(polls) == seen >= 2
         page.reload()  # rendered by the server: the same words
         expect(panel.locator(".klea-job-finished")).to_have_text(finished)
+        # the job's arguments in words, not raw JSON
+        expect(page.locator(".form-row.field-sources .readonly")).to_have_text("the folder /uploads/live-store")
+        expect(page.locator(".form-row.field-run_by .readonly")).to_have_text("the command or script that started it")
+
+        # the job list on a 1366 px laptop: every column shows beside the filter sidebar,
+        # nothing is cut off or scrolled (the last one, "Finished at", was)
+        page.set_viewport_size(LAPTOP)
+        page.goto(f"{server.url}/admin/ingestion/ingestionjob/")
+        expect(page.locator("#result_list thead th")).to_have_text(
+            ["", "ID", "Kind", "Store", "Progress", "Errors", "Created by", "Created at", "Finished at"])
+        results = page.locator("#changelist .results")
+        screenshot(page, "admin-job-list")
+        assert results.evaluate("node => [node.scrollWidth, node.clientWidth]") == results.evaluate(
+            "node => [node.clientWidth, node.clientWidth]")
+        box, sidebar = results.bounding_box(), page.locator("#changelist-filter").bounding_box()
+        assert box["x"] + box["width"] <= sidebar["x"]
+        page.set_viewport_size(DESKTOP)
 
         # the upload page: admin breadcrumbs and form rows, on a laptop and on a phone
         page.goto(f"{server.url}/admin/ingestion/ingestionjob/upload/")

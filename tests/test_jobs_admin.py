@@ -105,9 +105,15 @@ def test_admin_upload_of_several_files_builds_them(client, users, store, tmp_pat
     job_page = client.get(response["Location"])
     assert [m.message for m in job_page.context["messages"]] == [
         f"Uploaded 2 file(s): job {job.pk} ingests them, progress below."]
-    assert job_page.context["job_files"] == [("more.txt", "stored", ""), ("notes.md", "stored", "")]
+    assert job_page.context["job_files"] == [("more.txt", "stored", "", ""), ("notes.md", "stored", "", "")]
     assert job_page.context["job_waiting"] == 0
     html = job_page.content.decode()
+    # the job's arguments in words, not raw JSON ("async": true said nothing about Redis)
+    rows = dict(re.findall(r'<div class="form-row field-(\w+)">.*?<div class="readonly">(.*?)</div>', html, re.S))
+    assert [rows[name] for name in ("sources", "run_options", "run_by")] == [
+        f"{folder}/notes.md<br>{folder}/more.txt", "chunks of at most 450 tokens, OCR auto",
+        "the process that queued it (no REDIS_URL: tasks run in place)"]
+    assert "arguments" not in rows and "celery_id" not in rows
     assert f'data-job-url="/api/jobs/{job.pk}" data-status="succeeded"' in html
     assert "2/2 (100%) succeeded" in html and "ingestion/job_progress.js" in html
     listing = client.get("/admin/ingestion/ingestionjob/").content.decode()
@@ -245,3 +251,29 @@ def test_the_job_page_prints_when_the_job_finished_in_the_admins_date_format(cli
     assert client.get(f"/api/jobs/{job.pk}").json()["finished_label"] == "Dec. 6, 2026, 11:52 p.m."
     html = client.get(f"/admin/ingestion/ingestionjob/{job.pk}/change/").content.decode()
     assert '<span class="klea-job-finished">Finished Dec. 6, 2026, 11:52 p.m.</span>' in html
+
+
+@pytest.mark.parametrize(("arguments", "heartbeat", "eager", "celery_id", "sources", "options", "run_by"), [
+    ({"directory": "/data/papers", "max_tokens": 300, "ocr": "off", "bm25_only": False, "force": True, "library": ""},
+     False, True, "", "the folder /data/papers", "chunks of at most 300 tokens, OCR off, unchanged files redone (force)",
+     "the command or script that started it"),
+    ({"paths": ["/u/a.pdf"], "max_tokens": 450, "ocr": "auto", "bm25_only": True, "force": False,
+      "library": "/u/refs.bib", "async": True}, True, True, "", "/u/a.pdf",
+     "chunks of at most 450 tokens, OCR auto, keyword search only (no embeddings), library /u/refs.bib",
+     "a background thread of the web server (no REDIS_URL)"),
+    ({"paths": [f"/u/{n}.md" for n in range(22)], "max_tokens": 450, "ocr": "auto", "async": True},
+     False, False, "c0ffee", "<br>".join([f"/u/{n}.md" for n in range(20)] + ["and 2 more"]),
+     "chunks of at most 450 tokens, OCR auto", "Celery workers (first task c0ffee)"),
+    ({}, False, False, "", "-", "-", "the command or script that started it"),
+])
+def test_the_job_page_shows_its_arguments_in_words(store, arguments, heartbeat, eager, celery_id, sources, options,
+                                                    run_by):
+    from django.contrib.admin.sites import site
+    from django.utils import timezone
+
+    job = start_job("build", 1, arguments, store=store)
+    job.heartbeat_at = timezone.now() if heartbeat else None
+    job.celery_id = celery_id
+    admin = site._registry[IngestionJob]
+    with override_settings(CELERY_TASK_ALWAYS_EAGER=eager):
+        assert (str(admin.sources(job)), admin.run_options(job), admin.run_by(job)) == (sources, options, run_by)

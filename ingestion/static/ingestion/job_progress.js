@@ -37,10 +37,14 @@
     heading.textContent = title;
   }
 
-  function fileRow(name, outcome, error) {
+  /* One file: name, outcome (with its OCR progress, "(OCR page 15 of 30)", while in
+     progress: progress is not an error) and error. */
+  function fileRow(name, outcome, error, progress = "") {
     const row = document.createElement("tr");
     const slug = outcome.replace(/ /g, "-");
-    row.append(cell("td", name), cell("td", outcome, `klea-outcome klea-outcome-${slug}`), cell("td", error));
+    const state = cell("td", outcome, `klea-outcome klea-outcome-${slug}`);
+    if (progress) state.append(" ", cell("span", `(${progress})`, "klea-outcome-progress"));
+    row.append(cell("td", name), state, cell("td", error));
     return row;
   }
 
@@ -53,7 +57,7 @@
     const started = Object.keys(job.pages).sort().filter((name) => !(name in job.outcomes));
     for (const name of started) {
       const [done, total] = job.pages[name];
-      rows.push(fileRow(name, "in progress", total ? `OCR page ${done} of ${total}` : ""));
+      rows.push(fileRow(name, "in progress", "", total ? `OCR page ${done} of ${total}` : ""));
     }
     const waiting = job.total - job.done - started.length;
     if (waiting > 0) {
