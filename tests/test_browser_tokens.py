@@ -38,6 +38,11 @@ def test_create_use_and_revoke_a_token(world, tmp_path, viewport):
         expect(page.get_by_text("Copy your new token now: it is shown only once.")).to_be_visible()
         token = page.get_by_label("New token").input_value()
         assert token.startswith("klea_") and len(token) == 48
+        # a Copy button beside it puts the token on the clipboard
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+        page.get_by_role("button", name="Copy").click()
+        expect(page.locator(".new-token .copy-result")).to_have_text("Copied to the clipboard.")
+        assert page.evaluate("navigator.clipboard.readText()") == token
         assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
         screenshot(page, f"tokens-created-{'phone' if viewport else 'desktop'}")
         assert unreadable_buttons(page) == {}
@@ -57,4 +62,22 @@ def test_create_use_and_revoke_a_token(world, tmp_path, viewport):
         expect(page.get_by_role("status")).to_have_text("You are signed out.")
         page.reload()
         expect(page.get_by_role("status")).to_have_count(0)
+    in_thread(lambda: ApiToken.objects.filter(user=world.bob).delete())
+
+
+def test_where_the_clipboard_is_blocked_copy_selects_the_token(world, tmp_path):
+    """Over plain HTTP on another host name, or with the permission refused, the Clipboard
+    API fails: the token is selected for Ctrl+C and the page says so."""
+    with LiveDaphne(tmp_path / "daphne.log", KLEA_WARM_START="false") as server, browser_page() as page:
+        sign_in(page, server, world.bob)
+        page.goto(f"{server.url}/tokens/")
+        page.get_by_label("Name").fill("blocked")
+        page.get_by_role("button", name="Create token").click()
+        page.evaluate("Object.defineProperty(navigator, 'clipboard', {value: undefined})")
+        page.get_by_role("button", name="Copy").click()
+        expect(page.locator(".new-token .copy-result")).to_have_text(
+            "Copying is blocked here: the token is selected, press Ctrl+C (Cmd+C on a Mac).")
+        token = page.get_by_label("New token").input_value()
+        assert page.evaluate("window.getSelection().toString() || document.activeElement.value.substring("
+                             "document.activeElement.selectionStart, document.activeElement.selectionEnd)") == token
     in_thread(lambda: ApiToken.objects.filter(user=world.bob).delete())
