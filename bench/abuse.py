@@ -189,7 +189,7 @@ def hostile_text_cases() -> list[dict]:
     """The bibliographic patterns on the inputs of the review, and the question path's
     (follow-up detection, passage choice) on long runs (in this process)."""
     from chat.backends.extractive.candidates import units_of
-    from chat.backends.extractive.shapes import enumerates
+    from chat.backends.extractive.shapes import enumerates, of_measure, shapes
     from chat.pipeline.follow_up import is_follow_up
     from domains.retrieval.acronyms import expansion
     from domains.retrieval.definitions import defines_subject
@@ -213,6 +213,8 @@ def hostile_text_cases() -> list[dict]:
         ("answer from a chunk of 2,000,000 zero-width spaces",
          lambda: answer("Where does Klea store its documents?", source(
              1, "Klea stores its documents in PostgreSQL.\n\n" + "\u200b" * 2_000_000 + "\n\nThe end."))),
+        ("number of the measure asked on 200,000 digits", lambda: of_measure(
+            shapes("How many qubits, how long and how large?"), "1" * 200_000 + " x")),
     ]
     out = []
     for name, run in cases:

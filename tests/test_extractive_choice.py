@@ -12,8 +12,8 @@ import pytest
 from chat.backends.extractive.candidates import SHORT_LIST, Chunk, Passage, extend, units_of, with_list
 from chat.backends.extractive.passages import INSTRUCTION_UNDER_TASK, Composer
 from chat.backends.extractive.shapes import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_WHY, CODE_OTHERWISE,
-                                             NUMBER_FOR_HOW_MANY, POINTING_BACK, SPELLED_OUT_FOR_ACRONYM, bonus,
-                                             enumerates, field, shapes)
+                                             MEASURE_FOR_HOW_MANY, NUMBER_FOR_HOW_MANY, POINTING_BACK,
+                                             SPELLED_OUT_FOR_ACRONYM, bonus, enumerates, field, of_measure, shapes)
 from chat.backends.extractive.text import matches, terms
 
 from domains import embeddings
@@ -148,10 +148,15 @@ def test_code_states_no_cause(kind, text, expected):
     ("What is a LEMS file?", {"definition:lems file"}),
     ("What is a domain and what is a store?", {"definition:domain", "definition:store"}),
     ("What are domains and stores?", {"definition:domains", "definition:stores", "listing"}),
-    ("How strong is homemade kvass?", {"number"}),
+    ("How strong is homemade kvass?", {"number", "measure:percent"}),
+    ("limoncello alcohol percentage", {"number", "measure:percent"}),  # terse: the measure named
     ("What ratio of water to vinegar for pickled onions?", {"number"}),
-    ("How old is the NeuroML project?", {"number"}),
-    ("What time span can nanosecond datetimes cover?", {"number"}),  # a range of years, a quantity
+    ("How old is the NeuroML project?", {"number", "measure:time"}),
+    ("What time span can nanosecond datetimes cover?", {"number", "measure:time"}),  # a range of years, a quantity
+    ("How long should the dough rise?", {"number", "measure:time", "measure:length"}),
+    ("How many qubits did the experiment use?", {"number", "many:qubit"}),
+    ("How many read-only tools are there?", {"number", "many:read", "many:only", "many:tool"}),
+    ("At what temperature do I heat the milk?", {"number", "measure:temperature"}),
     ("What range of ports may the server use?", {"number"}),
     ("How do I strengthen the sauce?", {"howto"}),
     ("Which cheese goes into fondue?", {"listing"}),  # what a dish holds, asked with a noun
@@ -174,8 +179,63 @@ def test_question_shapes(question, expected):
     ("The levels of compliance are described below.", False),
 ])
 def test_a_number_in_digits_or_words_answers_how_many(text, fits):
-    value = bonus(shapes("How many levels of compliance are there?"), "prose", text, False)
+    value = bonus(shapes("How much compliance is there?"), "prose", text, False)
     assert value == (NUMBER_FOR_HOW_MANY if fits else 0.0)
+
+
+@pytest.mark.parametrize("question, text, measured", [
+    ("How many levels of compliance are there?", "There are three Levels of compliance.", True),
+    ("How many levels of compliance are there?", "Any Level 1 or Level 2 file is valid.", False),  # numbers the levels
+    ("How many qubits did the experiment use?", "The largest circuits have 53 qubits and 20 cycles.", True),
+    ("How many qubits did the experiment use?", "We ran 20 cycles of the circuit.", False),
+    ("How many tools does the server offer?", "It serves three read-only tools to clients.", True),
+    ("How strong is homemade kvass?", "A week of fermentation should yield 1.0%-2.5% alcohol.", True),
+    ("How strong is homemade kvass?", "Use 2 litres of water for 300 g of bread.", False),
+    ("limoncello alcohol percentage", "The ABV should remain somewhere around 28-30%.", True),
+    ("limoncello alcohol percentage", "1. Pour the alcohol into a 1 liter mason jar", False),
+    ("What time span can nanosecond datetimes cover?", "About +/- 292 years centered around the epoch.", True),
+    ("What time span can nanosecond datetimes cover?", "As of version 0.11, cftime is used.", False),
+    ("How long should the dough rise?", "5. Let it rise for 2 hours.", True),
+    ("How long should the dough rise?", "3. Fold it twice and cover it.", False),  # the marker is no time
+    ("How large should my chunks be?", "Aim for at least one million elements per chunk.", True),
+    ("At what temperature do I heat the milk?", "Heat the milk to 85°C, stirring.", True),
+    ("At what temperature do I heat the milk?", "Heat 2 litres of milk, stirring.", False),
+])
+def test_a_number_of_the_measure_asked_for(question, text, measured):
+    assert of_measure(shapes(question), text) is measured
+
+
+def test_a_run_of_digits_is_no_quantity_and_is_read_in_linear_time():
+    # From inside "1111..." each start ran to its end (minutes on 200,000); bench/abuse.py times it.
+    question_shapes = shapes("How many qubits, how long and how large?")
+    assert of_measure(question_shapes, "1" * 200_000 + " x") is False
+    assert of_measure(question_shapes, "1" * 200_000 + " qubits") is True
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("The largest circuits have 53 qubits.", NUMBER_FOR_HOW_MANY + MEASURE_FOR_HOW_MANY),
+    ("We ran 20 cycles of the circuit.", NUMBER_FOR_HOW_MANY),
+    ("The qubits are arranged on a grid.", 0.0),
+])
+def test_a_number_of_the_measure_asked_for_fits_better_than_another_number(text, expected):
+    value = bonus(shapes("How many qubits did the experiment use?"), "prose", text, False)
+    assert value == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_step_stating_the_percentage_answers_a_terse_percentage_question():
+    # Every step of the method holds a number (1 liter, 20 days); only the last one is a
+    # percentage, and it names neither "alcohol" nor "percentage": it is the answer, the
+    # first step (adding "alcohol") follows it as the runner-up, in the method's order.
+    method = (
+        "1. Pour the alcohol into a 1 liter mason jar and add the peel of the lemons\n"
+        "2. Cover the jar and let the lemons infuse the alcohol for 20 days in a dark place\n"
+        "3. Boil the water with the sugar, let the syrup cool, then strain the alcohol into it\n"
+        "4. Feel free to adjust the sugar to the sweetness you like, but the ABV should remain around 28-30%"
+    )
+    assert answer("limoncello alcohol percentage", source(1, method, ["Limoncello", "Directions"])) == (
+        "1. Pour the alcohol into a 1 liter mason jar and add the peel of the lemons\n\n"
+        "4. Feel free to adjust the sugar to the sweetness you like, but the ABV should remain around 28-30% [1]"
+    )
 
 
 @pytest.mark.parametrize("kind, text, fits", [
@@ -197,7 +257,7 @@ def test_the_passage_spelling_out_the_acronym_asked_about_fits(kind, text, fits)
     ("list", "1. Mix the flour and the water.\n2. Let it rise for two hours.", True),
 ])
 def test_a_numbered_steps_marker_is_no_number(kind, text, fits):
-    value = bonus(shapes("How long should the dough rise?"), kind, text, False)
+    value = bonus(shapes("How much should the dough rise?"), kind, text, False)
     block = BLOCK_OTHERWISE if kind == "list" else 0.0  # a whole list is rarely the point of "how long"
     assert value == pytest.approx(block + (NUMBER_FOR_HOW_MANY if fits else 0.0), abs=1e-12)
 

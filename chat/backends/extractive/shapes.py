@@ -6,7 +6,8 @@ could match: it is answered by an opening passage, the way a page introduces its
 A how-to question is answered by a command or code block (or numbered steps) rather than
 by prose about it; "which ... are" (or "what goes in ...") by a whole list or table;
 "when" by a passage holding a year; "what does X stand for" by one spelling X out; "how many" ("how strong", "what ratio") by one
-holding a number, in digits or words; "who" by one holding a name; "what is X" by the
+holding a number, in digits or words, better one of the measure asked for ("53 qubits" to
+"how many qubits", a percentage to "how strong", a time to "how long"); "who" by one holding a name; "what is X" by the
 sentence that says "X is ..."; "why" by one that gives a cause (never by code); "which option / extra / function" (a name written in
 code) by a code block as "how do I" is; a field line ("Date: ...",
 "Authors: ...") by its label. The bonus is added
@@ -53,10 +54,59 @@ NUMBER = re.compile(
     r"short|thick|soon|early|late)\b"
     r"|\bwhat\s+(is\s+the\s+)?(default|number|size|limit|port|version|temperature|amount|percentage|percent|ratio|"
     r"proportion|share|fraction|speed|weight|length|duration|(time\s+)?(span|range|period|interval))\b"
-    r"|\bwhich\s+(version|port)\b",
+    r"|\bwhich\s+(version|port)\b"
+    # a measure named anywhere, as terse questions name it ("limoncello alcohol percentage")
+    r"|\b(percentage|percent|abv|temperature)\b",
     re.I,
 )
 REASON = re.compile(r"^\s*why\b", re.I)
+# The measure a number should be of: "how strong" (a drink) and "what percentage" ask for a
+# percentage, "how long" for a time or a length, "how big" for a size, "how hot" for a
+# temperature. A number of another measure (a step's "1 liter", a version "0.11") does
+# not answer them: :func:`of_measure`.
+_MEASURE_ASKED = {
+    "percent": re.compile(r"\b(percentage|percent|proportion|abv|how\s+strong|alcohol\s+content)\b", re.I),
+    "time": re.compile(r"\bhow\s+(long|often|soon|old)\b|\b(duration|(time\s+)?(span|period|interval))\b", re.I),
+    "length": re.compile(r"\bhow\s+(long|short)\b|\blength\b", re.I),
+    "size": re.compile(r"\bhow\s+(big|large|small)\b|\bsize\b", re.I),
+    "temperature": re.compile(r"\bhow\s+(hot|warm|cold)\b|\btemperature\b", re.I),
+}
+# A quantity: digits (a range "10-14", "1.0%-2.5%", "10+") or a number word, then a
+# magnitude ("one million").
+_QUANTITY = (
+    # (a quantity starts where a word does, its digits taken whole: from inside "1111..." each
+    # start ran to its end, quadratic)
+    r"(?<![\w.,])(?:\d[\d.,]*+%?(?:\s*(?:-|–|to)\s*\d[\d.,]*+)?\+?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+    r"twelve|fifteen|twenty|thirty|forty|fifty|sixty|a\s+(?:few|couple\s+of|dozen)|several)"
+    r"(?:\s+(?:hundred|thousand|million|billion))?"
+)
+_MEASURE_IN = {
+    "percent": re.compile(r"\d\s*%|\bper\s?cent\b", re.I),
+    "time": re.compile(
+        _QUANTITY + r"\s*(?:seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|nights?|weeks?|months?|years?|yrs?|"
+        r"ms|milliseconds?|microseconds?|nanoseconds?)\b", re.I),
+    "length": re.compile(
+        _QUANTITY + r"\s*(?:characters?|chars?|words?|tokens?|lines?|pages?|letters?|digits?|mm|cm|m|km|"
+        r"metres?|meters?|inch(?:es)?|feet|foot|miles?)\b", re.I),
+    "size": re.compile(
+        _QUANTITY + r"\s*(?:bytes?|[KMGT]i?B|kilobytes?|megabytes?|gigabytes?|terabytes?|tokens?|characters?|chars?|"
+        r"elements?|pixels?|rows?|items?|entries|words?|lines?|pages?|mm|cm|m|inch(?:es)?|"
+        r"litres?|liters?|ml|l|cups?|grams?|g|kg)\b", re.I),
+    "temperature": re.compile(r"\d\s*°|\d\s*degrees?\b|\b\d+\s*[CF]\b"),
+}
+# "How many qubits ...", "how many levels of compliance": what is counted, up to the verb.
+_HOW_MANY = re.compile(
+    r"\bhow\s+many\s+(?P<noun>(?:(?!(?:are|were|is|was|do|does|did|can|could|will|would|should|must|have|has|had|"
+    r"in|of|on|for|per|to|at|by|with|does|there)\b)[\w-]+\s*){1,3})",
+    re.I,
+)
+# A quantity right before a word (up to two words between: "three read-only tools", "53 qubits").
+# The words between are no conjunction or preposition: "Level 1 or Level 2" counts no levels.
+_COUNT_OF = re.compile(
+    _QUANTITY + r"[\s-]+(?P<words>(?:(?!(?:or|and|of|in|on|to|at|by|for|with|from|the|a|an|is|are|was|were)\b)"
+    r"[\w-]+[\s-]+){0,2}[\w-]+)",
+    re.I,
+)
 # "Which pip extra installs ...", "what option turns ...": a name written in code is asked for.
 CODE_NAME = re.compile(
     r"^\s*(which|what)\s+([\w-]+\s+)?(extras?|flags?|options?|arguments?|parameters?|keywords?|functions?|methods?|"
@@ -179,6 +229,7 @@ LIST_OF_COUNT = 0.10  # "the three rules": a list of exactly three items
 YEAR_FOR_WHEN = 0.12
 NO_YEAR_FOR_WHEN = -0.05
 NUMBER_FOR_HOW_MANY = 0.08
+MEASURE_FOR_HOW_MANY = 0.08  # and a number of the measure asked for ("53 qubits", "28-30%") as much again
 NAME_FOR_WHO = 0.06
 FIELD_FOR_SHAPE = 0.25  # a field line whose label holds what the question asks for
 FIELD_OTHERWISE = -0.15  # a date or name field asked for the other
@@ -217,7 +268,9 @@ def as_question(question: str) -> str:
 
 
 def shapes(question: str) -> frozenset[str]:
-    """The shapes of a question: any of "generic", "howto", "listing", "year", "number",
+    """The shapes of a question: any of "generic", "howto", "listing", "year", "number"
+    (with "measure:<kind>", kind one of percent, time, length, size, temperature, and
+    "many:<term>" for what "how many" counts, :func:`of_measure`),
     "name", "reason" ("why"), "code name" ("which option ..."), "count:<n>" ("the three rules": n things), "definition:<subject>" ("what is X?"; one per subject of
     "what is X and what is Y?"), "acronym:<X>" ("what does X stand for?", X as written).
     An imperative request has its question form's shapes as well (:func:`as_question`)."""
@@ -241,6 +294,10 @@ def _shapes(question: str) -> frozenset[str]:
         found.add("code name")
     if REASON.search(question):
         found.add("reason")
+    if "number" in found:
+        found.update("measure:" + kind for kind, pattern in _MEASURE_ASKED.items() if pattern.search(question))
+        if match := _HOW_MANY.search(question):
+            found.update("many:" + term for term in terms(match.group("noun")))
     if match := _COUNTED.search(question):
         count = match.group("n").lower()
         found.add(f"count:{_COUNTS.get(count, count)}")
@@ -273,6 +330,21 @@ def spells_out(question_shapes: frozenset[str], text: str) -> bool:
     """Whether ``text`` spells out the acronym a "what does X stand for" question asks
     about (:func:`domains.retrieval.expansion`)."""
     return any(expansion(shape.split(":", 1)[1], text) for shape in question_shapes if shape.startswith("acronym:"))
+
+
+def of_measure(question_shapes: frozenset[str], text: str) -> bool:
+    """Whether ``text`` holds a quantity of what the question measures or counts: a
+    percentage, a time, a length, a size or a temperature ("measure:<kind>" shapes), or
+    a number of the things "how many" counts ("many:<term>": "53 qubits" for "how many
+    qubits"); a numbered step's marker is no quantity."""
+    text = _STEP_NUMBER.sub("", text)
+    for shape in question_shapes:
+        kind, _, what = shape.partition(":")
+        if kind == "measure" and _MEASURE_IN[what].search(text):
+            return True
+        if kind == "many" and any(what in terms(match.group("words")) for match in _COUNT_OF.finditer(text)):
+            return True
+    return False
 
 
 def counted(question: str) -> set[str]:
@@ -339,6 +411,8 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
         value += YEAR_FOR_WHEN if _YEAR_IN.search(text) else NO_YEAR_FOR_WHEN
     if "number" in question_shapes and _NUMBER_IN.search(_STEP_NUMBER.sub("", text)):
         value += NUMBER_FOR_HOW_MANY
+    if "number" in question_shapes and of_measure(question_shapes, text):
+        value += MEASURE_FOR_HOW_MANY
     if "name" in question_shapes and _PROPER_NAME.search(text):
         value += NAME_FOR_WHO
     if kind == "prose" and (holds := field(text)):
