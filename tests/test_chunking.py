@@ -117,3 +117,25 @@ def test_a_heading_chain_over_a_third_of_the_budget_is_cut_for_its_chunks():
         ("Inner", "Inner", 1), ("word0 word1 ", " word70 word", 1)]
     assert max(count_tokens(c.headings[0]) for c in chunks) == 149
     assert sum(c.text.count("body") for c in chunks) == 10_000  # no body word lost
+
+
+def test_characters_that_cost_no_token_still_bound_a_chunk():
+    # Zero-width spaces and blank lines cost no token: a paragraph with 300,000 zero-width
+    # spaces was one chunk of 300,053 characters (16 tokens), a code block of 150,000
+    # blank lines one of 150,026; every reader of chunk text read them all.
+    zero_width = "\u200b" * 300_000
+    blocks = [
+        Block(("A",), f"A domain is a knowledge area.{zero_width} It holds stores."),
+        Block(("B",), "import klea\n" + "\n" * 150_000 + "klea.run()", "code"),
+    ]
+    chunks = chunk_blocks(blocks, count_tokens, max_tokens=450)
+    # at least a token per 32 characters: 450 tokens, at most 14,400 characters
+    assert max(len(c.text) for c in chunks) == 14_037
+    assert [len([c for c in chunks if c.headings == (h,)]) for h in "AB"] == [22, 341]
+    # nothing is lost: the zero-width run is cut by spaces every 1,000 characters, the
+    # code block by its lines (each chunk fenced)
+    a = "".join(c.text for c in chunks if c.headings == ("A",)).replace(" ", "")
+    assert a == f"Adomainisaknowledgearea.{zero_width}Itholdsstores."
+    b = [c.text.split("\n") for c in chunks if c.headings == ("B",)]
+    assert all(lines[0] == lines[-1] == "```" for lines in b)
+    assert [line for lines in b for line in lines[1:-1]] == ["import klea", *[""] * 150_000, "klea.run()"]

@@ -19,6 +19,10 @@ dropped, then the innermost cut: :func:`_fit_chain`), for the same reason.
 
 A run of more than :data:`MAX_RUN_CHARS` word characters is one ``[UNK]`` token to the
 model, so token counts do not bound its size: it is cut into runs of that length first.
+Characters the tokenizer drops (zero-width and format characters, combining marks,
+controls) and white space cost no token either: a text costs at least one token per
+:data:`CHARS_PER_TOKEN` characters, and a run of more than :data:`MAX_WORD_CHARS`
+characters without white space is cut like a word run.
 """
 
 from __future__ import annotations
@@ -37,6 +41,14 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 # The tokenizer's max_input_chars_per_word: a longer word is a single [UNK] token.
 MAX_RUN_CHARS = 100
 _LONG_RUN = re.compile(rf"\w{{{MAX_RUN_CHARS + 1},}}")
+# The least a text costs: one token per CHARS_PER_TOKEN characters. Prose and code average
+# 4-6 characters a token (the bench stores' densest chunk 5.7), but 300,000 zero-width
+# spaces, which cost none, made one chunk of 300,053 characters and 16 tokens, and 150,000
+# blank lines of a code block one of 150,026 (every reader of chunk text reads them all).
+CHARS_PER_TOKEN = 32
+# A run without white space longer than this is cut (a lone word is never split further).
+MAX_WORD_CHARS = 1000
+_LONG_WORD = re.compile(rf"\S{{{MAX_WORD_CHARS + 1},}}")
 _CELL_BAR = re.compile(r"(?<!\\)\|")  # a bar between cells, not one escaped inside a cell
 
 
@@ -155,14 +167,19 @@ def _frame(block: Block, parts: list[str], header: bool = True) -> str:
 
 
 def _cut_runs(text: str) -> str:
-    """``text`` with every word-character run longer than :data:`MAX_RUN_CHARS` cut by
-    spaces into runs of that length."""
+    """``text`` with every word-character run longer than :data:`MAX_RUN_CHARS`, and every
+    run without white space longer than :data:`MAX_WORD_CHARS`, cut by spaces into runs of
+    that length."""
 
     def cut(match: re.Match) -> str:
         run = match.group()
         return " ".join(run[i : i + MAX_RUN_CHARS] for i in range(0, len(run), MAX_RUN_CHARS))
 
-    return _LONG_RUN.sub(cut, text)
+    def cut_word(match: re.Match) -> str:
+        run = match.group()
+        return " ".join(run[i : i + MAX_WORD_CHARS] for i in range(0, len(run), MAX_WORD_CHARS))
+
+    return _LONG_WORD.sub(cut_word, _LONG_RUN.sub(cut, text))
 
 
 def markdown(block: Block) -> str:
@@ -268,25 +285,30 @@ def chunk_blocks(
 ) -> list[ChunkDraft]:
     """Pack blocks into chunks.
 
-    :param count_tokens: tokenizer length function (no special tokens).
+    :param count_tokens: tokenizer length function (no special tokens); a text costs at
+        least ``len(text) // CHARS_PER_TOKEN``.
     :param max_tokens: budget per chunk, heading chain included; must be >= 32.
     :returns: chunks in document order; ``token_count`` includes the heading chain line.
     :raises ValueError: when ``max_tokens`` is below 32.
     """
     if max_tokens < 32:
         raise ValueError(f"max_tokens must be at least 32, got {max_tokens}")
+
+    def count(text: str) -> int:
+        return max(count_tokens(text), len(text) // CHARS_PER_TOKEN)
+
     chunks: list[ChunkDraft] = []
     for source_headings, group in groupby(blocks, key=lambda b: b.headings):
-        headings = _fit_chain(source_headings, max_tokens // 3, count_tokens)
-        chain_tokens = count_tokens(heading_chain(headings)) + 1 if headings else 0
+        headings = _fit_chain(source_headings, max_tokens // 3, count)
+        chain_tokens = count(heading_chain(headings)) + 1 if headings else 0
         budget = max(16, max_tokens - chain_tokens)
         texts: list[str] = []
         origins: list[_Origin] = []
         used = 0
         for block in group:
-            if _LONG_RUN.search(block.text):
+            if _LONG_RUN.search(block.text) or _LONG_WORD.search(block.text):
                 block = replace(block, text=_cut_runs(block.text))
-            parts = _fit(block, budget, count_tokens)
+            parts = _fit(block, budget, count)
             for (text, tokens), origin in zip(parts, _origins(block, parts)):
                 if texts and used + tokens + 2 > budget:  # 2: the blank line between packed blocks
                     chunks.append(ChunkDraft(headings, "\n\n".join(texts), used + chain_tokens, provenance(origins)))
