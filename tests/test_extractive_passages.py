@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from chat.backends.extractive.shapes import INLINE_FOR_HOWTO, IMPERATIVE_FOR_HOWTO, bonus, defines, shapes
-from chat.backends.extractive.text import is_definition_list, list_items, looks_like_front_matter, segment
+from chat.backends.extractive.text import body_text, is_definition_list, list_items, looks_like_front_matter, segment
 from ingestion.chunk.chunker import chunk_blocks
 from ingestion.convert.markdown import convert_markdown
 
@@ -175,6 +175,19 @@ def test_front_matter_is_never_the_answer_unless_asked_for():
 ])
 def test_what_reads_as_front_matter(text, expected):
     assert looks_like_front_matter(text) is expected
+
+
+def test_a_papers_body_text_leaves_out_its_front_matter_and_reference_entries():
+    text = ("Both detectors recorded the signal in 2015.\n"
+            "1 Australian National University, Canberra, Australian Capital Territory 0200, Australia\n"
+            "[1] A. Einstein, Sitzungsber. Preuss. Akad. Wiss. Berlin, 688 (1916).\n"
+            "3. Shojania KG, Grimshaw JM: Evidence-based quality improvement. Health Aff 2005, 24(1):138-150.\n"
+            "12 Mason, M. Sample size and saturation in PhD studies, 2010.\n"
+            "2. Read the files into a list of tables, one per year since 2010.\n"
+            "[2] the second footnote, with no year")
+    assert body_text(text) == ("Both detectors recorded the signal in 2015.\n"
+                               "2. Read the files into a list of tables, one per year since 2010.\n"
+                               "[2] the second footnote, with no year")
 
 
 def test_a_list_written_as_prose_fits_a_listing_question():

@@ -177,3 +177,28 @@ def test_a_listing_question_is_routed_by_its_subject_not_its_frame(db, tmp_path,
                                   "Exposures are stacked by a median or a sigma-clipped mean of each pixel. [2]")
     off = run("Which vaccines are available in France?", domains)
     assert (off.answer.route, off.answer.domains) == ("refused", [])
+
+
+PAPER = ("# Observation of gravitational waves from a binary black hole merger\n\n"
+         "Both detectors recorded a transient gravitational-wave signal; its waveform matches the inspiral and "
+         "merger of two black holes of 36 and 29 solar masses.\n\n"
+         "## Affiliations\n\n"
+         "1 Australian National University, Canberra, Australian Capital Territory 0200, Australia\n"
+         "2 University of Tokyo, Kashiwa, Chiba 277-8582, Japan\n\n"
+         "## References\n\n"
+         "[1] A. Einstein, Sitzungsber. Preuss. Akad. Wiss. Berlin, 688 (1916).\n"
+         "[2] L. Blanchet, Gravitational radiation from post-Newtonian sources, Living Rev. Relativity 17, 2 (2014).\n")
+
+
+def test_words_a_paper_holds_only_in_its_affiliations_or_references_route_nothing_there(db, tmp_path, settings):
+    # "Canberra, Australian Capital Territory" holds "capital" and "Australia", the whole
+    # question; an affiliation or a reference entry says where a paper comes from and what
+    # it cites, never what it is about.
+    settings.KLEA_LLM_BACKEND = "extractive"
+    domains = [domain_of(tmp_path, "papers", "Physics papers", {"gw150914.md": PAPER})]
+    for question in ("What is the capital of Australia?", "What is the population of Tokyo?",
+                     "How is gravitational radiation from post-Newtonian sources computed?"):
+        off = run(question, domains)
+        assert (off.answer.route, off.answer.domains) == ("refused", []), question
+    answered = run("What masses did the two merging black holes have?", domains)
+    assert (answered.answer.route, answered.answer.domains) == ("domains", ["papers"])

@@ -6,7 +6,7 @@ classifier, docs/pipeline.md "classify").
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 from django.db import connection
@@ -14,7 +14,7 @@ from django.db import connection
 from domains.models import SEARCH_CONFIG
 
 from .bm25 import bm25_search
-from .vector import vector_search
+from .vector import vector_literal, vector_search
 
 
 def nearest_chunk_similarity(query_vector: np.ndarray, domains: Sequence) -> dict[int, float]:
@@ -71,7 +71,9 @@ def lexemes_in_use(lexemes: Sequence[str], domains: Sequence,
 
 
 def lexical_coverage(lexemes: Sequence[str], domains: Sequence, depth: int = 3,
-                     known: Mapping[int, Collection[str]] | None = None) -> dict[int, float]:
+                     known: Mapping[int, Collection[str]] | None = None,
+                     query_vector: np.ndarray | None = None, near: float = 0.0,
+                     body: Callable[[str], str] | None = None) -> dict[int, float]:
     """Per domain id, how much of the question one chunk of the domain holds: over the
     ``depth`` best BM25 chunks of each of its stores, the largest idf-weighted share of
     the question's lexemes a chunk contains, its document's bibliographic metadata
@@ -79,16 +81,32 @@ def lexical_coverage(lexemes: Sequence[str], domains: Sequence, depth: int = 3,
     (idf of the chunk's store; a lexeme the store never uses weighs most, as if its df
     were 0).
 
+    With ``query_vector`` and ``near`` > 0, a chunk's share counts in proportion to how
+    near the chunk is to the question in meaning: times min(1, cosine / ``near``), a
+    negative cosine as 0 (a chunk not yet embedded counts whole). A list of affiliations
+    holds "capital" and "Australia", a table "table" and "Excel", and is near no
+    question; the share ``known`` gives alone is never scaled.
+
+    With ``body``, a chunk holds the lexemes of its headings and of ``body(text)`` (what
+    of its text counts: without a paper's affiliations and reference entries, whose
+    place names and title words match any question) rather than of its whole text.
+
     :param lexemes: the question's lexemes (:func:`domains.retrieval.bm25.query_lexemes`).
     :param known: {domain id: lexemes the domain holds whatever the chunk (its name and
         description)}; absent = none.
+    :param query_vector: the question's embedding, shape (384,), L2-normalised.
+    :param near: the cosine from which a chunk's share counts whole (in [0, 1]).
+    :param body: a chunk's text -> the part of it whose words count.
     :returns: {domain id: share in [0, 1]}; every domain with a store is present
         (0.0 when nothing holds any lexeme); {} when ``lexemes`` is empty.
+    :raises EmbeddingError: a malformed ``query_vector`` (see :func:`vector_literal`).
     """
     terms = sorted(set(lexemes))
     if not terms:
         return {}
     known = known or {}
+    scaled = query_vector is not None and near > 0
+    vector = vector_literal(query_vector) if scaled else None
     shares: dict[int, float] = {}
     with connection.cursor() as cursor:
         for domain in domains:
@@ -99,11 +117,34 @@ def lexical_coverage(lexemes: Sequence[str], domains: Sequence, depth: int = 3,
                 best = max(shares.get(domain.id, 0.0), sum(weight[t] for t in given) / whole)
                 ids = [cid for cid, _ in bm25_search(store.id, terms, depth)]
                 if ids:
-                    cursor.execute(_CHUNK_TERMS, {"terms": terms, "ids": ids})
-                    for _, held in cursor.fetchall():
-                        best = max(best, sum(weight[t] for t in given.union(held)) / whole)
+                    cursor.execute(_CHUNK_TERMS, {"terms": terms, "ids": ids, "vector": vector})
+                    rows = cursor.fetchall()
+                    if body is not None:
+                        rows = _body_terms(cursor, rows, terms, body)
+                    for _, held, _, cosine, _, _ in rows:
+                        share = sum(weight[t] for t in given.union(held)) / whole
+                        if scaled and cosine is not None:
+                            share *= min(1.0, max(cosine, 0.0) / near)
+                        best = max(best, share)
                 shares[domain.id] = best
     return shares
+
+
+def _body_terms(cursor, rows: list[tuple], terms: list[str], body: Callable[[str], str]) -> list[tuple]:
+    """``rows`` of _CHUNK_TERMS with each chunk's held lexemes those of its document's
+    line, its headings and ``body(text)``; a chunk whose body is its whole text keeps
+    the lexemes its search vector gave."""
+    rows = [list(row) for row in rows]
+    changed = {}
+    for index, (_, _, _, _, headings, text) in enumerate(rows):
+        kept = body(text)
+        if kept != text:
+            changed[index] = " ".join(headings) + " " + kept  # as the chunk_search_vector trigger joins them
+    if changed:
+        cursor.execute(_TEXT_TERMS, {"terms": terms, "texts": list(changed.values()), "config": SEARCH_CONFIG})
+        for index, (held,) in zip(changed, cursor.fetchall()):
+            rows[index][1] = sorted(set(held) | set(rows[index][2]))
+    return rows
 
 
 # A document's bibliographic line as searchable text: title, authors (a list or one
@@ -138,12 +179,22 @@ _DOCUMENT_TERMS = f"""
 SELECT d.id, ARRAY(SELECT u.lexeme FROM unnest({_DOCUMENT_VECTOR}) u WHERE u.lexeme = ANY(%(terms)s::text[]))
 FROM domains_document d WHERE d.store_id = %(store)s AND {_DOCUMENT_VECTOR} @@ %(query)s::tsquery
 """
-# A chunk's lexemes among the terms, its document's bibliographic line's included.
+# A chunk's lexemes among the terms, its document's bibliographic line's included; those
+# of the line alone; its cosine to the query vector (NULL without one, or when the chunk
+# has no embedding); its headings and text.
 _CHUNK_TERMS = f"""
 SELECT c.id, ARRAY(SELECT u.lexeme FROM unnest(c.search_vector) u WHERE u.lexeme = ANY(%(terms)s::text[])
     UNION SELECT u.lexeme FROM unnest({_DOCUMENT_VECTOR}) u
-    WHERE u.lexeme = ANY(%(terms)s::text[]))
+    WHERE u.lexeme = ANY(%(terms)s::text[])),
+    ARRAY(SELECT u.lexeme FROM unnest({_DOCUMENT_VECTOR}) u WHERE u.lexeme = ANY(%(terms)s::text[])),
+    1 - (c.embedding <=> %(vector)s::vector), c.headings, c.text
 FROM domains_chunk c JOIN domains_document d ON d.id = c.document_id WHERE c.id = ANY(%(ids)s)
+"""
+# Each text's lexemes among the terms, as a chunk's search vector reads its text, in order.
+_TEXT_TERMS = """
+SELECT ARRAY(SELECT u.lexeme FROM unnest(to_tsvector(%(config)s::regconfig, klea_search_text(x.text))) u
+             WHERE u.lexeme = ANY(%(terms)s::text[]))
+FROM unnest(%(texts)s::text[]) WITH ORDINALITY AS x(text, position) ORDER BY x.position
 """
 
 

@@ -5,7 +5,11 @@ domain through :mod:`domains.retrieval.probe`): dense, the cosine similarity of 
 question to the domain's nearest chunk (or to its description, if higher), and lexical,
 the idf-weighted share of the question's words that one of its best BM25 chunks holds
 (an off-topic question shares a common word or two with a large corpus, rarely its
-rare ones). score = (dense + LEXICAL_WEIGHT x lexical) / (1 + LEXICAL_WEIGHT), in [-1, 1].
+rare ones), counted from its body text (:func:`.text.body_text`: not a paper's affiliations or
+reference entries, where "capital" and "Australia" or "Africa" and "country" meet by
+chance) and in proportion to that chunk's own cosine to the question up to LEXICAL_NEAR
+(the words must come from a passage near the question in meaning).
+score = (dense + LEXICAL_WEIGHT x lexical) / (1 + LEXICAL_WEIGHT), in [-1, 1].
 A domain is routed when its score reaches CLASSIFY_THRESHOLD; domains within
 CLASSIFY_MARGIN of the best one are routed too (multi-domain questions).
 
@@ -54,6 +58,7 @@ from domains.retrieval import (acronym_definitions, asked_acronym, content_words
 
 from . import biblio
 from .shapes import LISTING, is_generic
+from .text import body_text
 
 # Measured with bench/routing.py (docs/benchmarks.md, "Routing alone"): 314 in-domain
 # questions (the answer sets and terse.json: "How do I upgrade it?", "rolling window") and
@@ -67,6 +72,18 @@ from .shapes import LISTING, is_generic
 LEXICAL_WEIGHT = 0.5
 CLASSIFY_THRESHOLD = 0.40
 CLASSIFY_MARGIN = 0.03
+# A chunk's lexical share counts whole from this cosine to the question, in proportion
+# below it (domains.retrieval.lexical_coverage, ``near``). With five domains (a papers
+# domain of 22 PDFs) off-topic questions took their words from chunks far from them in
+# meaning: affiliation lists ("capital" and "Australia", cosine 0.09; also left out as
+# front matter), a results paragraph ("Table" and "excellent", 0.06), a sign-in section
+# ("clear" and "cache", 0.02). Answerable questions mostly take theirs from chunks at 0.19
+# and above, but a long one may find them in a chunk whose embedding is about something
+# else (an FAQ answer holding four of five words at 0.05, a chunk at 0.11 beside it), so
+# the floor is low: 0.15 refused that question, 0.10 none of 506 (bench/routing.py, with
+# the body text: off-topic accepted 7 -> 2 of 65; docs/benchmarks.md, "Words from the body
+# of a passage near the question").
+LEXICAL_NEAR = 0.10
 
 
 @dataclass(frozen=True)
@@ -93,7 +110,8 @@ def score_domains(query_vector: np.ndarray, domains: Sequence, question: str) ->
         lexemes = lexemes_in_use(query_lexemes(content_words(question, asked_in)), domains, known)
     elif LISTING.search(question):
         lexemes = [t for t in lexemes if t not in listing_frame()] or lexemes
-    lexical = lexical_coverage(lexemes, domains, known=known)
+    lexical = lexical_coverage(lexemes, domains, known=known, query_vector=query_vector, near=LEXICAL_NEAR,
+                               body=body_text)
     if acronym := asked_acronym(question):
         for domain in domains:
             if any(acronym_definitions(acronym, store.id, 1) for store in domain.stores.all()):

@@ -341,3 +341,24 @@ def looks_like_front_matter(text: str) -> bool:
         return True
     address = text.count(",") >= 2 or bool(re.search(r"\d", text))  # "a name alone" is not a header
     return address and bool(_HEADER.search(text)) and not _VERB.search(text)
+
+
+# An entry of a paper's reference list: "[12] B. P. Abbott et al., ...", "3. Shojania KG,
+# Grimshaw JM: ...", "12 Mason, M. ..." (a number in brackets, or a number and a surname
+# with its initials); with a year somewhere in the line.
+_REFERENCE_ENTRY = re.compile(r"^\s*(\[\d{1,3}\]\s*\S|\d{1,3}\.?\s+[A-Z][\w'-]+(,\s*([A-Z]\.\s?){1,3}|\s+[A-Z]{1,3}[,:]))")
+
+
+def body_text(text: str) -> str:
+    """``text`` without the lines that are a paper's front matter
+    (:func:`looks_like_front_matter`: affiliations, journal header, copyright) or entries
+    of its reference list: what the paper says rather than where it comes from or what
+    it cites. Their place names and title words ("Canberra, Australian Capital
+    Territory", "Health care in Africa") match questions about anything.
+
+    >>> body_text("Raft elects a leader.\\n[3] L. Lamport. Paxos made simple. 2001.")
+    'Raft elects a leader.'
+    """
+    return "\n".join(line for line in text.split("\n")
+                     if not looks_like_front_matter(line)
+                     and not (_REFERENCE_ENTRY.match(line) and has_year(line)))
