@@ -180,14 +180,13 @@ def explain(inputs: dict, evidence: str) -> None:
     import numpy as np
 
     from chat.backends.extractive import passages
-    from chat.backends.extractive.candidates import evidence as passage_evidence
     from chat.scoring.metrics import coverage
     from domains import embeddings
 
     composer = passages.Composer(inputs["vector"], inputs["sources"], inputs["question"], inputs["search_text"])
     idf = composer._idf()
     offered = composer.offered(idf)
-    texts = [f"{p.chunk.headings}\n{passage_evidence(p)}"[:passages.EMBED_CHARS] for p in offered]
+    texts = [passages.embedded(p) for p in offered]
     cosines = embeddings.embed_cached(texts) @ inputs["vector"] if texts else np.array([])
     for p, cosine in zip(offered, cosines):
         p.cosine = float(cosine)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from chat.backends.extractive.candidates import SHORT_LIST, Chunk, Passage, extend, units_of, with_list
+from chat.backends.extractive.candidates import (SHORT_LIST, Chunk, Passage, candidates, extend, headings_of, units_of,
+                                                 with_list)
 from chat.backends.extractive.passages import INSTRUCTION_UNDER_TASK, Composer
 from chat.backends.extractive.shapes import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_WHY, CODE_OTHERWISE,
                                              MEASURE_FOR_HOW_MANY, NUMBER_FOR_HOW_MANY, POINTING_BACK,
@@ -35,6 +36,34 @@ def test_one_step_of_a_long_method_is_quoted_alone():
     # A list too long to read as an answer: the step that states it, marker kept.
     assert answer("How long should the chili simmer?", source(1, METHOD, ["Chili", "Directions"])) == (
         "5. Simmer for at least 45 minutes, stirring occasionally and adding water if it gets too dry. [1]"
+    )
+
+
+BREWS = (
+    "Primary brew:\n\n"
+    "1. Boil two litres of fresh water and steep the black tea in it for ten minutes.\n"
+    "2. Strain the leaves from the tea and stir in two cups of sugar until it dissolves.\n"
+    "3. Let the tea cool below 40 degrees and pour it into a wide mouthed jar.\n"
+    "4. Add the scoby and let the jar sit in a warm dark spot for 10-14 days.\n\n"
+    "Second brew:\n\n"
+    "1. Strain most of the brew through a sieve into re-sealable glass bottles.\n"
+    "2. Add juices, fruits or spices to the bottles if you wish, for flavour.\n"
+    "3. Let the bottles sit in a warm dark spot for another 3-14 days, releasing pressure.\n"
+    "4. Put the bottles in the fridge once you like the carbonation and the flavour."
+)
+
+
+def test_a_step_of_a_long_list_stands_under_its_lead_in():
+    # "Primary brew:" heads its list's steps as a heading would: the step of the primary
+    # brew answers first (the like step of the second brew follows, a near tie); without
+    # it both whole lists were quoted, under their lead-ins.
+    chunk = Chunk(1, 0, 0.5, "Kombucha > Directions", units_of(BREWS))
+    items = [p for p in candidates(chunk, terms("primary brew")) if p.kind == "item"]
+    assert {headings_of(p) for p in items} == {"Kombucha > Directions\nPrimary brew:",
+                                               "Kombucha > Directions\nSecond brew:"}
+    assert answer("How long does the primary brew sit?", source(1, BREWS, ["Kombucha", "Directions"])) == (
+        "4. Add the scoby and let the jar sit in a warm dark spot for 10-14 days.\n\n"
+        "3. Let the bottles sit in a warm dark spot for another 3-14 days, releasing pressure. [1]"
     )
 
 

@@ -168,6 +168,26 @@ def test_to_which_are_a_list_within_the_wide_window_follows_prose_though_it_adds
     assert composer._second(best, [listed], idf, sum(idf.values())) is None
 
 
+def test_to_which_are_the_list_after_prose_goes_before_a_near_tie_or_a_passage_adding_terms():
+    question = "Which CF attributes are decoded as coordinates?"
+    composer = Composer(embeddings.embed_query(question), [], question)
+    chunk = Chunk(1, 0, 0.5, "CF conventions", [])
+    idf = dict.fromkeys(composer.wanted, 1.0)
+    best = _scored(chunk, 0, "The `coordinates` attribute lists coordinate variables.", 1.0,
+                   {"attribut", "coordinat"})
+    # prose pointing back at the list, a near tie; prose adding "decod" (half the question)
+    tie = _scored(chunk, 1, "The attributes above are read as coordinates.", 1.0 - NEAR_TIE / 2,
+                  {"attribut", "coordinat"})
+    adding = _scored(chunk, 2, "Decoding CF times is a multistage process.", 1.0 - NEAR_TIE - 0.02, {"cf", "decod"})
+    listed = _scored(chunk, 3, "A few are parsed:\n\n- `coordinates`\n- `bounds`", 1.0 - WIDE_TIE + 0.02,
+                     {"attribut"})
+    listed.kind = "list"
+    assert composer._second(best, [tie, adding, listed], idf, sum(idf.values())) is listed
+    # past the wide window the list waits its turn
+    listed.score = 1.0 - WIDE_TIE - 0.02
+    assert composer._second(best, [tie, adding, listed], idf, sum(idf.values())) is tie
+
+
 def test_a_runner_up_holding_every_question_term_follows_below_the_similarity_floor():
     question = "What is the default minimum relevance of vector hits?"
     composer = Composer(embeddings.embed_query(question), [], question)

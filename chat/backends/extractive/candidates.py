@@ -117,6 +117,9 @@ class Passage:
     part: int = -1  # an "item": its index among the list's items
     opening: bool = False  # starts at the chunk's first quotable unit
     next_id: int | None = None  # runs on into the document's next chunk (its id; ``end`` = len(chunk.units))
+    # An item's list's lead-in ("Primary brew:" over the steps): what the list is about, a
+    # heading of the item's own (:func:`headings_of`).
+    lead: str = ""
     found: set[str] = field(default_factory=set)
     # Passages of other sources stating what this one states (:meth:`.passages.Composer.corroborate`):
     # cited beside it, not quoted.
@@ -256,9 +259,11 @@ def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> li
                 # One step of a long method, one entry of a long list of facts or of a
                 # glossary: quotable alone.
                 items = list_items(unit.text)
+                before = units[i - 1] if i > 0 else None
+                lead = before.text if before is not None and before.kind == "sentence" and leads_on(before.text) else ""
                 for n, item in enumerate(items if len(items) > 1 else ()):
                     if len(item.strip()) >= MIN_UNIT_CHARS:
-                        found[(i, i, n)] = Passage(chunk, i, i, "item", item, part=n)
+                        found[(i, i, n)] = Passage(chunk, i, i, "item", item, part=n, lead=lead)
             if unit.kind == "table" and unit.text.count("\n") > TABLE_ROWS:
                 # The rows that hold the question's words, under the header: a fact of a
                 # settings table ("which setting", "the default") is a row, not the table.
@@ -280,6 +285,13 @@ def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> li
     for passage in found.values():
         passage.opening = passage.start == first
     return list(found.values())
+
+
+def headings_of(passage: Passage) -> str:
+    """The heading chain ``passage`` stands under: its chunk's, then for one item of a
+    list the list's lead-in (:attr:`Passage.lead`; "Kombucha > Directions", "Primary brew:"
+    over "9. Let the jar sit ... for 10-14 days": the first brew's step)."""
+    return f"{passage.chunk.headings}\n{passage.lead}" if passage.lead else passage.chunk.headings
 
 
 def mid_sentence(chunk: Chunk, i: int) -> bool:

@@ -11,7 +11,8 @@ the question's shape (:mod:`.shapes`). The best passage is the answer; a second 
 when it scores within :data:`NEAR_TIE` of the first (the evidence cannot tell them apart;
 of several, the one adding most of the question terms the first lacks), or else when it
 adds such terms and scores nearly as well, or else when it scores within :data:`WIDE_TIE`
-and adds what the question asks for (a term, a list); one holding every question term
+and adds what the question asks for (a term, a list; to "which ... are" after prose, the list
+within :data:`WIDE_TIE` comes first); one holding every question term
 may follow below :data:`MIN_SIMILARITY`. No second one when the first defines what "what is X"
 asks about (to "what is X and what is Y", the best passage defining Y follows the one
 defining X). After a second one, a third when it scores within :data:`THIRD_TIE` of the
@@ -34,8 +35,8 @@ from asgiref.sync import sync_to_async
 from domains import embeddings
 from domains.retrieval import neighbour_chunks
 
-from .candidates import (READ_CHARS, Chunk, Passage, candidates, evidence, extend, following, lean_back, overlap,
-                         resumes, trails_lead_in, units_of, with_list)
+from .candidates import (READ_CHARS, Chunk, Passage, candidates, evidence, extend, following, headings_of, lean_back,
+                         overlap, resumes, trails_lead_in, units_of, with_list)
 from .shapes import bonus, counted, counts, defined, enumerates, instructs, shapes, subjects
 from .text import matches, terms
 
@@ -55,8 +56,11 @@ INSTRUCTION_UNDER_TASK = 0.05
 # Embedding is the answer's main cost (about 60 ms per passage at machine load 13, 10 ms
 # idle): only the best PREFILTER by the cheap score (lexical + retrieval + shape) are
 # embedded, each cut to EMBED_CHARS (heading chain first: it carries the topic), through
-# the vector cache (a popular chunk's passages are embedded once per process).
-PREFILTER = 10
+# the vector cache (a popular chunk's passages are embedded once per process). 12, not 10:
+# with an item's lead-in as its heading, the first brew's step ranked 11th by the cheap
+# score (first / second sets 114 / 59 -> 115 / 59, `kinds`, 2026-12-07); 16 or 20 gained
+# nothing before.
+PREFILTER = 12
 EMBED_CHARS = 320
 # Passages longer than this lose LENGTH_PENALTY per further LENGTH_STEP characters.
 LENGTH_FREE = 450
@@ -155,7 +159,8 @@ class Composer:
                 if counts(self.shapes, passage.kind, passage.text):
                     # a list of three items is "the three rules" the question counts, rarely in those words
                     passage.found |= self.counted
-                in_heading = heading_terms - passage.found
+                headed = heading_terms | matches(self.wanted, passage.lead) if passage.lead else heading_terms
+                in_heading = headed - passage.found
                 passage.lexical = (sum(idf[t] for t in passage.found) + HEADING_WEIGHT * sum(idf[t] for t in in_heading)) / total
                 passage.cheap = (
                     LEXICAL_WEIGHT * passage.lexical + RETRIEVAL_WEIGHT * chunk.score
@@ -174,7 +179,7 @@ class Composer:
         if not offered:
             return []
         kept = offered[:PREFILTER]
-        texts = [f"{p.chunk.headings}\n{evidence(p)}"[:EMBED_CHARS] for p in kept]
+        texts = [embedded(p) for p in kept]
         cosines = embeddings.embed_cached(texts) @ self.query_vector
         for passage, cosine in zip(kept, cosines):
             passage.cosine = float(cosine)
@@ -234,17 +239,22 @@ class Composer:
 
     def _second(self, best: Passage, others: Sequence[Passage], idf: dict[str, float], total: float) -> Passage | None:
         """The passage quoted after ``best`` (of ``others``, best scored first), or None:
-        the near tie that adds most (:data:`SECOND_ADDS`); without one, the best scored
+        to "which ... are" after prose, the list or table within :data:`WIDE_TIE` that adds
+        most (:meth:`fits_better`: a near tie or a passage adding terms would displace the
+        list asked for); else the near tie that adds most (:data:`SECOND_ADDS`); without one, the best scored
         passage that adds at least :data:`SECOND_NEW_TERMS` of the question's idf mass
         and scores within :data:`SECOND_MARGIN` + that share of ``best``; without one,
         the runner-up within :data:`WIDE_TIE` that adds most; any of them only when both
         fit in :data:`SECOND_CHARS`, and only at :data:`MIN_SIMILARITY` or above unless
         it holds every question term (:meth:`holds_all`)."""
-        ties, adding, wide = [], [], []
+        ties, adding, wide, listed = [], [], [], []
         for other in others:
             if not self._may_follow([best], other):
                 continue
             new_share = sum(idf[t] for t in other.found - best.found) / total
+            if other.score >= best.score - WIDE_TIE and self.fits_better(other, best):
+                # "which ... are" answered by prose: the list it asks for follows first
+                listed.append((SECOND_ADDS * new_share + other.score, other))
             if other.score >= best.score - NEAR_TIE:
                 ties.append((SECOND_ADDS * new_share + other.score, other))
             # What it adds buys it room: the second part of "X and Y?" scores lower.
@@ -252,7 +262,7 @@ class Composer:
                 adding.append((other.score, other))
             elif other.score >= best.score - WIDE_TIE and (new_share > 0 or self.fits_better(other, best)):
                 wide.append((SECOND_ADDS * new_share + other.score, other))
-        for found in (ties, adding, wide):
+        for found in (listed, ties, adding, wide):
             if found:
                 return max(found, key=lambda pair: pair[0])[1]
         return None
@@ -297,7 +307,7 @@ class Composer:
     def holds_all(self, passage: Passage) -> bool:
         """Whether ``passage`` holds every question term, in its text or its chunk's
         headings (False for a question without terms)."""
-        return bool(self.wanted) and self.wanted <= passage.found | matches(self.wanted, passage.chunk.headings)
+        return bool(self.wanted) and self.wanted <= passage.found | matches(self.wanted, headings_of(passage))
 
     def follow(self, nexts: dict[int, tuple[int, str]]) -> None:
         """Give each chunk ending in a lead-in (a colon, a dangling word) the block opening
@@ -357,6 +367,13 @@ class Composer:
                 run, quoted = [], []
             else:
                 yield passage.text
+
+
+def embedded(passage: Passage) -> str:
+    """The text of ``passage`` whose cosine to the question is its dense evidence: its
+    heading chain (an item's list's lead-in too, :func:`.candidates.headings_of`), then its
+    evidence text, cut to :data:`EMBED_CHARS`."""
+    return f"{headings_of(passage)}\n{evidence(passage)}"[:EMBED_CHARS]
 
 
 def in_reading_order(chosen: Sequence[Passage]) -> list[Passage]:
