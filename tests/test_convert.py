@@ -378,3 +378,22 @@ def test_rst_card_label_is_a_heading_and_options_stay_out_of_it():
         (("Top",), "Aside"),
         (("Top",), "Plain."),
     ]
+
+
+def test_the_package_imports_no_converter_until_one_is_used():
+    """The source view's pdfium child (domains/sources.py) runs ingestion.convert.worker and
+    only draws pages: importing every converter (numpy, bs4, docling) made the first "Show in
+    source" after a server start wait 3-4 s on a busy machine."""
+    import subprocess
+    import sys
+
+    heavy = ("numpy", "bs4", "docling", "ingestion.convert.ocr", "ingestion.convert.markdown", "ingestion.convert.pdf")
+    probe = (f"import sys, ingestion.convert.worker; from ingestion.convert import convert_file; "
+             f"print([m for m in {heavy!r} if m in sys.modules])")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                            cwd=Path(__file__).resolve().parent.parent)
+    assert (loaded.stdout, loaded.stderr) == ("[]\n", "")
+    from ingestion.convert import OcrConfig  # still importable from the package, on first use
+    from ingestion.convert.ocr import OcrConfig as defined
+
+    assert OcrConfig is defined

@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .base import OCR_MODES, Block, ConversionError, ConvertedDocument
-from .html import convert_html
-from .markdown import convert_markdown
-from .ocr import OcrConfig
-from .plain import convert_plain
-from .rst import convert_rst
-from .text_input import read_text
 
+if TYPE_CHECKING:
+    from .ocr import OcrConfig
+
+# Extension -> "module:function", imported on first use: importing this package costs
+# nothing more than .base, so the pdfium child of the source view (domains/sources.py), which
+# only draws pages and reads text layers, starts in a fraction of a second instead of
+# importing every converter (3 s on a busy 2-core machine, the first "Show in source" waited).
 TEXT_CONVERTERS = {
-    ".md": convert_markdown,
-    ".markdown": convert_markdown,
-    ".myst": convert_markdown,
-    ".rst": convert_rst,
-    ".rest": convert_rst,
-    ".html": convert_html,
-    ".htm": convert_html,
-    ".txt": convert_plain,
-    ".text": convert_plain,
+    ".md": "markdown:convert_markdown",
+    ".markdown": "markdown:convert_markdown",
+    ".myst": "markdown:convert_markdown",
+    ".rst": "rst:convert_rst",
+    ".rest": "rst:convert_rst",
+    ".html": "html:convert_html",
+    ".htm": "html:convert_html",
+    ".txt": "plain:convert_plain",
+    ".text": "plain:convert_plain",
 }
 PDF_EXTENSIONS = frozenset({".pdf"})
 DOCX_EXTENSIONS = frozenset({".docx"})
@@ -58,10 +61,13 @@ def convert_file(
 
         document = convert_docx(path)
     elif suffix in TEXT_CONVERTERS:
-        converter = TEXT_CONVERTERS[suffix]
+        from .text_input import read_text
+
+        module, name = TEXT_CONVERTERS[suffix].split(":")
+        converter = getattr(import_module(f"{__name__}.{module}"), name)
         text = read_text(path)
         try:
-            document = convert_rst(text, str(path)) if converter is convert_rst else converter(text)
+            document = converter(text, str(path)) if module == "rst" else converter(text)
         except ConversionError as exc:  # the text converters see text, not the file: name it
             raise ConversionError(exc.reason, f"{path.name}: {exc}") from None
     else:
@@ -71,3 +77,12 @@ def convert_file(
     if not document.title:
         document.title = document.first_heading() or path.stem
     return document
+
+
+def __getattr__(name: str):
+    """``OcrConfig`` on first use (PEP 562): it imports numpy, which only OCR needs."""
+    if name == "OcrConfig":
+        from .ocr import OcrConfig
+
+        return OcrConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
