@@ -8,7 +8,8 @@ its search text, its vector, the numbered sources with their chunks); ``replay``
 composes the answer again from those inputs with the code as it is now and scores it
 the way the bench does (evidence in answer: ``chat.scoring.metrics.coverage`` >= 0.8).
 Changes to passage choice are measured in seconds, without retrieval's noise. Both
-report file cited too (the answer cites a source of the question's file in its domain).
+report file cited too (the answer cites a source of the question's file in its domain),
+and how many how-to answers open with an instruction (code, numbered steps, an imperative).
 ``--k`` asks how a wider or narrower candidate pool would answer: ``record --k N``
 retrieves each domain's N best chunks without the reference budget, ``replay --k M``
 keeps each domain's M best of them (by score) and numbers the sources again.
@@ -157,7 +158,9 @@ def narrowed(sources: list, k: int | None) -> list:
     return out
 
 
-def compose(inputs: dict) -> str:
+def compose(inputs: dict, chosen: list | None = None) -> str:
+    """The answer to the recorded ``inputs``; ``chosen``, when given, receives the
+    passages it quotes (in answer order)."""
     import asyncio
 
     from chat.backends.extractive import biblio
@@ -167,11 +170,29 @@ def compose(inputs: dict) -> str:
     if reference is not None:
         return f"{reference[1]} [{reference[0]}]"
 
+    class Recording(Composer):
+        def choose(self):
+            passages = super().choose()
+            if chosen is not None:
+                chosen.extend(passages)
+            return passages
+
     async def run() -> str:
-        composer = Composer(inputs["vector"], inputs["sources"], inputs["question"], inputs["search_text"])
+        composer = Recording(inputs["vector"], inputs["sources"], inputs["question"], inputs["search_text"])
         return "".join([piece async for piece in composer.pieces(_cite)])
 
     return asyncio.run(run())
+
+
+def leads_with_instruction(question: str, chosen: list) -> bool | None:
+    """Whether the answer to a how-to question opens with an instruction (a code block,
+    numbered steps, an imperative sentence: :func:`~chat.backends.extractive.shapes.instructs`);
+    None for a question of another shape."""
+    from chat.backends.extractive.shapes import instructs, shapes
+
+    if "howto" not in shapes(question):
+        return None
+    return bool(chosen) and instructs(chosen[0].kind, chosen[0].text)
 
 
 def explain(inputs: dict, evidence: str) -> None:
@@ -230,23 +251,26 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "", k: int | No
         domain = row["set"].rsplit("-", 1)[0] if row["set"][-1:].isdigit() else row["set"]
         if inputs:
             inputs = dict(inputs, sources=narrowed(inputs["sources"], k))
-            text = compose(inputs)
+            chosen: list = []
+            text = compose(inputs, chosen)
+            lead = leads_with_instruction(inputs["question"], chosen)
             numbers = {int(n) for n in re.findall(r"\[(\d+)\]", text)}
             cited = any(s.number in numbers and s.domain == domain and s.file_name == row["file"]
                         for s in inputs["sources"])
             pool = max((coverage(row["evidence"], "\n".join(c.text for c in s.chunks)) for s in inputs["sources"]),
                        default=0.0)
         else:
-            text, cited, pool = row["answer"], False, 0.0
+            text, cited, pool, lead = row["answer"], False, 0.0, None
         got = coverage(row["evidence"], strip_citations(text)) >= EVIDENCE_COVERAGE
         in_refs = pool >= EVIDENCE_COVERAGE if k else (row["references_coverage"] or 0) >= EVIDENCE_COVERAGE
-        totals.setdefault(row["set"], []).append((got, in_refs, len(text), cited))
+        totals.setdefault(row["set"], []).append((got, in_refs, len(text), cited, lead))
         if only:
             print(f"{'ok' if got else 'MISS'} {inputs['question']}\n   answer: " + text.replace("\n", " | "))
             explain(inputs, row["evidence"])
         elif verbosity >= 2 or (misses and in_refs and not got):
             mark = "ok  " if got else ("MISS" if in_refs else "miss")
-            print(f"{mark} {row['set']}: {inputs['question'] if inputs else '(no answer call)'}")
+            how = {True: " [how-to: instruction first]", False: " [how-to: no instruction first]"}.get(lead, "")
+            print(f"{mark} {row['set']}: {inputs['question'] if inputs else '(no answer call)'}{how}")
             if not got and (verbosity >= 3 or misses):
                 print("   evidence: " + row["evidence"].replace("\n", " ")[:300])
                 print("   answer:   " + text.replace("\n", " ")[:500])
@@ -260,10 +284,12 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "", k: int | No
     groups = {name: rows for name, rows in groups.items() if rows}
     where = "in the chunks given" if k else "in references"
     for name, rows in [*totals.items(), *groups.items(), ("all", [t for rows in groups.values() for t in rows])]:
-        lengths = [n for _, _, n, _ in rows]
+        lengths = [r[2] for r in rows]
+        howto = [r[4] for r in rows if r[4] is not None]
         print(f"{name:12} evidence in answer {sum(r[0] for r in rows):3d} / {len(rows):3d}"
               f"  file cited {sum(r[3] for r in rows):3d}  ({where} {sum(r[1] for r in rows):3d})"
-              f"  median chars {statistics.median(lengths) if lengths else 0:.0f}")
+              f"  median chars {statistics.median(lengths) if lengths else 0:.0f}"
+              f"  how-to led by an instruction {sum(howto):2d} / {len(howto):2d}")
 
 
 def main() -> None:

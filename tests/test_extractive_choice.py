@@ -133,6 +133,43 @@ def test_an_instruction_under_a_section_titled_by_the_task_answers_how_to(questi
     assert under_task.cheap - elsewhere.cheap == pytest.approx(kind_of_section, abs=1e-12)
 
 
+RUN = ("This installs everything into `.venv` (pip shows its progress), starts the embedded PostgreSQL + pgvector "
+       "(`var/pgdata`), migrates, ingests this `docs/` folder as the demo domain `klea-docs` (`manage.py prepare`: "
+       "these steps in one process, one line per step with its time, each a no-op when up to date) and serves on "
+       "http://127.0.0.1:8000 (another port: `make run PORT=8001`; stop the server with Ctrl+C and the database "
+       "with `make stop-db`; `make clean-db` deletes the database).")
+EXISTING = "```sh\nexport DATABASE_URL=postgres://klea:secret@db.example.org:5432/klea\n.venv/bin/python manage.py migrate\n```"
+
+
+def test_how_to_is_answered_by_the_instruction_under_the_task_first():
+    # The description shares more words with the question (klea, postgresql, server) and
+    # scores best; the commands under the section the question names come first.
+    question = "How do I point Klea at my own PostgreSQL server?"
+    sources = [source(1, RUN, ["Getting started", "Run it"], score=0.95, file_name="getting-started.md"),
+               source(2, EXISTING, ["Configuration", "An existing PostgreSQL"], score=0.4, file_name="configuration.md")]
+    assert answer(question, *sources) == f"{EXISTING}\n\n[2]\n\n{RUN} [1]"
+    composer = Composer(embeddings.embed_query(question), sources, question)
+    offered = composer.offered(composer._idf())
+    description, instruction = (next(p for p in offered if p.chunk.number == n) for n in (1, 2))
+    assert composer.instruction_first([description, instruction]) == [instruction, description]
+    assert composer.instruction_first([instruction, description]) == [instruction, description]
+    # Not a how-to question: the best passage stays first.
+    other = Composer(embeddings.embed_query("Which PostgreSQL server does Klea use?"), sources,
+                     "Which PostgreSQL server does Klea use?")
+    assert other.instruction_first([description, instruction]) == [description, instruction]
+
+
+def test_an_instruction_elsewhere_does_not_lead_a_how_to_answer():
+    # Commands under a section the question does not name ("Examples") are no reason to reorder.
+    question = "How do I point Klea at my own PostgreSQL server?"
+    sources = [source(1, RUN, ["Getting started", "Run it"], score=0.95),
+               source(2, EXISTING, ["Configuration", "Examples"], score=0.4)]
+    composer = Composer(embeddings.embed_query(question), sources, question)
+    offered = composer.offered(composer._idf())
+    description, instruction = (next(p for p in offered if p.chunk.number == n) for n in (1, 2))
+    assert composer.instruction_first([description, instruction]) == [description, instruction]
+
+
 DOMAIN_KEYS = (
     "- A store listed under both `vector_stores` and `bm25_stores` is searched both ways.\n"
     "- `value_type` is one of `string`, `int`, `float`, `list`; field names are identifiers.\n"

@@ -16,7 +16,9 @@ within :data:`WIDE_TIE` comes first); one holding every question term
 may follow below :data:`MIN_SIMILARITY`. No second one when the first defines what "what is X"
 asks about (to "what is X and what is Y", the best passage defining Y follows the one
 defining X). After a second one, a third when it scores within :data:`THIRD_TIE` of the
-first; passages of one chunk are quoted together, in their order there. When no
+first; passages of one chunk are quoted together, in their order there; to "how do I", an
+instruction chosen under the section the question names is quoted first (unless it shares
+the best passage's chunk). When no
 passage reaches :data:`MIN_SIMILARITY` and none holds every question term, nothing is said
 (the caller says that no source answers). Every passage is verbatim source text cited by its source's marker, placed
 where it reads as part of the passage (:func:`with_marker`); a passage of another source
@@ -150,8 +152,7 @@ class Composer:
         offered: list[Passage] = []
         for chunk in self.chunks:
             heading_terms = matches(self.wanted, chunk.headings)
-            # "How do I X?": the section titled by the task holds its instructions
-            task_section = "howto" in self.shapes and bool(matches(self.wanted, chunk.section))
+            task_section = self.task_section(chunk)
             for passage in candidates(chunk, self.wanted, "name" in self.shapes):
                 if passage.kind == "item" and "listing" in self.shapes and not enumerates(passage.text):
                     continue  # "which ... are" asks for the whole list, never a few of its items (one listing some is one)
@@ -211,7 +212,26 @@ class Composer:
             if third is not None:
                 chosen.append(lean_back(third))
         self.corroborate(chosen, kept)
-        return in_reading_order(chosen)
+        return in_reading_order(self.instruction_first(chosen))
+
+    def task_section(self, chunk: Chunk) -> bool:
+        """Whether ``chunk`` lies in the section a how-to question names ("How do I X?": a
+        question term in its last heading, as "An existing PostgreSQL"): the section titled
+        by the task holds its instructions."""
+        return "howto" in self.shapes and bool(matches(self.wanted, chunk.section))
+
+    def instruction_first(self, chosen: list[Passage]) -> list[Passage]:
+        """``chosen`` with, to a how-to question, the first instruction (:func:`.shapes.instructs`)
+        under the section the question names (:meth:`task_section`) moved first when the best
+        passage is no instruction: the two scored alike (a passage follows the best only
+        when it scores near it), and a description merely sharing the question's words
+        ("This installs everything ... starts the embedded PostgreSQL") is not what a user
+        asking how wants to read first. Otherwise ``chosen`` unchanged. (Passages of one
+        chunk are then still read in their order there: :func:`in_reading_order`.)"""
+        if not chosen or instructs(chosen[0].kind, chosen[0].text):
+            return chosen
+        first = next((p for p in chosen[1:] if self.task_section(p.chunk) and instructs(p.kind, p.text)), None)
+        return chosen if first is None else [first, *(p for p in chosen if p is not first)]
 
     def corroborate(self, chosen: Sequence[Passage], kept: Sequence[Passage]) -> None:
         """Set each chosen passage's ``also``: a passage of ``kept`` from a file none of
