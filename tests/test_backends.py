@@ -205,6 +205,18 @@ def test_extractive_sentences_do_not_end_at_abbreviations():
     ]
 
 
+def test_extractive_sentences_do_not_end_at_a_name_initial():
+    text = ("Peter W. Shor and Nancy A. Lynch (J. W. Van Orden too) wrote it. See panel A. It shows the rate.\n"
+            "Peter W.\nA line break ends it.")
+    assert split_sentences(text, min_chars=1) == [
+        "Peter W. Shor and Nancy A. Lynch (J. W. Van Orden too) wrote it.",
+        "See panel A.",  # after a word in lower case a capital letter is no initial
+        "It shows the rate.",
+        "Peter W.",
+        "A line break ends it.",
+    ]
+
+
 def test_extractive_sentences_keep_their_closing_quotes_and_quoted_questions():
     text = ('The trial asked "Who wrote it?" Then it asked again. So "In what year was the paper published?" '
             "reaches the papers domain (as the docs say.) The end follows here.")

@@ -2,8 +2,8 @@
 tie, the runner-up that adds the question terms the best one lacks (within a wider
 window, or below the similarity floor when it holds every term), a third passage, two
 subjects each with its own entry; passages of one chunk read in their order, a
-passage repeated in another file quoted once, and another file stating the same cited
-beside the quoted passage."""
+passage repeated in another file, or restated in nearly the same words, quoted once, and
+another file stating the same cited beside the quoted passage."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 from chat.backends.extractive.candidates import Chunk, Passage
 from chat.backends.extractive.passages import (MIN_SIMILARITY, NEAR_TIE, SECOND_CHARS, THIRD_TIE, WIDE_TIE, Composer,
-                                               in_reading_order)
+                                               in_reading_order, restates)
 from domains import embeddings
 
 from .extractive_helpers import answer, answer_citing, source
@@ -127,6 +127,26 @@ def test_of_two_near_ties_the_one_adding_what_the_best_lacks_follows_it():
     # A runner-up that is no near tie does not displace one that is.
     adding.score = 1.16 - NEAR_TIE - 0.02
     assert composer._second(best, [tie, adding], idf, sum(idf.values())) is tie
+
+
+def test_a_sentence_restated_in_nearly_the_same_words_never_follows_itself():
+    # A paper's abstract sentence repeated in its introduction with a word changed: the
+    # restatement scores within NEAR_TIE of it, yet the next near tie follows.
+    question = "What does a level ancestor query ask for?"
+    composer = Composer(embeddings.embed_query(question), [], question)
+    abstract, intro = Chunk(1, 0, 0.96, "Level ancestors", []), Chunk(1, 1, 0.78, "1. Introduction", [])
+    idf = {"level": 1.0, "ancestor": 1.0, "query": 1.0, "ask": 2.0}
+    found = {"level", "ancestor", "query"}
+    best = _scored(abstract, 0, "The Level Ancestor Problem is to preprocess a given rooted tree T to support "
+                   "level ancestor queries.", 1.11, found)
+    restated = _scored(intro, 1, "The Level Ancestor Problem is thus to preprocess a given n-node rooted tree T "
+                       "to support level ancestor queries.", 1.07, found)
+    answering = _scored(abstract, 1, "A Level Ancestor Query LA(v; d) requests the depth d ancestor of node v.",
+                        1.04, found)
+    assert composer._second(best, [restated, answering], idf, sum(idf.values())) is answering
+    assert restates(best.text, restated.text) and not restates(best.text, answering.text)
+    assert not restates("The model is fitted to the data.", "The model is fitted to the data in three steps, "
+                        "each of which is described in its own section of this paper.")  # more than twice as long
 
 
 def test_without_a_near_tie_the_runner_up_within_the_wide_window_follows_when_it_adds():

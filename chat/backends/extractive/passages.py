@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
+from difflib import SequenceMatcher
 
 import numpy as np
 
@@ -105,6 +106,8 @@ THIRD_TIE = NEAR_TIE / 2
 # endorsed by the INCF, and is also an official COMBINE standard."); pairs at 0.75-0.8
 # were pointers to other pages and two workshops' themes.
 SAME_STATEMENT = 0.84
+# A passage whose words are this share of another's, in order, restates it (:func:`restates`).
+RESTATED = 0.8
 
 
 class Composer:
@@ -306,9 +309,10 @@ class Composer:
             return False
         if other.cosine < MIN_SIMILARITY and not self.holds_all(other):
             return False
-        # The same words twice (a passage repeated in another file) say nothing new.
+        # The same words twice (a passage repeated in another file, a paper's abstract sentence
+        # repeated in its introduction with a word changed) say nothing new.
         return not any(overlap(passage, other) or other.text in passage.text or passage.text in other.text
-                       for passage in chosen)
+                       or restates(passage.text, other.text) for passage in chosen)
 
     def grown(self, passage: Passage) -> Passage:
         """``passage`` with the question terms its whole text holds found: the sentence it
@@ -394,6 +398,18 @@ def embedded(passage: Passage) -> str:
     heading chain (an item's list's lead-in too, :func:`.candidates.headings_of`), then its
     evidence text, cut to :data:`EMBED_CHARS`."""
     return f"{headings_of(passage)}\n{evidence(passage)}"[:EMBED_CHARS]
+
+
+def restates(one: str, other: str) -> bool:
+    """Whether two passages say the same in nearly the same words: the shorter one's words
+    found in order in the longer one, at least :data:`RESTATED` of them ("The Level Ancestor
+    Problem is to preprocess a given rooted tree T ..." and "... is thus to preprocess a
+    given n-node rooted tree T ...")."""
+    a, b = sorted((one.lower().split(), other.lower().split()), key=len)
+    if not a or len(b) > 2 * len(a):
+        return False
+    same = sum(block.size for block in SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks())
+    return same >= RESTATED * len(a)
 
 
 def in_reading_order(chosen: Sequence[Passage]) -> list[Passage]:

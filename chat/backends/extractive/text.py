@@ -31,9 +31,32 @@ _SENTENCE = re.compile(
 )
 
 
+# Nor does a name's initial after a given name or an initial, or before an initial ("Peter W. Shor",
+# "(J. W. Van Orden": a byline was quoted as the sentence "Peter W."); read within the few
+# characters around.
+_INITIAL = re.compile(r"\b(?:[A-Z][a-z]+|[A-Z]\.)\s[A-Z]\.$")
+_NEXT_INITIAL = re.compile(r"[A-Z]\.\s")
+_INITIAL_SPAN = 40
+
+
+def _initial(text: str, start: int, match: re.Match) -> bool:
+    """Whether the sentence end ``match`` (from ``start``) follows a name's initial."""
+    if "\n" in match.group() or not re.match(r"[A-Z]\.$", text[max(start, match.start() - 2):match.start()]):
+        return False
+    return bool(_NEXT_INITIAL.match(text, match.end())
+                or _INITIAL.search(text, max(start, match.start() - _INITIAL_SPAN), match.start()))
+
+
 def split_sentences(text: str, min_chars: int = MIN_SENTENCE_CHARS) -> list[str]:
     """The sentences of ``text`` (a line break ends one too) of at least ``min_chars``."""
-    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) >= min_chars]
+    pieces, start = [], 0
+    for match in _SENTENCE.finditer(text):
+        if _initial(text, start, match):
+            continue
+        pieces.append(text[start:match.start()])
+        start = match.end()
+    pieces.append(text[start:])
+    return [s.strip() for s in pieces if len(s.strip()) >= min_chars]
 
 
 # The end of a sentence: its mark, then any closing quotes, brackets or emphasis.
