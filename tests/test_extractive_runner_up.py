@@ -110,6 +110,12 @@ def _scored(chunk, start, text, score, found):
     return passage
 
 
+def _composing(question, headings):
+    """A composer for ``question``, one chunk under ``headings`` and every question term at idf 1."""
+    composer = Composer(embeddings.embed_query(question), [], question)
+    return composer, Chunk(1, 0, 0.5, headings, []), dict.fromkeys(composer.wanted, 1.0)
+
+
 def test_of_two_near_ties_the_one_adding_what_the_best_lacks_follows_it():
     # Both runners-up score within NEAR_TIE of the best: the evidence cannot tell them
     # apart, but only the lower one holds "sdk", which the best passage lacks.
@@ -174,9 +180,7 @@ def test_without_a_near_tie_the_runner_up_within_the_wide_window_follows_when_it
 
 def test_to_which_are_a_list_within_the_wide_window_follows_prose_though_it_adds_no_term():
     question = "Which CF attributes are decoded as coordinates?"
-    composer = Composer(embeddings.embed_query(question), [], question)
-    chunk = Chunk(1, 0, 0.5, "CF conventions", [])
-    idf = dict.fromkeys(composer.wanted, 1.0)
+    composer, chunk, idf = _composing(question, "CF conventions")
     best = _scored(chunk, 0, "CF attributes are decoded as coordinates by xarray.", 1.0, composer.wanted)
     listed = _scored(chunk, 1, "A few are parsed:\n\n- `coordinates`\n- `bounds`", 1.0 - WIDE_TIE + 0.02, {"attribut"})
     listed.kind = "list"
@@ -190,9 +194,7 @@ def test_to_which_are_a_list_within_the_wide_window_follows_prose_though_it_adds
 
 def test_to_which_are_the_list_after_prose_goes_before_a_near_tie_or_a_passage_adding_terms():
     question = "Which CF attributes are decoded as coordinates?"
-    composer = Composer(embeddings.embed_query(question), [], question)
-    chunk = Chunk(1, 0, 0.5, "CF conventions", [])
-    idf = dict.fromkeys(composer.wanted, 1.0)
+    composer, chunk, idf = _composing(question, "CF conventions")
     best = _scored(chunk, 0, "The `coordinates` attribute lists coordinate variables.", 1.0,
                    {"attribut", "coordinat"})
     # prose pointing back at the list, a near tie; prose adding "decod" (half the question)
@@ -230,9 +232,7 @@ def test_a_runner_up_holding_every_question_term_follows_below_the_similarity_fl
 
 def test_a_third_passage_follows_when_it_scores_within_the_third_tie_of_the_best():
     question = "When concat makes a new dimension, where is it placed?"
-    composer = Composer(embeddings.embed_query(question), [], question)
-    chunk = Chunk(1, 0, 0.5, "Combining data > Concatenate", [])
-    idf = dict.fromkeys(composer.wanted, 1.0)
+    composer, chunk, idf = _composing(question, "Combining data > Concatenate")
     best = _scored(chunk, 0, "concat can create a new dimension by stacking arrays.", 0.77, {"concat", "new", "dimension"})
     second = _scored(chunk, 1, "The second argument to concat labels the new dimension.", 0.76, {"concat", "new"})
     placed = _scored(chunk, 2, "A new dimension name is always inserted as the first dimension.", 0.77 - THIRD_TIE + 0.01,
