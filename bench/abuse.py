@@ -189,7 +189,8 @@ def hostile_text_cases() -> list[dict]:
     """The bibliographic patterns on the inputs of the review, and the question path's
     (follow-up detection, passage choice) on long runs (in this process)."""
     from chat.backends.extractive.candidates import units_of
-    from chat.backends.extractive.shapes import enumerates, of_measure, shapes
+    from chat.backends.extractive.fits import enumerates, of_measure
+    from chat.backends.extractive.shapes import shapes
     from chat.pipeline.follow_up import is_follow_up
     from domains.retrieval.acronyms import expansion
     from domains.retrieval.definitions import defines_subject

@@ -186,9 +186,10 @@ def compose(inputs: dict, chosen: list | None = None) -> str:
 
 def leads_with_instruction(question: str, chosen: list) -> bool | None:
     """Whether the answer to a how-to question opens with an instruction (a code block,
-    numbered steps, an imperative sentence: :func:`~chat.backends.extractive.shapes.instructs`);
+    numbered steps, an imperative sentence: :func:`~chat.backends.extractive.fits.instructs`);
     None for a question of another shape."""
-    from chat.backends.extractive.shapes import instructs, shapes
+    from chat.backends.extractive.fits import instructs
+    from chat.backends.extractive.shapes import shapes
 
     if "howto" not in shapes(question):
         return None

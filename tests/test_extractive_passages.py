@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from chat.backends.extractive.shapes import INLINE_FOR_HOWTO, IMPERATIVE_FOR_HOWTO, bonus, defines, shapes
+from chat.backends.extractive.fits import INLINE_FOR_HOWTO, IMPERATIVE_FOR_HOWTO, bonus, defines
+from chat.backends.extractive.shapes import shapes
 from chat.backends.extractive.text import body_text, is_definition_list, list_items, looks_like_front_matter, segment
 from ingestion.chunk.chunker import chunk_blocks
 from ingestion.convert.markdown import convert_markdown
@@ -191,7 +192,7 @@ def test_a_papers_body_text_leaves_out_its_front_matter_and_reference_entries():
 
 
 def test_a_list_written_as_prose_fits_a_listing_question():
-    from chat.backends.extractive.shapes import LIST_FOR_LISTING, bonus
+    from chat.backends.extractive.fits import LIST_FOR_LISTING, bonus
 
     listing = frozenset({"listing"})
     assert bonus(listing, "prose", "Xarray needs numpy, pandas and packaging at run time.", False) == LIST_FOR_LISTING

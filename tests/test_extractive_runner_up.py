@@ -10,8 +10,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from chat.backends.extractive.candidates import Chunk, Passage
-from chat.backends.extractive.passages import (MIN_SIMILARITY, NEAR_TIE, SECOND_CHARS, THIRD_TIE, WIDE_TIE, Composer,
-                                               in_reading_order, restates)
+from chat.backends.extractive.followers import MIN_SIMILARITY, NEAR_TIE, SECOND_CHARS, THIRD_TIE, WIDE_TIE, restates
+from chat.backends.extractive.passages import Composer, in_reading_order
 from domains import embeddings
 
 from .extractive_helpers import answer, answer_citing, source

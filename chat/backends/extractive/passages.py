@@ -7,19 +7,14 @@ the passage, terms in the chunk's headings counting :data:`HEADING_WEIGHT`; a co
 block's string literals are not evidence: code quoting the question does not answer it), then the
 best :data:`PREFILTER` by dense evidence (cosine similarity of the question to the
 heading chain + passage, the way chunks are embedded), the chunk's retrieval score and
-the question's shape (:mod:`.shapes`). The best passage is the answer; a second one
-when it scores within :data:`NEAR_TIE` of the first (the evidence cannot tell them apart;
-of several, the one adding most of the question terms the first lacks), or else when it
-adds such terms and scores nearly as well, or else when it scores within :data:`WIDE_TIE`
-and adds what the question asks for (a term, a list; to "which ... are" after prose, the list
-within :data:`WIDE_TIE` comes first); one holding every question term
-may follow below :data:`MIN_SIMILARITY`. No second one when the first defines what "what is X"
+the question's shape (:mod:`.shapes`, :mod:`.fits`). The best passage is the answer,
+reaching as far as :mod:`.reach` lets it; the passages following it are chosen by
+:mod:`.followers`. No second one when the first defines what "what is X"
 asks about (to "what is X and what is Y", the best passage defining Y follows the one
-defining X). After a second one, a third when it scores within :data:`THIRD_TIE` of the
-first; passages of one chunk are quoted together, in their order there; to "how do I", an
+defining X). Passages of one chunk are quoted together, in their order there; to "how do I", an
 instruction chosen under the section the question names is quoted first (unless it shares
 the best passage's chunk). When no
-passage reaches :data:`MIN_SIMILARITY` and none holds every question term, nothing is said
+passage reaches :data:`.followers.MIN_SIMILARITY` and none holds every question term, nothing is said
 (the caller says that no source answers). Every passage is verbatim source text cited by its source's marker, placed
 where it reads as part of the passage (:func:`with_marker`); a passage of another source
 stating the same (:data:`SAME_STATEMENT`) is cited beside it, not quoted.
@@ -29,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from difflib import SequenceMatcher
 
 import numpy as np
 
@@ -38,16 +32,14 @@ from asgiref.sync import sync_to_async
 from domains import embeddings
 from domains.retrieval import neighbour_chunks
 
-from .candidates import (READ_CHARS, Chunk, Passage, candidates, evidence, extend, following, headings_of, lean_back,
-                         overlap, resumes, trails_lead_in, units_of, with_list)
-from .shapes import bonus, counted, counts, defined, enumerates, instructs, shapes, subjects
+from .candidates import (READ_CHARS, Chunk, Passage, candidates, evidence, following, headings_of, overlap, resumes,
+                         trails_lead_in, units_of)
+from .fits import bonus, counts, defined, enumerates, instructs
+from .followers import MIN_SIMILARITY, SECOND_CHARS, WIDE_TIE, Followers
+from .reach import extend, lean_back, with_list
+from .shapes import counted, shapes, subjects
 from .text import matches, terms
 
-# Cosine similarity (question vs. heading chain + passage) below which a passage does
-# not answer. Measured on the documentation corpora: answered questions' best passage
-# scores >= 0.38; the same questions asked of the wrong domain mostly score below 0.35.
-# Set low: declining an answerable question is worse than a weak answer.
-MIN_SIMILARITY = 0.35
 # Score = cosine + LEXICAL_WEIGHT x lexical share + RETRIEVAL_WEIGHT x chunk score + shape.
 LEXICAL_WEIGHT = 0.35
 RETRIEVAL_WEIGHT = 0.15
@@ -69,34 +61,6 @@ EMBED_CHARS = 320
 LENGTH_FREE = 450
 LENGTH_STEP = 300
 LENGTH_PENALTY = 0.03
-# A second passage must add at least SECOND_NEW_TERMS of the question's idf mass, score
-# within SECOND_MARGIN + that share of the first, and keep the answer within SECOND_CHARS.
-SECOND_MARGIN = 0.06
-SECOND_NEW_TERMS = 0.2
-SECOND_CHARS = 800
-# Measured on bench/questions (neuroml + klea-docs to choose, xarray + cooking to check):
-# the answering passage is the runner-up in about one miss in three, within 0.1 of the best.
-NEAR_TIE = 0.1
-# Of several near ties, the one quoted maximises its score + SECOND_ADDS x the share of
-# the question's idf mass it adds to the best passage: the runner-up that repeats the
-# best one's terms ("This page is Klea as an MCP client") loses to the one naming what
-# the question asks for ("... the official mcp Python SDK"). Near ties only: a wider
-# choice (every passage allowed to follow) gained 3 on the first sets and lost 2 on the
-# second (bench/passage_replay.py).
-SECOND_ADDS = 0.5
-# Without a near tie or a passage that adds, the runner-up within WIDE_TIE follows when it
-# adds what the question asks for (a question term the best lacks, or the list "which
-# ... are" asks for after prose; of several, the one adding most, as among near ties):
-# lexical + dense evidence rarely puts the answering passage further behind. Only after
-# the near ties: one window of 0.15 or 0.2 let a runner-up adding terms displace the
-# closer one that answered. Replayed (docs/benchmarks.md, `passage`, 2026-12-07): first /
-# second sets 108 / 56 -> 110 / 58 with the floor below, median answer 287 -> 306 chars.
-WIDE_TIE = 0.2
-# After a second passage, a third within THIRD_TIE of the best (the one adding most), all
-# three within SECOND_CHARS. Half the near tie: within 0.05 and within 0.1 gained the same
-# questions (first / second sets 110 / 58 -> 112 / 59), at +1 against +14 median characters
-# there and +14 against +58 on the held-out sets (`passage`, 2026-12-07).
-THIRD_TIE = NEAR_TIE / 2
 # A passage of another source whose text embeds within SAME_STATEMENT (cosine) of a quoted
 # passage's, holds the question terms it holds and scores within WIDE_TIE of it states the
 # same (a page and the settings table, a tool's page and the list of tools): it is cited
@@ -106,11 +70,9 @@ THIRD_TIE = NEAR_TIE / 2
 # endorsed by the INCF, and is also an official COMBINE standard."); pairs at 0.75-0.8
 # were pointers to other pages and two workshops' themes.
 SAME_STATEMENT = 0.84
-# A passage whose words are this share of another's, in order, restates it (:func:`restates`).
-RESTATED = 0.8
 
 
-class Composer:
+class Composer(Followers):
     """The answer to ``question`` from ``sources``: passages and their citations.
 
     :param query_vector: the question's embedding, shape (384,), L2-normalised.
@@ -224,7 +186,7 @@ class Composer:
         return "howto" in self.shapes and bool(matches(self.wanted, chunk.section))
 
     def instruction_first(self, chosen: list[Passage]) -> list[Passage]:
-        """``chosen`` with, to a how-to question, the first instruction (:func:`.shapes.instructs`)
+        """``chosen`` with, to a how-to question, the first instruction (:func:`.fits.instructs`)
         under the section the question names (:meth:`task_section`) moved first when the best
         passage is no instruction: the two scored alike (a passage follows the best only
         when it scores near it), and a description merely sharing the question's words
@@ -260,60 +222,6 @@ class Composer:
                 passage.also.append(other)
                 files.add(self.files.get(other.chunk.number))
 
-    def _second(self, best: Passage, others: Sequence[Passage], idf: dict[str, float], total: float) -> Passage | None:
-        """The passage quoted after ``best`` (of ``others``, best scored first), or None:
-        to "which ... are" after prose, the list or table within :data:`WIDE_TIE` that adds
-        most (:meth:`fits_better`: a near tie or a passage adding terms would displace the
-        list asked for); else the near tie that adds most (:data:`SECOND_ADDS`); without one, the best scored
-        passage that adds at least :data:`SECOND_NEW_TERMS` of the question's idf mass
-        and scores within :data:`SECOND_MARGIN` + that share of ``best``; without one,
-        the runner-up within :data:`WIDE_TIE` that adds most; any of them only when both
-        fit in :data:`SECOND_CHARS`, and only at :data:`MIN_SIMILARITY` or above unless
-        it holds every question term (:meth:`holds_all`)."""
-        ties, adding, wide, listed = [], [], [], []
-        for other in others:
-            if not self._may_follow([best], other):
-                continue
-            new_share = sum(idf[t] for t in other.found - best.found) / total
-            if other.score >= best.score - WIDE_TIE and self.fits_better(other, best):
-                # "which ... are" answered by prose: the list it asks for follows first
-                listed.append((SECOND_ADDS * new_share + other.score, other))
-            if other.score >= best.score - NEAR_TIE:
-                ties.append((SECOND_ADDS * new_share + other.score, other))
-            # What it adds buys it room: the second part of "X and Y?" scores lower.
-            elif new_share >= SECOND_NEW_TERMS and other.score >= best.score - SECOND_MARGIN - new_share:
-                adding.append((other.score, other))
-            elif other.score >= best.score - WIDE_TIE and (new_share > 0 or self.fits_better(other, best)):
-                wide.append((SECOND_ADDS * new_share + other.score, other))
-        for found in (listed, ties, adding, wide):
-            if found:
-                return max(found, key=lambda pair: pair[0])[1]
-        return None
-
-    def _third(self, chosen: Sequence[Passage], others: Sequence[Passage], idf: dict[str, float],
-               total: float) -> Passage | None:
-        """The passage quoted after the best one and its follower (``chosen``), or None:
-        of ``others``, the one scoring within :data:`THIRD_TIE` of the best that adds most
-        to what ``chosen`` holds (:data:`SECOND_ADDS`), all three within :data:`SECOND_CHARS`."""
-        found = set().union(*(passage.found for passage in chosen))
-        ties = [(SECOND_ADDS * sum(idf[t] for t in other.found - found) / total + other.score, other)
-                for other in others
-                if other.score >= chosen[0].score - THIRD_TIE and self._may_follow(chosen, other)]
-        return max(ties, key=lambda pair: pair[0])[1] if ties else None
-
-    def _may_follow(self, chosen: Sequence[Passage], other: Passage) -> bool:
-        """Whether ``other`` may be quoted after ``chosen``: all fit in :data:`SECOND_CHARS`,
-        it reaches :data:`MIN_SIMILARITY` or holds every question term, and it repeats
-        none of them."""
-        if sum(len(passage.text) for passage in chosen) + len(other.text) > SECOND_CHARS:
-            return False
-        if other.cosine < MIN_SIMILARITY and not self.holds_all(other):
-            return False
-        # The same words twice (a passage repeated in another file, a paper's abstract sentence
-        # repeated in its introduction with a word changed) say nothing new.
-        return not any(overlap(passage, other) or other.text in passage.text or passage.text in other.text
-                       or restates(passage.text, other.text) for passage in chosen)
-
     def grown(self, passage: Passage) -> Passage:
         """``passage`` with the question terms its whole text holds found: the sentence it
         leans back to or the list it leads into counts as said when the next passage is
@@ -321,17 +229,6 @@ class Composer:
         `make stop-db`" already says "database")."""
         passage.found = passage.found | matches(self.wanted, evidence(passage))
         return passage
-
-    def fits_better(self, passage: Passage, than: Passage) -> bool:
-        """Whether ``passage`` is the whole list or table a "which ... are" question asks
-        for and ``than`` is not."""
-        blocks = ("list", "table", "rows")
-        return "listing" in self.shapes and passage.kind in blocks and than.kind not in blocks
-
-    def holds_all(self, passage: Passage) -> bool:
-        """Whether ``passage`` holds every question term, in its text or its chunk's
-        headings (False for a question without terms)."""
-        return bool(self.wanted) and self.wanted <= passage.found | matches(self.wanted, headings_of(passage))
 
     def follow(self, nexts: dict[int, tuple[int, str]]) -> None:
         """Give each chunk ending in a lead-in (a colon, a dangling word) the block opening
@@ -398,18 +295,6 @@ def embedded(passage: Passage) -> str:
     heading chain (an item's list's lead-in too, :func:`.candidates.headings_of`), then its
     evidence text, cut to :data:`EMBED_CHARS`."""
     return f"{headings_of(passage)}\n{evidence(passage)}"[:EMBED_CHARS]
-
-
-def restates(one: str, other: str) -> bool:
-    """Whether two passages say the same in nearly the same words: the shorter one's words
-    found in order in the longer one, at least :data:`RESTATED` of them ("The Level Ancestor
-    Problem is to preprocess a given rooted tree T ..." and "... is thus to preprocess a
-    given n-node rooted tree T ...")."""
-    a, b = sorted((one.lower().split(), other.lower().split()), key=len)
-    if not a or len(b) > 2 * len(a):
-        return False
-    same = sum(block.size for block in SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks())
-    return same >= RESTATED * len(a)
 
 
 def in_reading_order(chosen: Sequence[Passage]) -> list[Passage]:

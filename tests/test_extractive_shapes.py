@@ -1,0 +1,212 @@
+"""The shape of a question (:mod:`chat.backends.extractive.shapes`: a year, a number of a
+measure, a list, a name written in code, an acronym spelled out ...), how well a passage's
+form fits it (:mod:`chat.backends.extractive.fits`), and which words of a passage match
+the question's terms. Which passages are then chosen: test_extractive_choice.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat.backends.extractive.fits import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_WHY, CODE_OTHERWISE,
+                                           MEASURE_FOR_HOW_MANY, NUMBER_FOR_HOW_MANY, POINTING_BACK,
+                                           SPELLED_OUT_FOR_ACRONYM, bonus, enumerates, field, of_measure)
+from chat.backends.extractive.shapes import shapes
+from chat.backends.extractive.text import matches, terms
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Grouping by season uses the seasons DJF, MAM, JJA and SON.", True),
+    ("Formats: Markdown (`.md`, `.myst`), HTML (`.html`) and PDF (`.pdf`; scanned pages through OCR).", True),
+    ("A PDF of more than 2,000 pages (the page budget) fails at once; a slow one is stopped.", False),
+    ("- `value_type` is one of `string`, `int`, `float`, `list`; field names are identifiers.", True),
+    ("One of the two files, the larger, is read first.", False),
+    # an item starts where a word does: from each letter of "a.a.a..." the item ran to the run's end
+    ("a." * 100_000 + ", b and c", True),
+    ("+" + "a." * 100_000 + ", b and c", True),
+    ("+.-, b and c", False),
+    ("a." * 100_000, False),
+])
+def test_a_list_written_as_prose(text, expected):
+    assert enumerates(text) is expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Whilst the features above allow many array libraries to be used with xarray, a package helps.", POINTING_BACK),
+    ("Once you have these programming languages installed, install pyNeuroML.", POINTING_BACK),
+    ("Xarray wraps array libraries that follow the Array API standard.", 0.0),
+])
+def test_a_sentence_pointing_back_at_what_it_speaks_of_lists_nothing(text, expected):
+    assert bonus(shapes("Which array libraries can xarray wrap?"), "prose", text, False) == expected
+
+
+@pytest.mark.parametrize("kind, text, expected", [
+    ("code", '```\nseries = pd.Series({"mean": float(arr.mean())})\n```', CODE_OTHERWISE + CODE_FOR_WHY),
+    ("code", "Because a `DataArray` keeps its coordinates, convert it:\n\n```\nfloat(arr.mean())\n```",
+     CODE_OTHERWISE + CODE_FOR_WHY + CAUSE_FOR_WHY),
+    ("prose", "Aggregations return a `DataArray` because operations on one return another.", CAUSE_FOR_WHY),
+])
+def test_code_states_no_cause(kind, text, expected):
+    # "Why ...?" is answered by prose giving the cause; a code block only does what it does.
+    assert bonus(shapes("Why does mean on a DataArray not give a Python float?"), kind, text, False) == (
+        pytest.approx(expected, abs=1e-12))
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("When was the Neosim project completed?", {"year"}),
+    ("When does a PDF need OCR according to the pre-check?", set()),  # a condition, not a time
+    ("What happens when a query contains only stop words?", set()),
+    ("Which seasons does grouping by time.season use?", {"listing"}),
+    ("What aged cheeses are suggested for a carbonara?", {"listing"}),
+    ("Which setting selects the LLM backend?", set()),  # a singular noun and a verb
+    ("Which range of years can datetime64 represent?", set()),
+    ("What goes in a LEMS Simulation file?", {"listing"}),
+    ("What is in a zaatar spice mix?", {"listing"}),
+    ("What goes into the sauce at the end of cooking?", set()),  # a step, not the contents
+    ("What do I need installed before installing NeuroML?", {"listing"}),
+    ("What does a release of the tools require?", {"listing"}),
+    ("What is a LEMS file?", {"definition:lems file"}),
+    ("What is a domain and what is a store?", {"definition:domain", "definition:store"}),
+    ("What are domains and stores?", {"definition:domains", "definition:stores", "listing"}),
+    ("How strong is homemade kvass?", {"number", "measure:percent"}),
+    ("limoncello alcohol percentage", {"number", "measure:percent"}),  # terse: the measure named
+    ("What ratio of water to vinegar for pickled onions?", {"number"}),
+    ("How old is the NeuroML project?", {"number", "measure:time"}),
+    ("What time span can nanosecond datetimes cover?", {"number", "measure:time"}),  # a range of years, a quantity
+    ("How long should the dough rise?", {"number", "measure:time", "measure:length"}),
+    ("How many qubits did the experiment use?", {"number", "many:qubit"}),
+    ("How many read-only tools are there?", {"number", "many:read", "many:only", "many:tool"}),
+    ("At what temperature do I heat the milk?", {"number", "measure:temperature"}),
+    ("What range of ports may the server use?", {"number"}),
+    ("How do I strengthen the sauce?", {"howto"}),
+    ("Which cheese goes into fondue?", {"listing"}),  # what a dish holds, asked with a noun
+    ("What liquids go into the crêpe batter?", {"listing"}),
+    ("Which cheese goes into the sauce at the end?", set()),  # a step of the method
+    ("What does the acronym LEMS stand for?", {"acronym:LEMS"}),  # as written: the form is case-sensitive
+])
+def test_question_shapes(question, expected):
+    assert set(shapes(question)) == expected
+
+
+@pytest.mark.parametrize("text, fits", [
+    ("There are three Levels of compliance.", True),
+    ("The sugar should yield 1.0%-2.5% alcohol.", True),
+    ("Bake it for half an hour.", True),
+    ("No one knows the levels of compliance.", False),  # "one" is a pronoun here
+    ("A level can have at most one parent level.", True),  # ... and a quantity here
+    ("Keep it in the fridge for up to one week.", True),
+    ("Let it rest for one hour.", True),
+    ("The levels of compliance are described below.", False),
+])
+def test_a_number_in_digits_or_words_answers_how_many(text, fits):
+    value = bonus(shapes("How much compliance is there?"), "prose", text, False)
+    assert value == (NUMBER_FOR_HOW_MANY if fits else 0.0)
+
+
+@pytest.mark.parametrize("question, text, measured", [
+    ("How many levels of compliance are there?", "There are three Levels of compliance.", True),
+    ("How many levels of compliance are there?", "Any Level 1 or Level 2 file is valid.", False),  # numbers the levels
+    ("How many qubits did the experiment use?", "The largest circuits have 53 qubits and 20 cycles.", True),
+    ("How many qubits did the experiment use?", "We ran 20 cycles of the circuit.", False),
+    ("How many tools does the server offer?", "It serves three read-only tools to clients.", True),
+    ("How strong is homemade kvass?", "A week of fermentation should yield 1.0%-2.5% alcohol.", True),
+    ("How strong is homemade kvass?", "Use 2 litres of water for 300 g of bread.", False),
+    ("limoncello alcohol percentage", "The ABV should remain somewhere around 28-30%.", True),
+    ("limoncello alcohol percentage", "1. Pour the alcohol into a 1 liter mason jar", False),
+    ("What time span can nanosecond datetimes cover?", "About +/- 292 years centered around the epoch.", True),
+    ("What time span can nanosecond datetimes cover?", "As of version 0.11, cftime is used.", False),
+    ("How long should the dough rise?", "5. Let it rise for 2 hours.", True),
+    ("How long should the dough rise?", "3. Fold it twice and cover it.", False),  # the marker is no time
+    ("How large should my chunks be?", "Aim for at least one million elements per chunk.", True),
+    ("At what temperature do I heat the milk?", "Heat the milk to 85°C, stirring.", True),
+    ("At what temperature do I heat the milk?", "Heat 2 litres of milk, stirring.", False),
+])
+def test_a_number_of_the_measure_asked_for(question, text, measured):
+    assert of_measure(shapes(question), text) is measured
+
+
+def test_a_run_of_digits_is_no_quantity_and_is_read_in_linear_time():
+    # From inside "1111..." each start ran to its end (minutes on 200,000); bench/abuse.py times it.
+    question_shapes = shapes("How many qubits, how long and how large?")
+    assert of_measure(question_shapes, "1" * 200_000 + " x") is False
+    assert of_measure(question_shapes, "1" * 200_000 + " qubits") is True
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("The largest circuits have 53 qubits.", NUMBER_FOR_HOW_MANY + MEASURE_FOR_HOW_MANY),
+    ("We ran 20 cycles of the circuit.", NUMBER_FOR_HOW_MANY),
+    ("The qubits are arranged on a grid.", 0.0),
+])
+def test_a_number_of_the_measure_asked_for_fits_better_than_another_number(text, expected):
+    value = bonus(shapes("How many qubits did the experiment use?"), "prose", text, False)
+    assert value == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("kind, text, fits", [
+    ("prose", "NeuroML2 is built on the LEMS (Low Entropy Model Specification) language.", True),
+    ("item", "- LEMS: Low Entropy Model Specification", True),
+    ("prose", "For more information on LEMS, see Cannon et al. (2014).", False),  # uses it, does not spell it out
+    ("list", "- LEMS (Low Entropy Model Specification)\n- NeuroML", False),  # a whole list is not the point
+])
+def test_the_passage_spelling_out_the_acronym_asked_about_fits(kind, text, fits):
+    value = bonus(shapes("What does the acronym LEMS stand for?"), kind, text, False)
+    block = BLOCK_OTHERWISE if kind == "list" else 0.0
+    assert value == pytest.approx(block + (SPELLED_OUT_FOR_ACRONYM if fits else 0.0), abs=1e-12)
+
+
+@pytest.mark.parametrize("kind, text, fits", [
+    ("item", "4. Leave the pot to cool down to room temperature.", False),  # the marker numbers the step
+    ("item", "5. Let it ferment for 3-14 days.", True),
+    ("list", "1. Mix the flour and the water.\n2. Cover the bowl.", False),
+    ("list", "1. Mix the flour and the water.\n2. Let it rise for two hours.", True),
+])
+def test_a_numbered_steps_marker_is_no_number(kind, text, fits):
+    value = bonus(shapes("How much should the dough rise?"), kind, text, False)
+    block = BLOCK_OTHERWISE if kind == "list" else 0.0  # a whole list is rarely the point of "how long"
+    assert value == pytest.approx(block + (NUMBER_FOR_HOW_MANY if fits else 0.0), abs=1e-12)
+
+
+def test_words_of_any_script_are_question_terms_and_a_plural_matches_its_singular():
+    assert terms("Which cheese goes into a crêpe with Gruyère?") == {"chees", "goes", "crêp", "gruyèr"}
+    assert matches(terms("crêpe gruyère file"), "Cook the crêpes with Gruyère; see the files.") == {
+        "crêp", "gruyèr", "file"}
+    assert terms("store stores stored storing") == {"stor"}
+
+
+def test_the_parts_of_an_identifier_in_a_passage_match_question_terms():
+    # A settings row names "the LLM backend" only as KLEA_LLM_BACKEND; the question's own
+    # identifier stays one term (it is not counted three times).
+    assert matches(terms("Which setting selects the LLM backend?"),
+                   "| `KLEA_LLM_BACKEND` | `extractive` | which backend answers |") == {"llm", "backend"}
+    assert terms("What does extract_bibliography do?") == {"extract_bibliography"}
+
+
+def test_a_term_is_found_at_the_start_of_a_longer_word_a_short_one_only_before_a_digit():
+    assert matches({"add", "own", "pdf", "api", "izhikevich", "install"},
+                   "Set the contact address of the owner; izhikevich2007_network reads pdf2 after the installation.") == {
+        "izhikevich", "install", "pdf"}
+    # "How do I add my own PDFs?": the Crossref contact address holds neither "add" nor
+    # "own", so the settings row naming it is no candidate answer.
+    assert matches(terms("How do I add my own PDFs?"),
+                   "| `KLEA_INGEST_MAILTO` | empty | contact address for the Crossref polite pool |") == set()
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Date: March 3, 2019", "year"),
+    ("**Published**: 2019", "year"),
+    ("Authors: Quill editor developers", "name"),
+    ("Zarr V2 Format: Quill uses an attribute.", ""),  # a label, but of no field kind
+    ("The date was set in March: late, as always.", ""),  # prose, not a field
+])
+def test_the_kind_of_value_a_field_line_holds(text, expected):
+    assert field(text) == expected
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("Which pip extra installs every optional dependency?", {"code name"}),
+    ("What option turns the cache off?", {"code name"}),
+    ("Which argument of open_dataset controls decoding?", {"code name"}),
+    ("What function joins datasets?", {"code name"}),
+    ("Which options are there?", {"listing"}),  # what is there, not a name to type
+])
+def test_questions_asking_for_a_name_written_in_code(question, expected):
+    assert set(shapes(question)) == expected
