@@ -161,7 +161,8 @@ def test_which_x_are_is_answered_by_the_item_of_a_long_list_naming_them_all():
 def test_the_step_stating_the_percentage_answers_a_terse_percentage_question():
     # Every step of the method holds a number (1 liter, 20 days); only the last one is a
     # percentage, and it names neither "alcohol" nor "percentage": it is the answer, the
-    # first step (adding "alcohol") follows it as the runner-up, in the method's order.
+    # first step (adding "alcohol") follows it as the runner-up, and the second, scoring
+    # alike, as an item of the same list (test_extractive_runner_up.py), in the method's order.
     method = (
         "1. Pour the alcohol into a 1 liter mason jar and add the peel of the lemons\n"
         "2. Cover the jar and let the lemons infuse the alcohol for 20 days in a dark place\n"
@@ -170,6 +171,7 @@ def test_the_step_stating_the_percentage_answers_a_terse_percentage_question():
     )
     assert answer("limoncello alcohol percentage", source(1, method, ["Limoncello", "Directions"])) == (
         "1. Pour the alcohol into a 1 liter mason jar and add the peel of the lemons\n\n"
+        "2. Cover the jar and let the lemons infuse the alcohol for 20 days in a dark place\n\n"
         "4. Feel free to adjust the sugar to the sweetness you like, but the ABV should remain around 28-30% [1]"
     )
 
@@ -284,3 +286,21 @@ def test_a_long_list_after_a_paragraph_is_not_added_to_it():
     first = Passage(chunk, 0, 0, "prose", chunk.units[0].text)
     assert len(items) > SHORT_LIST
     assert with_list(first) is first
+
+
+UPGRADE = (
+    "Upgrading a deployment of several machines:\n\n"
+    "1. Stop the workers (queued tasks wait in the broker), then deploy the new code on every machine.\n"
+    "2. Run `manage.py migrate` once, from any one machine, while the web processes still serve the old code.\n"
+    "3. Run `manage.py prepare_models` on each machine, then start the web processes and the workers again.\n"
+    "4. Check the admin's status page on each machine: every worker reports the new version."
+)
+
+
+def test_the_first_step_asked_for_is_the_first_item_of_the_method():
+    # The steps share the method's words and score alike; "the first step" is the first
+    # item (without its place counting, steps 1, 2 and 4 were quoted together).
+    assert answer("What is the first step when upgrading a multi-machine deployment?",
+                  source(1, UPGRADE, ["Deployment", "Upgrading"])) == (
+        "1. Stop the workers (queued tasks wait in the broker), then deploy the new code on every machine. [1]"
+    )

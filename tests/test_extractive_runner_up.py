@@ -278,3 +278,47 @@ def test_what_the_sentence_leaned_back_to_says_is_not_added_again():
                   source(2, CANCELLATION, ["The question pipeline", "Calling it"], score=0.8)) == (
         f"{EMBEDDED_DATABASE} [1]"
     )
+
+
+DUTIES = (
+    "The Quill steering committee has the following responsibilities:\n\n"
+    "- To advise on the scientific focus of the Quill initiative and on the structure of its file format.\n"
+    "- To agree on the technical implementation of the core specifications, with the editors.\n"
+    "- To decide how the Quill initiative spends its funding and which workshops it holds.\n"
+    "- To promote Quill internationally, both the core specifications and the tools which support them."
+)
+
+
+def test_the_items_of_a_list_scoring_alike_are_all_quoted():
+    # Each duty is an item of its own (the list is long); they score alike, so every one
+    # follows, in the list's order (a second and a third passage only left the first out).
+    assert answer("What is the Quill steering committee responsible for?",
+                  source(1, DUTIES, ["Quill", "Steering committee"]),
+                  source(2, "The Quill editors maintain the documentation and work with the steering committee, who "
+                            "provide oversight.", ["Quill", "Editors"])) == (
+        "- To advise on the scientific focus of the Quill initiative and on the structure of its file format.\n\n"
+        "- To agree on the technical implementation of the core specifications, with the editors.\n\n"
+        "- To decide how the Quill initiative spends its funding and which workshops it holds.\n\n"
+        "- To promote Quill internationally, both the core specifications and the tools which support them. [1]"
+    )
+
+
+def _item(chunk, start, part, text, score):
+    passage = Passage(chunk, start, start, "item", text, part=part)
+    passage.score, passage.cosine, passage.found = score, 0.6, set()
+    return passage
+
+
+def test_siblings_are_the_items_of_a_chosen_items_list_within_the_near_tie():
+    composer, chunk, _ = _composing("What is the committee responsible for?", "Committee")
+    best = _scored(chunk, 0, "The editors work with the committee.", 1.0, {"committe"})
+    item = _item(chunk, 2, 0, "- To advise.", 0.99)
+    sibling = _item(chunk, 2, 1, "- To agree.", 1.0 - NEAR_TIE + 0.01)
+    behind = _item(chunk, 2, 2, "- To decide.", 1.0 - NEAR_TIE - 0.01)
+    other_list = _item(chunk, 5, 0, "- To promote.", 0.99)
+    assert composer._siblings([best, item], [sibling, behind, other_list]) == [sibling]
+    # Only within SECOND_CHARS for all of them.
+    sibling.text = "x" * (SECOND_CHARS - len(best.text) - len(item.text) + 1)
+    assert composer._siblings([best, item], [sibling]) == []
+    # No item chosen, no list to complete.
+    assert composer._siblings([best], [sibling, other_list]) == []

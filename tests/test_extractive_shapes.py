@@ -9,7 +9,8 @@ import pytest
 
 from chat.backends.extractive.fits import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_WHY, CODE_OTHERWISE,
                                            MEASURE_FOR_HOW_MANY, NUMBER_FOR_HOW_MANY, POINTING_BACK,
-                                           SPELLED_OUT_FOR_ACRONYM, bonus, enumerates, field, of_measure)
+                                           PLACE_FOR_POSITION, SPELLED_OUT_FOR_ACRONYM, bonus, enumerates, field, in_place,
+                                           of_measure)
 from chat.backends.extractive.shapes import shapes
 from chat.backends.extractive.text import matches, terms
 
@@ -82,6 +83,10 @@ def test_code_states_no_cause(kind, text, expected):
     ("What liquids go into the crêpe batter?", {"listing"}),
     ("Which cheese goes into the sauce at the end?", set()),  # a step of the method
     ("What does the acronym LEMS stand for?", {"acronym:LEMS"}),  # as written: the form is case-sensitive
+    ("What is the first step when upgrading a multi-machine deployment?", {"position:first"}),
+    ("I installed it; what is the first thing to do in MATLAB?", {"position:first"}),
+    ("Which is the final stage of brewing kombucha?", {"position:last"}),
+    ("Which article first introduced the concept of NeuroML?", set()),  # an adverb, no place in a method
 ])
 def test_question_shapes(question, expected):
     assert set(shapes(question)) == expected
@@ -210,3 +215,14 @@ def test_the_kind_of_value_a_field_line_holds(text, expected):
 ])
 def test_questions_asking_for_a_name_written_in_code(question, expected):
     assert set(shapes(question)) == expected
+
+
+@pytest.mark.parametrize("question, part, expected", [
+    ("What is the first step when upgrading?", 0, PLACE_FOR_POSITION),
+    ("What is the first step when upgrading?", 1, 0.0),
+    ("Which is the final stage of brewing?", 3, PLACE_FOR_POSITION),  # the last of four
+    ("Which is the final stage of brewing?", 0, 0.0),
+    ("How do I upgrade?", 0, 0.0),
+])
+def test_a_step_asked_for_by_its_place_fits_at_that_place(question, part, expected):
+    assert in_place(shapes(question), part, 4) == expected

@@ -131,6 +131,9 @@ FIELD_OTHERWISE = -0.15  # a date or name field asked for the other
 # Specification)") shares no word with the question but the acronym, which a passage
 # merely using it shares too; as for a definition, the form is what is asked for.
 SPELLED_OUT_FOR_ACRONYM = 0.35
+# "What is the first step ...?": the step at that place in its list. MiniLM scores the
+# steps of one method alike (they share its words), so the step's place decides.
+PLACE_FOR_POSITION = 0.12
 
 
 def field(text: str) -> str:
@@ -245,3 +248,12 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
         elif question_shapes & _FIELD_LABELS.keys():
             value += FIELD_OTHERWISE
     return value
+
+
+def in_place(question_shapes: frozenset[str], part: int, items: int) -> float:
+    """How well item ``part`` (0-based) of a list of ``items`` items fits a question asking
+    for a step by its place ("position:first" / "position:last"): :data:`PLACE_FOR_POSITION`
+    at that place, else 0.0."""
+    first = "position:first" in question_shapes and part == 0
+    last = "position:last" in question_shapes and part == items - 1 and items > 1
+    return PLACE_FOR_POSITION if first or last else 0.0

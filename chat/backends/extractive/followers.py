@@ -103,6 +103,19 @@ class Followers:
                 if other.score >= chosen[0].score - THIRD_TIE and self._may_follow(chosen, other)]
         return max(ties, key=lambda pair: pair[0])[1] if ties else None
 
+    def _siblings(self, chosen: Sequence[Passage], others: Sequence[Passage]) -> list[Passage]:
+        """The other items of a list one of ``chosen`` is an item of, scoring within
+        :data:`NEAR_TIE` of the best, best scored first while all fit in :data:`SECOND_CHARS`
+        ([] = none): the evidence cannot tell a list's items apart (the duties of a committee,
+        one to an item), so the answer quotes each of them, not the two that scored first."""
+        lists = [(p.chunk, p.start) for p in chosen if p.kind == "item"]
+        taken: list[Passage] = []
+        for other in others:
+            if (other.kind == "item" and any(other.chunk is chunk and other.start == start for chunk, start in lists)
+                    and other.score >= chosen[0].score - NEAR_TIE and self._may_follow([*chosen, *taken], other)):
+                taken.append(other)
+        return taken
+
     def _may_follow(self, chosen: Sequence[Passage], other: Passage) -> bool:
         """Whether ``other`` may be quoted after ``chosen``: all fit in :data:`SECOND_CHARS`,
         it reaches :data:`MIN_SIMILARITY` or holds every question term, and it repeats

@@ -34,11 +34,11 @@ from domains.retrieval import neighbour_chunks
 
 from .candidates import (READ_CHARS, Chunk, Passage, candidates, evidence, following, headings_of, overlap, resumes,
                          trails_lead_in, units_of)
-from .fits import bonus, counts, defined, enumerates, instructs
+from .fits import bonus, counts, defined, enumerates, in_place, instructs
 from .followers import MIN_SIMILARITY, SECOND_CHARS, WIDE_TIE, Followers
 from .reach import extend, lean_back, with_list
 from .shapes import counted, shapes, subjects
-from .text import matches, terms
+from .text import list_items, matches, terms
 
 # Score = cosine + LEXICAL_WEIGHT x lexical share + RETRIEVAL_WEIGHT x chunk score + shape.
 LEXICAL_WEIGHT = 0.35
@@ -132,6 +132,8 @@ class Composer(Followers):
                     LEXICAL_WEIGHT * passage.lexical + RETRIEVAL_WEIGHT * chunk.score
                     + bonus(self.shapes, passage.kind, passage.text, passage.opening)
                     + (INSTRUCTION_UNDER_TASK if task_section and instructs(passage.kind, passage.text) else 0.0)
+                    + (in_place(self.shapes, passage.part, len(list_items(chunk.units[passage.start].text)))
+                       if passage.kind == "item" else 0.0)
                 )
                 offered.append(passage)
         offered.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))
@@ -173,9 +175,9 @@ class Composer(Followers):
             second = self._second(best, kept[1:], idf, total)
         if second is not None:
             chosen.append(self.grown(lean_back(second)))
-            third = self._third(chosen, kept[1:], idf, total)
-            if third is not None:
-                chosen.append(lean_back(third))
+            siblings = self._siblings(chosen, kept[1:])
+            third = None if siblings else self._third(chosen, kept[1:], idf, total)
+            chosen.extend(siblings or ([lean_back(third)] if third is not None else []))
         self.corroborate(chosen, kept)
         return in_reading_order(self.instruction_first(chosen))
 

@@ -53,6 +53,14 @@ NUMBER = re.compile(
     re.I,
 )
 REASON = re.compile(r"^\s*why\b", re.I)
+# A step asked for by its place in a method: "What is the first step when upgrading ...?",
+# "the first thing to do", "the last stage"; "first" alone is mostly an adverb ("which
+# article first introduced ...").
+POSITION = {
+    "first": re.compile(r"\b(first|1st|initial|opening)\s+(step|thing|stage|phase|action|task|instruction|command)s?\b"
+                        r"|\bwhat\s+(do|should|must)\s+(i|you|we)\s+do\s+first\b", re.I),
+    "last": re.compile(r"\b(last|final|closing)\s+(step|thing|stage|phase|action|task|instruction|command)s?\b", re.I),
+}
 # The measure a number should be of: "how strong" (a drink) and "what percentage" ask for a
 # percentage, "how long" for a time or a length, "how big" for a size, "how hot" for a
 # temperature. A number of another measure (a step's "1 liter", a version "0.11") does
@@ -144,7 +152,8 @@ def shapes(question: str) -> frozenset[str]:
     """The shapes of a question: any of "generic", "howto", "listing", "year", "number"
     (with "measure:<kind>", kind one of percent, time, length, size, temperature, and
     "many:<term>" for what "how many" counts, :func:`of_measure`),
-    "name", "reason" ("why"), "code name" ("which option ..."), "count:<n>" ("the three rules": n things), "definition:<subject>" ("what is X?"; one per subject of
+    "name", "reason" ("why"), "code name" ("which option ..."), "count:<n>" ("the three rules": n things),
+    "position:first" / "position:last" ("the first step": a step by its place), "definition:<subject>" ("what is X?"; one per subject of
     "what is X and what is Y?"), "acronym:<X>" ("what does X stand for?", X as written).
     An imperative request has its question form's shapes as well (:func:`as_question`)."""
     asked = as_question(question)
@@ -171,6 +180,7 @@ def _shapes(question: str) -> frozenset[str]:
         found.update("measure:" + kind for kind, pattern in _MEASURE_ASKED.items() if pattern.search(question))
         if match := _HOW_MANY.search(question):
             found.update("many:" + term for term in terms(match.group("noun")))
+    found.update("position:" + place for place, pattern in POSITION.items() if pattern.search(question))
     if match := _COUNTED.search(question):
         count = match.group("n").lower()
         found.add(f"count:{_COUNTS.get(count, count)}")
