@@ -304,3 +304,37 @@ def test_the_first_step_asked_for_is_the_first_item_of_the_method():
                   source(1, UPGRADE, ["Deployment", "Upgrading"])) == (
         "1. Stop the workers (queued tasks wait in the broker), then deploy the new code on every machine. [1]"
     )
+
+
+PIZZA_DIRECTIONS = (
+    "1. Mix the flour, the yeast and the salt in a bowl.\n2. Mix in the olive oil and the water. No need for kneading!\n"
+    "3. Cover the bowl and let the dough sit at room temperature for at least 7 hours.\n"
+    "4. The dough keeps in the fridge for some days, so feel free to double the quantities for more pizzas."
+)
+PIZZA_INGREDIENTS = "- 200g flour\n- 2g instant yeast\n- 5g salt\n- 5g olive oil\n- 140g warm water"
+
+
+def test_the_recipe_for_x_quotes_its_ingredient_list():
+    # The steps share the question's words ("dough", "knead"); the ingredient list shares
+    # none, but it is what "the recipe for" asks for first (without it, the steps alone).
+    assert answer("What is the recipe for no-knead pizza dough?",
+                  source(1, PIZZA_DIRECTIONS, ["No-knead pizza dough", "Directions"], score=0.72),
+                  source(1, PIZZA_INGREDIENTS, ["No-knead pizza dough", "Ingredients"], score=0.70)) == (
+        f"{PIZZA_DIRECTIONS} [1]\n\n{PIZZA_INGREDIENTS} [1]"
+    )
+
+
+CONSOLIDATED = (
+    "You do not need to write consolidated metadata to make Zarr stores readable, but because Quill can open these "
+    "stores much faster, users see a warning when reading non-consolidated stores.\n\n"
+    "By default Quill uses a feature called consolidated metadata, storing all metadata for the entire dataset with a "
+    "single key (by default called `.zmetadata`). This typically drastically speeds up opening the store."
+)
+
+
+def test_what_is_x_and_why_quotes_the_passage_introducing_x_and_the_cause():
+    # "a feature called consolidated metadata, storing ..." says what it is; the cause
+    # ("because Quill can open these stores much faster") is quoted too: "why" asks for more
+    # than a definition. Without the first, only the cause was quoted.
+    assert answer("What is consolidated metadata in Zarr and why does it make opening faster?",
+                  source(1, CONSOLIDATED, ["Zarr", "Consolidated metadata"])) == f"{' '.join(CONSOLIDATED.split(chr(10) * 2))} [1]"

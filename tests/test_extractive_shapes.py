@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 
 from chat.backends.extractive.fits import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_WHY, CODE_OTHERWISE,
-                                           MEASURE_FOR_HOW_MANY, NUMBER_FOR_HOW_MANY, POINTING_BACK,
-                                           PLACE_FOR_POSITION, SPELLED_OUT_FOR_ACRONYM, bonus, enumerates, field, in_place,
-                                           of_measure)
+                                           INGREDIENTS_FOR_RECIPE, MEASURE_FOR_HOW_MANY, NAMED_FOR_WHICH,
+                                           NUMBER_FOR_HOW_MANY, PLACE_FOR_POSITION, POINTING_BACK,
+                                           SPELLED_OUT_FOR_ACRONYM, SUBJECT_FOR_DEFINITION, bonus, enumerates, field,
+                                           in_place, of_measure, under_heading)
 from chat.backends.extractive.shapes import shapes
 from chat.backends.extractive.text import matches, terms
 
@@ -79,14 +80,19 @@ def test_code_states_no_cause(kind, text, expected):
     ("At what temperature do I heat the milk?", {"number", "measure:temperature"}),
     ("What range of ports may the server use?", {"number"}),
     ("How do I strengthen the sauce?", {"howto"}),
-    ("Which cheese goes into fondue?", {"listing"}),  # what a dish holds, asked with a noun
+    ("Which cheese goes into fondue?", {"listing", "which:cheese"}),  # what a dish holds, asked with a noun
     ("What liquids go into the crêpe batter?", {"listing"}),
-    ("Which cheese goes into the sauce at the end?", set()),  # a step of the method
+    ("Which cheese goes into the sauce at the end?", {"which:cheese"}),  # a step of the method
     ("What does the acronym LEMS stand for?", {"acronym:LEMS"}),  # as written: the form is case-sensitive
     ("What is the first step when upgrading a multi-machine deployment?", {"position:first"}),
     ("I installed it; what is the first thing to do in MATLAB?", {"position:first"}),
     ("Which is the final stage of brewing kombucha?", {"position:last"}),
     ("Which article first introduced the concept of NeuroML?", set()),  # an adverb, no place in a method
+    ("What is the recipe for no-knead pizza dough?", {"recipe"}),
+    ("Which SDK does Klea use to call MCP tools?", {"which:sdk"}),
+    ("What pot is fondue cooked in?", {"which:pot"}),
+    ("What is consolidated metadata in Zarr and why does it make opening faster?",
+     {"definition:consolidated metadata", "reason"}),
 ])
 def test_question_shapes(question, expected):
     assert set(shapes(question)) == expected
@@ -226,3 +232,36 @@ def test_questions_asking_for_a_name_written_in_code(question, expected):
 ])
 def test_a_step_asked_for_by_its_place_fits_at_that_place(question, part, expected):
     assert in_place(shapes(question), part, 4) == expected
+
+
+@pytest.mark.parametrize("question, text, expected", [
+    ("Which SDK does Klea use to call MCP tools?", "The calls go through the official `mcp` Python SDK.", NAMED_FOR_WHICH),
+    ("Which SDK does Klea use to call MCP tools?", "It inherits `HOME` from Klea (the SDK's safe set).", 0.0),
+    ("Which attribute stores dimension names in Zarr V2?", "Quill uses a special attribute: `_ARRAY_DIMENSIONS`.",
+     NAMED_FOR_WHICH),
+    ("Which attribute stores dimension names in Zarr V2?", "It is removed from the attributes dictionary.", 0.0),
+])
+def test_a_passage_naming_the_one_thing_a_which_question_asks_for(question, text, expected):
+    # The noun asked about with a name in code or capitals right before it, or in code after it.
+    assert bonus(shapes(question), "prose", text, False) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("By default Quill uses a feature called consolidated metadata, storing all metadata under one key.",
+     SUBJECT_FOR_DEFINITION),
+    ("Consolidated metadata is the metadata of a whole store under one key.", SUBJECT_FOR_DEFINITION),  # as before
+    ("Reading stores without consolidated metadata is slower.", 0.0),
+])
+def test_what_is_x_and_why_is_answered_by_the_passage_introducing_x(text, expected):
+    question = "What is consolidated metadata in Zarr and why does it make opening faster?"
+    assert bonus(shapes(question), "prose", text, False) == expected
+
+
+@pytest.mark.parametrize("question, kind, section, expected", [
+    ("What is the recipe for no-knead pizza dough?", "list", "Ingredients", INGREDIENTS_FOR_RECIPE),
+    ("What is the recipe for no-knead pizza dough?", "list", "Directions", 0.0),
+    ("What is the recipe for no-knead pizza dough?", "item", "Ingredients", 0.0),  # the whole list
+    ("How long should no-knead pizza dough rise?", "list", "Ingredients", 0.0),
+])
+def test_the_recipe_for_x_is_its_ingredient_list(question, kind, section, expected):
+    assert under_heading(shapes(question), kind, section) == expected

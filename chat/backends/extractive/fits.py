@@ -134,6 +134,13 @@ SPELLED_OUT_FOR_ACRONYM = 0.35
 # "What is the first step ...?": the step at that place in its list. MiniLM scores the
 # steps of one method alike (they share its words), so the step's place decides.
 PLACE_FOR_POSITION = 0.12
+# "Which SDK ...?": a passage naming one, a name in code or capitals right before the
+# noun ("`mcp` Python SDK") or after it ("attribute: `_ARRAY_DIMENSIONS`").
+NAMED_FOR_WHICH = 0.08
+# "What is the recipe for X?": the list under its "Ingredients" heading (the method's steps
+# share the question's words as much and come first in cosine).
+INGREDIENTS_FOR_RECIPE = 0.15
+_INGREDIENTS = re.compile(r"^\W*ingredients?\b", re.I)
 
 
 def field(text: str) -> str:
@@ -149,6 +156,13 @@ def defines(question_shapes: frozenset[str], text: str) -> bool:
     """Whether ``text`` opens by defining a subject of a "what is X" question
     (:func:`defined`)."""
     return bool(defined(question_shapes, text))
+
+
+def names_as(question_shapes: frozenset[str], text: str) -> bool:
+    """Whether ``text`` introduces a subject of a "what is X" question by name ("a feature
+    called consolidated metadata, storing ...", "known as X"): what follows says what it is."""
+    return any(re.search(rf"\b(?:called|named|known\s+as)\s+[*_`\"'\u201c]*{re.escape(subject)}\b", text, re.I)
+               for subject in subjects(question_shapes))
 
 
 def defined(question_shapes: frozenset[str], text: str) -> str:
@@ -211,7 +225,7 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
         value += CODE_FOR_HOWTO if "code name" in question_shapes else CODE_OTHERWISE
     if kind in ("list", "table") and not question_shapes & {"listing", "howto"}:
         value += BLOCK_OTHERWISE
-    if kind in ("prose", "item") and defines(question_shapes, text):
+    if kind in ("prose", "item") and (defines(question_shapes, text) or names_as(question_shapes, text)):
         value += SUBJECT_FOR_DEFINITION
     if kind in ("prose", "item") and spells_out(question_shapes, text):
         value += SPELLED_OUT_FOR_ACRONYM
@@ -242,6 +256,8 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
         value += MEASURE_FOR_HOW_MANY
     if "name" in question_shapes and _PROPER_NAME.search(text):
         value += NAME_FOR_WHO
+    if kind in ("prose", "item") and names_one(question_shapes, text):
+        value += NAMED_FOR_WHICH
     if kind == "prose" and (holds := field(text)):
         if holds in question_shapes:
             value += FIELD_FOR_SHAPE
@@ -257,3 +273,23 @@ def in_place(question_shapes: frozenset[str], part: int, items: int) -> float:
     first = "position:first" in question_shapes and part == 0
     last = "position:last" in question_shapes and part == items - 1 and items > 1
     return PLACE_FOR_POSITION if first or last else 0.0
+
+
+def under_heading(question_shapes: frozenset[str], kind: str, section: str) -> float:
+    """How well a passage of ``kind`` under the heading ``section`` fits the question: a
+    list under "Ingredients" fits "the recipe for X" (:data:`INGREDIENTS_FOR_RECIPE`); else 0.0."""
+    return INGREDIENTS_FOR_RECIPE if "recipe" in question_shapes and kind == "list" and _INGREDIENTS.match(section) else 0.0
+
+
+def names_one(question_shapes: frozenset[str], text: str) -> bool:
+    """Whether ``text`` names the thing a "which <noun>" question asks for ("which:<noun>"):
+    a name in code or capitals at most one word before the noun, or in code right after
+    it ("called", "named", "is" or a colon between)."""
+    for shape in question_shapes:
+        kind, _, noun = shape.partition(":")
+        if kind == "which":
+            word = "(?i:" + re.escape(noun) + r"(?:e?s)?)\b"  # the noun in any case, a name in capitals
+            if re.search(rf"(?:`[^`\n]+`|\b[A-Z][\w.+-]*)\s+(?:[\w.+-]+\s+)?{word}"
+                         rf"|\b{word}\s*(?::|\s(?:is|called|named))\s*`[^`\n]+`", text):
+                return True
+    return False

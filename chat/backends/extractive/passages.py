@@ -34,7 +34,7 @@ from domains.retrieval import neighbour_chunks
 
 from .candidates import (READ_CHARS, Chunk, Passage, candidates, evidence, following, headings_of, overlap, resumes,
                          trails_lead_in, units_of)
-from .fits import bonus, counts, defined, enumerates, in_place, instructs
+from .fits import bonus, counts, defined, enumerates, in_place, instructs, under_heading
 from .followers import MIN_SIMILARITY, SECOND_CHARS, WIDE_TIE, Followers
 from .reach import extend, lean_back, with_list
 from .shapes import counted, shapes, subjects
@@ -134,6 +134,7 @@ class Composer(Followers):
                     + (INSTRUCTION_UNDER_TASK if task_section and instructs(passage.kind, passage.text) else 0.0)
                     + (in_place(self.shapes, passage.part, len(list_items(chunk.units[passage.start].text)))
                        if passage.kind == "item" else 0.0)
+                    + under_heading(self.shapes, passage.kind, chunk.section)
                 )
                 offered.append(passage)
         offered.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))
@@ -170,8 +171,8 @@ class Composer(Followers):
             # (its cosine to the whole question may be low: it answers half of it).
             second = next((p for p in kept[1:] if defined(self.shapes, p.text) not in ("", first)
                            and not overlap(best, p) and len(best.text) + len(p.text) <= SECOND_CHARS), None)
-        if second is None and "generic" not in self.shapes and (pair or not first):
-            # A passage that defines what "what is X" asks about says it all.
+        if second is None and "generic" not in self.shapes and (pair or not first or "reason" in self.shapes):
+            # A passage that defines what "what is X" asks about says it all (but "why").
             second = self._second(best, kept[1:], idf, total)
         if second is not None:
             chosen.append(self.grown(lean_back(second)))

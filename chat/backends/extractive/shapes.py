@@ -53,6 +53,18 @@ NUMBER = re.compile(
     re.I,
 )
 REASON = re.compile(r"^\s*why\b", re.I)
+# "What is X and why does it ...?": X to define, then a cause (or a way: "and how").
+DEFINITION_AND = re.compile(
+    r"^\s*what\s+(?:is|are)\s+(?:an?\s+|the\s+)?(?P<subject>[\w.-]+(?:\s+[\w.-]+)?)"
+    r"(?:\s+(?:in|of|for|within)\s+[\w.'-]+(?:\s+[\w.'-]+)?)?,?\s+and\s+(?P<then>why|how)\b", re.I)
+# "What is the recipe for X?" asks first for what goes into it (the method is its steps).
+RECIPE = re.compile(r"\brecipes?\s+(for|of)\b", re.I)
+# "Which SDK does ...", "what attribute stores ...": one thing asked for by its kind (a
+# singular noun), answered by its name: "the official `mcp` Python SDK".
+_WHICH_ONE = re.compile(
+    r"^\s*(?:which|what)\s+(?P<noun>(?!(?:is|are|was|were|does|do|did|can|could|should|would|will|has|have|had|"
+    r"happens|kinds?|types?|sorts?|of|if)\b)[a-z][\w-]*[^\Ws])\s+(?:does|do|did|is|was|can|should|would|will|has|makes?|"
+    r"stores?|goes|holds?)\b", re.I)
 # A step asked for by its place in a method: "What is the first step when upgrading ...?",
 # "the first thing to do", "the last stage"; "first" alone is mostly an adverb ("which
 # article first introduced ...").
@@ -153,7 +165,7 @@ def shapes(question: str) -> frozenset[str]:
     (with "measure:<kind>", kind one of percent, time, length, size, temperature, and
     "many:<term>" for what "how many" counts, :func:`of_measure`),
     "name", "reason" ("why"), "code name" ("which option ..."), "count:<n>" ("the three rules": n things),
-    "position:first" / "position:last" ("the first step": a step by its place), "definition:<subject>" ("what is X?"; one per subject of
+    "position:first" / "position:last" ("the first step": a step by its place), "recipe" ("the recipe for X"), "definition:<subject>" ("what is X?"; one per subject of
     "what is X and what is Y?"), "acronym:<X>" ("what does X stand for?", X as written).
     An imperative request has its question form's shapes as well (:func:`as_question`)."""
     asked = as_question(question)
@@ -180,6 +192,10 @@ def _shapes(question: str) -> frozenset[str]:
         found.update("measure:" + kind for kind, pattern in _MEASURE_ASKED.items() if pattern.search(question))
         if match := _HOW_MANY.search(question):
             found.update("many:" + term for term in terms(match.group("noun")))
+    if RECIPE.search(question):
+        found.add("recipe")
+    if match := _WHICH_ONE.search(question):
+        found.add("which:" + match.group("noun").lower())
     found.update("position:" + place for place, pattern in POSITION.items() if pattern.search(question))
     if match := _COUNTED.search(question):
         count = match.group("n").lower()
@@ -187,6 +203,9 @@ def _shapes(question: str) -> frozenset[str]:
     if acronym := asked_acronym(question):
         found.add(f"acronym:{acronym}")
     found.update("definition:" + subject for subject in asked_subjects(question))
+    if match := DEFINITION_AND.match(question):
+        found.add("definition:" + match.group("subject").lower())
+        found.add("reason" if match.group("then").lower() == "why" else "howto")
     return frozenset(found)
 
 
