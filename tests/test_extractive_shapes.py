@@ -89,6 +89,7 @@ def test_code_states_no_cause(kind, text, expected):
     ("Which is the final stage of brewing kombucha?", {"position:last"}),
     ("Which article first introduced the concept of NeuroML?", set()),  # an adverb, no place in a method
     ("What is the recipe for no-knead pizza dough?", {"recipe"}),
+    ("What sort of models is the NEST simulator suited for?", {"listing"}),  # as "what kind of"
     ("Which SDK does Klea use to call MCP tools?", {"which:sdk"}),
     ("What pot is fondue cooked in?", {"which:pot"}),
     ("What is consolidated metadata in Zarr and why does it make opening faster?",

@@ -24,7 +24,7 @@ HOWTO = re.compile(
 )
 LISTING = re.compile(
     r"^\s*(which|what)\b(?!\s+(is|was|does|did)\b).*\b(are|exist|support(s|ed)?|available|include[sd]?|needed)\b"
-    r"|^\s*what\s+(are|kinds?|types?|options|formats|steps|ingredients)\b|^\s*list\b|\bname\s+the\b"
+    r"|^\s*what\s+(are|kinds?|types?|sorts?|options|formats|steps|ingredients)\b|^\s*list\b|\bname\s+the\b"
     # What a thing holds or needs: "What goes in a LEMS file?", "What is in a spice mix?",
     # "Which cheese goes into fondue?",
     # "What does a release need?", "What do I need installed?"; not a step of a method
