@@ -338,3 +338,17 @@ def test_what_is_x_and_why_quotes_the_passage_introducing_x_and_the_cause():
     # than a definition. Without the first, only the cause was quoted.
     assert answer("What is consolidated metadata in Zarr and why does it make opening faster?",
                   source(1, CONSOLIDATED, ["Zarr", "Consolidated metadata"])) == f"{' '.join(CONSOLIDATED.split(chr(10) * 2))} [1]"
+
+
+INGEST_FIGURES = (
+    "The corpora of the demo, ingested on one core:\n\n| corpus | files stored | chunks | ingest time |\n"
+    "| --- | --- | --- | --- |\n| Quill | 122 | 1,333 | 62 s |\n| Wren | 57 | 1,620 | 107 s |\n| Kestrel | 40 | 410 | 21 s |"
+)
+
+
+def test_the_row_asked_about_is_quoted_under_the_header_of_a_short_table_too():
+    # Three rows: the Quill row under the header answers (the whole table was quoted).
+    assert answer("How many chunks did the Quill documentation give when ingested?",
+                  source(1, INGEST_FIGURES, ["Benchmarks", "Ingest"])) == (
+        "| corpus | files stored | chunks | ingest time |\n| --- | --- | --- | --- |\n| Quill | 122 | 1,333 | 62 s |\n\n[1]"
+    )

@@ -250,9 +250,11 @@ def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> li
                 for n, item in enumerate(items if len(items) > 1 else ()):
                     if len(item.strip()) >= MIN_UNIT_CHARS:
                         found[(i, i, n)] = Passage(chunk, i, i, "item", item, part=n, lead=lead)
-            if unit.kind == "table" and unit.text.count("\n") > TABLE_ROWS:
+            if unit.kind == "table" and unit.text.count("\n") > 2:
                 # The rows that hold the question's words, under the header: a fact of a
-                # settings table ("which setting", "the default") is a row, not the table.
+                # settings table ("which setting", "the default") is a row, not the table;
+                # of a table of two or three rows too (the NeuroML row of the corpora's
+                # ingest figures: fourth sets 84 -> 85, `kinds`, 2026-12-07).
                 rows = _table_rows(unit.text, wanted)
                 if rows and rows != texts[i]:
                     found[(i, i, -2)] = Passage(chunk, i, i, "rows", rows)
