@@ -224,9 +224,26 @@ def paragraphs(region: list[Line]) -> list[Paragraph]:
     return out
 
 
+def _same_size(previous: Paragraph, paragraph: Paragraph) -> bool:
+    """Whether two paragraphs are set in one size: within 0.6 pt on a text layer; on OCR
+    pages, whose sizes are estimated from word heights (ingestion/convert/hocr.py), within
+    a quarter of the larger, and any size when one is unknown (1.0: no letter of a known
+    extent, as in "tion" or "ioms!") or when a word hyphenated at the end of the first
+    goes on in the second (the estimate of a short tail such as "tion)." is 14 pt in a
+    10 pt text)."""
+    if not (previous.estimated or paragraph.estimated):
+        return abs(previous.size - paragraph.size) <= 0.6
+    if min(previous.size, paragraph.size) <= 1.0 or _rejoins(previous.lines[-1].text, paragraph.lines[0].text):
+        return True
+    return abs(previous.size - paragraph.size) <= 0.25 * max(previous.size, paragraph.size)
+
+
 def merge_continued(paragraphs: list[Paragraph]) -> list[Paragraph]:
     """Re-join paragraphs broken by a column or page break: the first does not end a
-    sentence, the next starts in lower case, and both share a style."""
+    sentence, the next starts in lower case, and both share a style (:func:`_same_size`).
+    A word hyphenated across the break is joined (:func:`join_lines`): OCRed pages
+    left "distributed comput-" and "ing." in two paragraphs when their estimated sizes
+    differed by a point."""
     out: list[Paragraph] = []
     for paragraph in paragraphs:
         previous = out[-1] if out else None
@@ -234,7 +251,7 @@ def merge_continued(paragraphs: list[Paragraph]) -> list[Paragraph]:
             previous is not None
             and not _SENTENCE_END.search(previous.lines[-1].text)
             and paragraph.lines[0].text[:1].islower()
-            and abs(previous.size - paragraph.size) <= 0.6
+            and _same_size(previous, paragraph)
             and previous.bold == paragraph.bold
         ):
             previous.lines.extend(paragraph.lines)

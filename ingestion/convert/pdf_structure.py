@@ -9,7 +9,9 @@ font size):
 - heading: a short paragraph (at most 3 lines, 160 characters, no final period) that
   is larger than the body (by 12 %; 40 % for sizes guessed from glyph heights; 25 % for
   OCR lines, which have no bold), or entirely bold, or in capitals, or numbered like
-  ``2.1 Neurons`` / ``IV. RESULTS`` and bold or larger (for OCR lines, by 12 %);
+  ``2.1 Neurons`` / ``IV. RESULTS`` and bold or larger (for OCR lines, by 12 %); where
+  the size is a guess (OCR, glyph heights), its words open with a capital and one has
+  four letters or more (a formula OCRed large, "Bes UL", is none);
 - list: consecutive body paragraphs that are list items (bulleted, or numbered 1., 2.,
   ... in sequence) under one heading chain are one list block, an item a line, bullets
   written ``- ``, so chunk text holds a Markdown list (docs/ingestion.md, "Chunk text");
@@ -147,6 +149,18 @@ def _looks_like_words(text: str) -> bool:
     return sum(bool(_WORD.match(token) or _NUMBER.match(token)) for token in tokens) >= 0.6 * len(tokens)
 
 
+def _heading_words(text: str) -> bool:
+    """Whether an unnumbered line whose size is a guess (OCR, glyph heights) reads as a
+    heading's words: it opens with a capital and holds a word of four letters or more. A
+    formula or a figure OCRed as large letters ("aft", "Bes UL", "satisfies:"), or a
+    formula's glyphs without font sizes ("hLMLSMS jJMJ i YLML(", "O MM Q"), is none, and
+    was the heading of every block after it. A section number before the words is left
+    out ("2.1 Shared memory"; "1 1 r fini X" is no heading)."""
+    match = _NUMBERED.match(text)
+    text = match.group("rest") if match else text
+    return text[:1].isupper() and any(len(word) >= 4 for word in re.findall(r"[^\W\d_]+", text))
+
+
 def _level(text: str, roman: bool) -> int | None:
     """:func:`numbering_level`; under Roman section numbers (I., II.; A., B. below them)
     an Arabic ``1.`` is a third level, as in APS and AIP journals."""
@@ -164,6 +178,8 @@ def _heading_style(paragraph: Paragraph, body: float) -> tuple | None:
     if text.endswith((".", ",", ";")) or not _looks_like_words(text):
         return None
     ocr = all(line.ocr for line in paragraph.lines)
+    if paragraph.estimated and not _heading_words(text):
+        return None
     larger = paragraph.size >= body * (OCR_LARGER if ocr else ESTIMATED_LARGER if paragraph.estimated else LARGER)
     not_smaller = paragraph.size >= body * 0.9
     caps = _is_caps(text) and len(text.split()) <= 8
