@@ -38,7 +38,8 @@ from .text import (
     leads_on,
     list_items,
     looks_like_code,
-    looks_like_front_matter,
+    looks_like_front_matter_or_byline,
+    looks_like_reference_entry,
     matches,
     points_ahead,
     segment,
@@ -174,20 +175,38 @@ def _render(units: Sequence[Unit]) -> str:
 
 def _quotable(unit: Unit, wanted: set[str], front_matter: bool) -> str:
     """The unit's text as it may be quoted ("" = not at all); a paper's front matter (a
-    journal header, an affiliation) only when ``front_matter`` (the question asks "who")."""
+    journal header, an affiliation, a byline) only when ``front_matter`` (the question asks "who")."""
     if unit.kind == "table" and len(unit.text) > TABLE_CHARS:
         return _table_rows(unit.text, wanted)
     if unit.kind == "code" and len(unit.text) > CODE_CHARS:
         return ""
     if unit.kind == "sentence" and (len(unit.text) < MIN_UNIT_CHARS or looks_like_code(unit.text)):
         return ""
-    if unit.kind == "sentence" and not front_matter and looks_like_front_matter(unit.text):
+    if unit.kind == "sentence" and not front_matter and looks_like_front_matter_or_byline(unit.text):
         return ""
     return unit.text
 
 
 def _fold(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def _paragraph_texts(units: Sequence[Unit]) -> dict[int, str]:
+    """The text of each paragraph of sentences, by paragraph index."""
+    texts: dict[int, str] = {}
+    for unit in units:
+        if unit.kind == "sentence":
+            texts[unit.paragraph] = f"{texts[unit.paragraph]} {unit.text}" if unit.paragraph in texts else unit.text
+    return texts
+
+
+def _reference_paragraphs(units: Sequence[Unit]) -> set[int]:
+    """The paragraphs that are entries of a reference list
+    (:func:`domains.front_matter.looks_like_reference_entry`), which a two-column page
+    sets among the body text: cut into sentences, "[28] M. Ikram and F. Saif
+    (unpublished)." gave "Saif (unpublished).", close to any question on the paper
+    through its heading chain."""
+    return {paragraph for paragraph, text in _paragraph_texts(units).items() if looks_like_reference_entry(text)}
 
 
 def _title_paragraphs(units: Sequence[Unit], title: str) -> set[int]:
@@ -198,12 +217,8 @@ def _title_paragraphs(units: Sequence[Unit], title: str) -> set[int]:
     wanted = _fold(title)
     if len(wanted) < 12:
         return set()
-    texts: dict[int, str] = {}
-    for unit in units:
-        if unit.kind == "sentence":
-            texts[unit.paragraph] = texts.get(unit.paragraph, "") + unit.text
     out = set()
-    for paragraph, text in texts.items():
+    for paragraph, text in _paragraph_texts(units).items():
         folded = _fold(text)
         if abs(len(folded) - len(wanted)) <= 0.1 * len(wanted) and (
             folded == wanted or SequenceMatcher(None, folded, wanted).ratio() >= 0.9
@@ -217,8 +232,8 @@ def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> li
     that start at its first quotable unit."""
     units = chunk.units
     texts = [_quotable(unit, wanted, front_matter) for unit in units]
-    for paragraph in _title_paragraphs(units, chunk.title):
-        texts = ["" if unit.paragraph == paragraph else text for unit, text in zip(units, texts)]
+    left_out = _title_paragraphs(units, chunk.title) | _reference_paragraphs(units)
+    texts = ["" if unit.paragraph in left_out else text for unit, text in zip(units, texts)]
     found: dict[tuple[int, int, int], Passage] = {}
 
     def add(start: int, end: int, kind: str) -> None:

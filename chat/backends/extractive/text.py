@@ -5,6 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# A paper's front matter, bylines and reference entries: retrieval reads them too (domains/front_matter.py).
+from domains.front_matter import (  # noqa: F401
+    body_text,
+    looks_like_front_matter,
+    looks_like_front_matter_or_byline,
+    looks_like_reference_entry,
+)
+
 MIN_SENTENCE_CHARS = 25
 # Lines of code lose their fences in conversion; in a prose answer they read as noise.
 _CODE_START = re.compile(
@@ -339,49 +347,3 @@ def code_body(block: Block) -> str:
 
 def has_year(text: str) -> bool:
     return bool(_YEAR.search(text))
-
-
-# Front matter of a paper (OCR'd or not): a journal header, a copyright or licence line,
-# received/accepted dates, an affiliation or a correspondence address. It introduces the
-# paper; it answers nothing but "who" and "where from".
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")
-_PUBLICATION = re.compile(
-    r"\b(ISSN|e-?ISSN|doi:|DOI:)|©|\bCopyright\b|\bCreative Commons\b|\bAll rights reserved\b|"
-    r"\b(Received|Accepted|Revised|Published online)\b:?\s+\d|\bCorrespond(ence|ing author)\b",
-    re.I,
-)
-_HEADER = re.compile(r"\b(Journal|Proceedings|Proc\.|Vol\.|Volume\s+\d|No\.\s*\d|pp\.\s*\d)|\b(Universit|Institut|Departamento|Department|Dept\.|Laborator|Faculty|School of|College|Hospital|Cent(er|re) for)", re.I)
-_VERB = re.compile(r"\b(is|are|was|were|has|have|had|will|can|may|shows?|showed|found|we|our)\b", re.I)
-
-
-def looks_like_front_matter(text: str) -> bool:
-    """Whether ``text`` reads as a paper's front matter rather than its content: an
-    e-mail address, a copyright, licence, DOI/ISSN or received/accepted line, or a
-    journal header or affiliation without a verb and with a number or two commas ("J.
-    Neurosci., Vol. 12, pp. 1-10", "Department of Physics, University of X, 12345 Y";
-    not "National Institutes of Health", a funder's name)."""
-    if _EMAIL.search(text) or _PUBLICATION.search(text):
-        return True
-    address = text.count(",") >= 2 or bool(re.search(r"\d", text))  # "a name alone" is not a header
-    return address and bool(_HEADER.search(text)) and not _VERB.search(text)
-
-
-# An entry of a paper's reference list: "[12] B. P. Abbott et al., ...", "3. Shojania KG,
-# Grimshaw JM: ...", "12 Mason, M. ..." (a number in brackets, or a number and a surname
-# with its initials); with a year somewhere in the line.
-_REFERENCE_ENTRY = re.compile(r"^\s*(\[\d{1,3}\]\s*\S|\d{1,3}\.?\s+[A-Z][\w'-]+(,\s*([A-Z]\.\s?){1,3}|\s+[A-Z]{1,3}[,:]))")
-
-
-def body_text(text: str) -> str:
-    """``text`` without the lines that are a paper's front matter
-    (:func:`looks_like_front_matter`: affiliations, journal header, copyright) or entries
-    of its reference list: what the paper says rather than where it comes from or what
-    it cites. Their place names and title words ("Canberra, Australian Capital
-    Territory", "Health care in Africa") match questions about anything.
-
-    >>> body_text("Raft elects a leader.\\n[3] L. Lamport. Paxos made simple. 2001.")
-    'Raft elects a leader.'
-    """
-    return "\n".join(line for line in text.split("\n")
-                     if not looks_like_front_matter(line)
-                     and not (_REFERENCE_ENTRY.match(line) and has_year(line)))

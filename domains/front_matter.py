@@ -1,0 +1,95 @@
+"""What a paper says, apart from what introduces it and what it cites.
+
+Front matter (a journal header, a copyright or licence line, received/accepted dates, an
+affiliation, a correspondence address, a byline) and reference-list entries answer
+nothing but "who", "where from" and "what else": their names, places and title words
+match questions about anything. The answer's passage choice leaves them out
+(chat/backends/extractive/candidates.py), routing counts a chunk's words from its body
+text only (chat/backends/extractive/routing.py) and retrieval ranks a chunk by the share
+of it that is body text (domains/retrieval/engine.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ingestion.metadata.biblio.names import parse_byline
+
+_YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")
+_PUBLICATION = re.compile(
+    r"\b(ISSN|e-?ISSN|doi:|DOI:)|©|\bCopyright\b|\bCreative Commons\b|\bAll rights reserved\b|"
+    r"\b(Received|Accepted|Revised|Published online)\b:?\s+\d|\bCorrespond(ence|ing author)\b",
+    re.I,
+)
+_HEADER = re.compile(r"\b(Journal|Proceedings|Proc\.|Vol\.|Volume\s+\d|No\.\s*\d|pp\.\s*\d)|\b(Universit|Institut|Departamento|Department|Dept\.|Laborator|Faculty|School of|College|Hospital|Cent(er|re) for)", re.I)
+_VERB = re.compile(r"\b(is|are|was|were|has|have|had|will|can|may|shows?|showed|found|we|our)\b", re.I)
+
+
+def looks_like_front_matter(text: str) -> bool:
+    """Whether ``text`` reads as a paper's front matter rather than its content: an
+    e-mail address, a copyright, licence, DOI/ISSN or received/accepted line, or a
+    journal header or affiliation without a verb and with a number or two commas ("J.
+    Neurosci., Vol. 12, pp. 1-10", "Department of Physics, University of X, 12345 Y";
+    not "National Institutes of Health", a funder's name)."""
+    if _EMAIL.search(text) or _PUBLICATION.search(text):
+        return True
+    address = text.count(",") >= 2 or bool(re.search(r"\d", text))  # "a name alone" is not a header
+    return address and bool(_HEADER.search(text)) and not _VERB.search(text)
+
+
+# What sets a line of names apart from a Title Case phrase ("Tidy Data", "Level Ancestor
+# Query") or a board member's line ("Upi Bhalla NCBS Bangalore, India Website"): an initial
+# before a name, an affiliation or footnote mark, "et al.", or names joined by "and".
+_BYLINE_MARK = re.compile(r"\b[A-Z]\.\s*[A-Z]|[\d*\u2217\u2020\u2021\u00a7\u00b6]|\bet al\b")
+_JOINED = re.compile(r"\s(?:and|AND|&)\s")
+
+
+def looks_like_byline(text: str) -> bool:
+    """Whether ``text`` is a paper's byline: person names only
+    (:func:`ingestion.metadata.biblio.names.parse_byline`) with an initial, a mark or
+    names joined by "and" ("Peter W. Shor\u2020", "Manzoor Ikram1,* and Farhan Saif 2,\u2020",
+    "B. P. Abbott et al.*", "Diego Ongaro and John Ousterhout"; not "Tidy Data"). A
+    byline sentence carries the paper's title words through its heading chain and was
+    quoted as the answer."""
+    if len(text) > 2000:  # a whole author list of a large collaboration is a few hundred characters a line
+        return False
+    names = parse_byline(text)
+    return bool(names) and bool(_BYLINE_MARK.search(text) or (len(names) >= 2 and _JOINED.search(text)))
+
+
+def looks_like_front_matter_or_byline(text: str) -> bool:
+    """:func:`looks_like_front_matter` or :func:`looks_like_byline`: not to be quoted
+    unless the question asks "who"."""
+    return looks_like_front_matter(text) or looks_like_byline(text)
+
+
+# An entry of a paper's reference list: "[12] B. P. Abbott et al., ...", "3. Shojania KG,
+# Grimshaw JM: ...", "12 Mason, M. ..." (a number in brackets, or a number and a surname
+# with its initials); with a year somewhere in the line.
+_REFERENCE_ENTRY = re.compile(r"^\s*(\[\d{1,3}\]\s*\S|\d{1,3}\.?\s+[A-Z][\w'-]+(,\s*([A-Z]\.\s?){1,3}|\s+[A-Z]{1,3}[,:]))")
+# A number in brackets and an author's initial open an entry even without a year ("[28] M.
+# Ikram and F. Saif (unpublished).").
+_NUMBERED_AUTHOR = re.compile(r"^\s*\[\d{1,3}\]\s*[A-Z]\.")
+
+
+def looks_like_reference_entry(text: str) -> bool:
+    """Whether ``text`` (a line or paragraph) opens an entry of a reference list: a number
+    in brackets, or a number and a surname with its initials, and a year somewhere; or a
+    number in brackets and an initial ("[28] M. Ikram and F. Saif (unpublished).")."""
+    return bool(_REFERENCE_ENTRY.match(text) and _YEAR.search(text) or _NUMBERED_AUTHOR.match(text))
+
+
+def body_text(text: str) -> str:
+    """``text`` without the lines that are a paper's front matter
+    (:func:`looks_like_front_matter`: affiliations, journal header, copyright) or entries
+    of its reference list: what the paper says rather than where it comes from or what
+    it cites. Their place names and title words ("Canberra, Australian Capital
+    Territory", "Health care in Africa") match questions about anything.
+
+    >>> body_text("Raft elects a leader.\\n[3] L. Lamport. Paxos made simple. 2001.")
+    'Raft elects a leader.'
+    """
+    return "\n".join(line for line in text.split("\n")
+                     if not looks_like_front_matter(line)
+                     and not looks_like_reference_entry(line))

@@ -1,0 +1,94 @@
+"""What the extractive backend quotes from a paper (issue 13, docs/benchmarks.md "Passages
+and retrieval for papers"): never its byline nor an entry of its reference list (unless
+asked "who"), and its own findings over the work it cites (domains/front_matter.py,
+chat/backends/extractive/findings.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat.backends.extractive.findings import OTHERS_WORK, OWN_WORK, finding
+from chat.backends.extractive.passages import Composer
+from domains import embeddings
+from domains.front_matter import looks_like_byline, looks_like_reference_entry
+
+from .extractive_helpers import answer, source
+
+ABSTRACT = (
+    "Peter W. Shor\u2020\n\n"
+    "A digital computer is generally believed to be an efficient universal computing device. "
+    "This paper considers factoring integers and finding discrete logarithms on a quantum computer. "
+    "These algorithms take a number of steps polynomial in the input size."
+)
+TWO_COLUMNS = (
+    "[27] D.M. Greenberger, M.A. Horne, and A. Zeilinger, Am. J. Phys. 58, 1131 (1990).\n\n"
+    "[28] M. Ikram and F. Saif (unpublished).\n\n"
+    "Several schemes have been proposed for the generation of entangled states in two cavities [14\u201322]. "
+    "This work enables us to generate a complete set of Bell basis states between two cavity modes."
+)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Peter W. Shor\u2020", True),
+    ("Manzoor Ikram1,* and Farhan Saif 2,\u2020", True),
+    ("B. P. Abbott et al.*", True),
+    ("Diego Ongaro and John Ousterhout", True),
+    ("MICHAEL S. PATERSON", True),
+    ("Hadley Wickham", False),  # one name without an initial or a mark: a Title Case phrase as well
+    ("Tidy Data", False),
+    ("Upi Bhalla NCBS Bangalore, India Website", False),  # a board member's line in documentation
+    ("The Level Ancestor Problem simplified", False),
+    ("These algorithms take a number of steps polynomial in the input size.", False),
+])
+def test_what_reads_as_a_byline(text, expected):
+    assert looks_like_byline(text) is expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("[28] M. Ikram and F. Saif (unpublished).", True),
+    ("[1] A. Einstein, Sitzungsber. Preuss. Akad. Wiss. Berlin, 688 (1916).", True),
+    ("12 Mason, M. Sample size and saturation in PhD studies, 2010.", True),
+    ("[2] the second footnote, with no year", False),
+    ("2. Read the files into a list of tables.", False),
+])
+def test_what_opens_a_reference_entry(text, expected):
+    assert looks_like_reference_entry(text) is expected
+
+
+def _offered(question: str, *sources) -> dict[str, float]:
+    """The candidate passages of ``sources`` for ``question``: text -> cheap score."""
+    composer = Composer(embeddings.embed_query(question), list(sources), question)
+    return {passage.text: passage.cheap for passage in composer.offered(composer._idf())}
+
+
+def test_a_byline_or_a_reference_entry_is_no_candidate_unless_asked_who():
+    paper = source(1, ABSTRACT, ["Polynomial-Time Algorithms for Prime Factorization"], file_name="shor.pdf")
+    assert "Peter W. Shor\u2020" not in _offered("How many steps do Shor's quantum algorithms take?", paper)
+    assert "Peter W. Shor\u2020" in _offered("Who wrote the paper on quantum factoring?", paper)
+    entries = source(1, TWO_COLUMNS, ["Engineering entanglement between two cavity modes"], file_name="ikram.pdf")
+    assert [text for text in _offered("Which states does the Ikram and Saif scheme generate?", entries)
+            if "Saif" in text or "Zeilinger" in text] == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("This work enables us to generate a complete set of Bell basis states.", OWN_WORK),
+    ("We designed a quantum processor named Sycamore.", OWN_WORK),
+    ("Several schemes have been proposed for the generation of entangled states [14\u201322].", OTHERS_WORK),
+    ("Earlier findings suggested an association (Persson and Skoog, 1996; Charles et al., 2006).", OTHERS_WORK),
+    ("Our scheme is based on the interaction of a three-level atom with the cavity field [27].", 0.0),
+    ("The signal was observed with a signal-to-noise ratio of 24.", 0.0),
+])
+def test_a_papers_own_findings_over_the_work_it_cites(text, expected):
+    assert finding(text) == expected
+
+
+def test_own_findings_count_in_papers_only():
+    # Documentation says "we" of its project: the same sentences in a Markdown page are scored as they were.
+    text = TWO_COLUMNS.split("\n\n", 2)[2].replace("]. ", "].\n\n")
+    question = "Which entangled states can be generated in two cavities?"
+    background = "Several schemes have been proposed for the generation of entangled states in two cavities [14\u201322]."
+    own = "This work enables us to generate a complete set of Bell basis states between two cavity modes."
+    paper = _offered(question, source(1, text, ["Entanglement"], file_name="entanglement.pdf"))
+    page = _offered(question, source(1, text, ["Entanglement"], file_name="entanglement.md"))
+    assert paper[background] == pytest.approx(page[background] + OTHERS_WORK)
+    assert paper[own] == pytest.approx(page[own] + OWN_WORK)
