@@ -162,7 +162,8 @@ def test_the_step_stating_the_percentage_answers_a_terse_percentage_question():
     # Every step of the method holds a number (1 liter, 20 days); only the last one is a
     # percentage, and it names neither "alcohol" nor "percentage": it is the answer, the
     # first step (adding "alcohol") follows it as the runner-up, and the second, scoring
-    # alike, as an item of the same list (test_extractive_runner_up.py), in the method's order.
+    # alike, as an item of the same list (test_extractive_runner_up.py), in the method's order;
+    # the third, between them, with them: no step of a numbered list is skipped.
     method = (
         "1. Pour the alcohol into a 1 liter mason jar and add the peel of the lemons\n"
         "2. Cover the jar and let the lemons infuse the alcohol for 20 days in a dark place\n"
@@ -172,6 +173,7 @@ def test_the_step_stating_the_percentage_answers_a_terse_percentage_question():
     assert answer("limoncello alcohol percentage", source(1, method, ["Limoncello", "Directions"])) == (
         "1. Pour the alcohol into a 1 liter mason jar and add the peel of the lemons\n\n"
         "2. Cover the jar and let the lemons infuse the alcohol for 20 days in a dark place\n\n"
+        "3. Boil the water with the sugar, let the syrup cool, then strain the alcohol into it\n\n"
         "4. Feel free to adjust the sugar to the sweetness you like, but the ABV should remain around 28-30% [1]"
     )
 

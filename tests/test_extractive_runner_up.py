@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from chat.backends.extractive.candidates import Chunk, Passage
+from chat.backends.extractive.candidates import Chunk, Passage, units_of
 from chat.backends.extractive.followers import MIN_SIMILARITY, NEAR_TIE, SECOND_CHARS, THIRD_TIE, WIDE_TIE, restates
 from chat.backends.extractive.passages import Composer, in_reading_order
 from domains import embeddings
@@ -322,3 +322,27 @@ def test_siblings_are_the_items_of_a_chosen_items_list_within_the_near_tie():
     assert composer._siblings([best, item], [sibling]) == []
     # No item chosen, no list to complete.
     assert composer._siblings([best], [sibling, other_list]) == []
+
+
+STEPS = ("1. Heat a large skillet and start cooking the pasta.\n"
+         "2. Finely slice the garlic and chop the parsley.\n"
+         "3. Add the oil and garlic to the skillet and cook until golden.\n"
+         "4. Toss the drained pasta in the skillet.")
+
+
+def test_no_step_of_a_numbered_list_is_skipped():
+    composer, _, _ = _composing("How do I make aglio e olio?", "Aglio e olio > Directions")
+    chunk = Chunk(1, 0, 0.5, "Aglio e olio > Directions", units_of(STEPS))
+    intro = _scored(chunk, 0, "Aglio e olio is pasta with garlic and olive oil.", 1.0, {"aglio", "olio"})
+    one, three = _item(chunk, 0, 0, STEPS.split("\n")[0], 0.95), _item(chunk, 0, 2, STEPS.split("\n")[2], 0.93)
+    # Steps 1 and 3 quoted: step 2 between them is added, scored as the lower of them.
+    filled = composer.steps_between([intro, one, three])
+    assert [(p.part, p.text, p.score) for p in in_reading_order(filled)] == [
+        (-1, intro.text, 1.0), (0, one.text, 0.95),
+        (1, "2. Finely slice the garlic and chop the parsley.", 0.93), (2, three.text, 0.93)]
+    # When the steps between do not fit, the quoted ones stay (their numbers show the gap).
+    intro.text = "x" * (SECOND_CHARS - len(one.text) - len(three.text))
+    assert composer.steps_between([intro, one, three]) == [intro, one, three]
+    # An unnumbered list's items may skip (a committee's duties are no procedure).
+    dash = [_item(chunk, 0, n, f"- Duty {n}.", 0.9) for n in (0, 2)]
+    assert composer.steps_between([intro, *dash]) == [intro, *dash]

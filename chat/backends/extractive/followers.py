@@ -12,11 +12,12 @@ within :data:`THIRD_TIE` of the first. None repeats a passage already quoted
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 from .candidates import Passage, headings_of, overlap
-from .text import matches
+from .text import list_items, matches
 
 # Cosine similarity (question vs. heading chain + passage) below which a passage does
 # not answer. Measured on the documentation corpora: answered questions' best passage
@@ -53,6 +54,8 @@ WIDE_TIE = 0.2
 THIRD_TIE = NEAR_TIE / 2
 # A passage whose words are this share of another's, in order, restates it (:func:`restates`).
 RESTATED = 0.8
+# An item of a numbered list: a step of a procedure ("2. Finely slice the garlic").
+_NUMBERED = re.compile(r"\s*\d+[.)]\s")
 
 
 class Followers:
@@ -115,6 +118,35 @@ class Followers:
                     and other.score >= chosen[0].score - NEAR_TIE and self._may_follow([*chosen, *taken], other)):
                 taken.append(other)
         return taken
+
+    def steps_between(self, chosen: list[Passage]) -> list[Passage]:
+        """``chosen`` with no step skipped: to two or more quoted items of one numbered list,
+        the items between them are added (scored as the lowest of them) when all passages
+        fit in :data:`SECOND_CHARS`. A procedure quoted as "1. ... 3. ..." would have its
+        reader skip step 2 (a new-user trial: "How do I make spaghetti aglio e olio?" quoted
+        steps 1 and 3). When they do not fit, the quoted steps keep their written numbers,
+        which show the gap: leaving out the later step lost answers (replayed)."""
+        lists: dict[tuple[int, int], list[Passage]] = {}
+        for passage in chosen:
+            if passage.kind == "item" and _NUMBERED.match(passage.text):
+                lists.setdefault((id(passage.chunk), passage.start), []).append(passage)
+        out = list(chosen)
+        for items in lists.values():
+            parts = {item.part for item in items}
+            missing = [n for n in range(min(parts), max(parts) + 1) if n not in parts]
+            if not missing:
+                continue
+            first = items[0]
+            texts = list_items(first.chunk.units[first.start].text)
+            low = min(items, key=lambda item: item.score)
+            added = []
+            for n in missing:
+                step = Passage(first.chunk, first.start, first.start, "item", texts[n], part=n, lead=first.lead)
+                step.found, step.score, step.cosine = matches(self.wanted, step.text), low.score, low.cosine
+                added.append(step)
+            if sum(len(passage.text) for passage in out + added) <= SECOND_CHARS:
+                out.extend(added)
+        return out
 
     def _may_follow(self, chosen: Sequence[Passage], other: Passage) -> bool:
         """Whether ``other`` may be quoted after ``chosen``: all fit in :data:`SECOND_CHARS`,

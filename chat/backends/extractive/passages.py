@@ -181,6 +181,7 @@ class Composer(Followers):
             siblings = self._siblings(chosen, kept[1:])
             third = None if siblings else self._third(chosen, kept[1:], idf, total)
             chosen.extend(siblings or ([lean_back(third)] if third is not None else []))
+        chosen = self.steps_between(chosen)
         self.corroborate(chosen, kept)
         return in_reading_order(self.instruction_first(chosen))
 
