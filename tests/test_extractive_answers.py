@@ -162,6 +162,9 @@ def test_split_code_and_tables_keep_their_frame():
     ("What is the capital of France?", False),
     ("What does this function return?", False),
     ("How are you?", False),
+    ("What is a domain?", False),  # a term to define, not the domain at hand
+    ("What is an app?", False),
+    ("What is this domain about?", True),
 ])
 def test_generic_questions(question, generic):
     assert is_generic(question) is generic

@@ -127,10 +127,17 @@ _AFTER_HEAD = re.compile(
     r"\s+(?:of|for|in|on|to|from|with|by|at|about|that|which|who|used|needed|required|and|or)\b.*$", re.I | re.S)
 
 
+# A referent after "a" / "an" is a term asked about ("What is a domain?" asks what the
+# word means, where "What is this domain?" asks about the one at hand).
+_INDEFINITE = re.compile(r"\ban?\s+([a-z]+)")
+
+
 def is_generic(question: str) -> bool:
     """A question about "this" that names nothing else: it mentions a referent
-    (REFERENTS) and every other content word is a generic one (GENERIC_TERMS)."""
-    words = set(_WORDS.findall(question.lower()))
+    (REFERENTS, not after "a" / "an") and every other content word is a generic one
+    (GENERIC_TERMS)."""
+    lowered = question.lower()
+    words = set(_WORDS.findall(lowered)) - set(_INDEFINITE.findall(lowered))
     return bool(words & REFERENTS) and terms(question) <= GENERIC_TERMS
 
 # "the three rules", "its 5 main steps", "which four kinds": the question asks for so many things.
