@@ -93,3 +93,25 @@ def body_text(text: str) -> str:
     return "\n".join(line for line in text.split("\n")
                      if not looks_like_front_matter(line)
                      and not looks_like_reference_entry(line))
+
+
+# Sentence ends within a line, for body_share: a mark, white space and a capital or a digit.
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[A-Z0-9(\[\u00a9])")
+
+
+def body_share(text: str) -> float:
+    """The share of ``text``'s characters (white space aside) that is body text: not in a
+    line opening a reference entry (:func:`looks_like_reference_entry`) nor in a sentence
+    of front matter or a byline (:func:`looks_like_front_matter_or_byline`). Read by
+    sentence, not by line as :func:`body_text` does: an abstract printed as one paragraph
+    ending "\u00a9 2007 American Institute of Physics." is body text but for that sentence.
+    1.0 for empty text."""
+    total = body = 0
+    for line in text.split("\n"):
+        size = len("".join(line.split()))
+        total += size
+        if not size or looks_like_reference_entry(line):
+            continue
+        body += sum(len("".join(sentence.split())) for sentence in _SENTENCE_END.split(line)
+                    if not looks_like_front_matter_or_byline(sentence))
+    return body / total if total else 1.0

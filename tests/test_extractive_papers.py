@@ -10,7 +10,7 @@ import pytest
 from chat.backends.extractive.findings import OTHERS_WORK, OWN_WORK, finding
 from chat.backends.extractive.passages import Composer
 from domains import embeddings
-from domains.front_matter import looks_like_byline, looks_like_reference_entry
+from domains.front_matter import body_share, looks_like_byline, looks_like_reference_entry
 
 from .extractive_helpers import answer, source
 
@@ -92,3 +92,15 @@ def test_own_findings_count_in_papers_only():
     page = _offered(question, source(1, text, ["Entanglement"], file_name="entanglement.md"))
     assert paper[background] == pytest.approx(page[background] + OTHERS_WORK)
     assert paper[own] == pytest.approx(page[own] + OWN_WORK)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("We present a result. It holds.", 1.0),
+    # An abstract printed as one paragraph with its copyright line: body but for that sentence.
+    ("We present a result. It holds. \u00a9 2007 American Institute of Physics.", 25 / 57),
+    ("Peter W. Shor\u2020", 0.0),
+    ("[1] A. Einstein, Sitzungsber. Preuss. Akad. Wiss. Berlin, 688 (1916).\nRaft elects a leader.", 18 / 78),
+    ("", 1.0),
+])
+def test_the_body_share_of_a_chunk(text, expected):
+    assert body_share(text) == pytest.approx(expected)

@@ -210,3 +210,22 @@ def test_queries_with_the_same_lexemes_share_one_bm25_search(setup):
     single = retrieve("neurons firing", [domain], k=5, modes=["bm25"])
     assert [c.chunk_id for c in both.results] == [c.chunk_id for c in single.results]
     assert both.keywords == ["neuron", "fire"]
+
+
+
+@pytest.mark.parametrize("file_name, order", [("flp.pdf", ["body", "references"]), ("flp.md", ["references", "body"])])
+def test_a_papers_reference_list_comes_after_its_body(db, file_name, order):
+    # BM25 ranks the reference list first (every name twice); in a PDF under half of it is
+    # body text (domains/front_matter.py), so the body goes first. Markdown keeps the ranking.
+    domain = Domain.objects.create(name="papers", description="papers", default_k=2)
+    store = Store.objects.create(name="papers-docs", domain=domain, mode=Store.Mode.BM25)
+    document = Document.objects.create(store=store, file_name=file_name)
+    texts = {
+        "references": "[1] M. Fischer, N. Lynch and M. Paterson. Impossibility of distributed consensus. J. ACM 32 (1985).\n"
+                      "[2] M. Fischer and N. Lynch. A lower bound for consensus with one faulty process. 1982.",
+        "body": "No asynchronous consensus protocol tolerates one faulty process, as Paterson showed.",
+    }
+    names = {Chunk.objects.create(store=store, document=document, ordinal=i, text=text).id: name
+             for i, (name, text) in enumerate(texts.items())}
+    result = retrieve("Fischer Lynch Paterson consensus", [domain])
+    assert [names[c.chunk_id] for c in result.results] == order
