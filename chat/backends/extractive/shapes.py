@@ -170,10 +170,13 @@ def as_question(question: str) -> str:
 def shapes(question: str) -> frozenset[str]:
     """The shapes of a question: any of "generic", "howto", "listing", "year", "number"
     (with "measure:<kind>", kind one of percent, time, length, size, temperature, and
-    "many:<term>" for what "how many" counts, :func:`of_measure`),
-    "name", "reason" ("why"), "code name" ("which option ..."), "count:<n>" ("the three rules": n things),
-    "position:first" / "position:last" ("the first step": a step by its place), "recipe" ("the recipe for X"), "definition:<subject>" ("what is X?"; one per subject of
-    "what is X and what is Y?"), "acronym:<X>" ("what does X stand for?", X as written).
+    "many:<term>" for what "how many" counts, :func:`.fits.of_measure`), "name", "reason"
+    ("why"), "code name" ("which option ..."), "which:<noun>" ("which SDK does ...": one thing
+    by its kind), "count:<n>" ("the three rules": n things), "position:first" /
+    "position:last" ("the first step": a step by its place), "recipe" ("the recipe for X"),
+    "definition:<subject>" ("what is X?"; one per subject of "what is X and what is Y?"; "what
+    is X and why ...?" adds "reason", "... and how ...?" "howto"), "acronym:<X>" ("what does
+    X stand for?", X as written).
     An imperative request has its question form's shapes as well (:func:`as_question`)."""
     asked = as_question(question)
     return _shapes(question) | (_shapes(asked) if asked != question else frozenset())
