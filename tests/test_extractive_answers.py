@@ -88,9 +88,22 @@ def test_a_fragment_is_quoted_with_what_it_introduces_or_not_at_all():
     ("Set these as follows, then restart the server.", True),
     ("The water stays liquid below 0 °C when salted.", False),
     ("OCR is described in [OCR](#ocr) below, with its settings.", False),
+    ("Table 1: Who cleans", True),  # a caption: quoted only with its table
+    ("Table IV. Results of the second trial", True),
+    ("The table shows who cleans.", False),
 ])
 def test_leads_on(sentence, expected):
     assert leads_on(sentence) is expected
+
+
+def test_a_tables_caption_is_quoted_with_its_table_never_alone():
+    # A new-user trial's rota: the caption shares the question's words, the table holds the answer.
+    rota = ("Table 1: Who cleans\n\n| name | Monday | Tuesday |\n| --- | --- | --- |\n"
+            "| Ann | sink | floor |\n| Bo | bins | hall |")
+    assert answer("Who cleans the floor on Tuesday?", source(1, rota, ["Rota"])) == (
+        "Table 1: Who cleans\n\n| name | Monday | Tuesday |\n| --- | --- | --- |\n"
+        "| Ann | sink | floor |\n| Bo | bins | hall |\n\n[1]"
+    )
 
 
 def test_a_table_row_is_never_quoted_without_its_header():

@@ -114,9 +114,11 @@ _LEADS_ON = re.compile(
 )
 # A sentence that points at what follows it ("with the settings below", "as follows"),
 # not at a section elsewhere ("[OCR](#ocr) below") or a number ("below 0 °C").
+# A table's caption ("Table 1: Who cleans", "Table 2. Results") points at its table too.
 _POINTS_AHEAD = re.compile(
     r"\b(?:(?:the|these|this|those)\s+(?:[\w`-]+\s+){0,3}below|as\s+follows|"
-    r"(?:shown|listed|set\s+out)\s+below)\b(?!\s*[-−+]?\d)",
+    r"(?:shown|listed|set\s+out)\s+below)\b(?!\s*[-−+]?\d)"
+    r"|\A\s*(?:table|tab\.)\s+(?:\d+|[ivxlc]+)[a-z]?\s*[.:]",
     re.I,
 )
 
