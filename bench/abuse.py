@@ -189,7 +189,7 @@ def hostile_text_cases() -> list[dict]:
     """The bibliographic patterns on the inputs of the review, and the question path's
     (follow-up detection, passage choice) on long runs (in this process)."""
     from chat.backends.extractive.candidates import units_of
-    from chat.backends.extractive.fits import enumerates, of_measure
+    from chat.backends.extractive.fits import enumerates, names_one, of_measure
     from chat.backends.extractive.shapes import shapes
     from chat.pipeline.follow_up import is_follow_up
     from domains.retrieval.acronyms import expansion
@@ -216,6 +216,8 @@ def hostile_text_cases() -> list[dict]:
              1, "Klea stores its documents in PostgreSQL.\n\n" + "\u200b" * 2_000_000 + "\n\nThe end."))),
         ("number of the measure asked on 200,000 digits", lambda: of_measure(
             shapes("How many qubits, how long and how large?"), "1" * 200_000 + " x")),
+        ("the one thing a 'which' question asks named after 100,000 'A.'", lambda: names_one(
+            shapes("Which SDK does Klea use?"), "A." * 100_000 + " SDK")),
     ]
     out = []
     for name, run in cases:

@@ -11,7 +11,7 @@ from chat.backends.extractive.fits import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_
                                            INGREDIENTS_FOR_RECIPE, MEASURE_FOR_HOW_MANY, NAMED_FOR_WHICH,
                                            NUMBER_FOR_HOW_MANY, PLACE_FOR_POSITION, POINTING_BACK,
                                            SPELLED_OUT_FOR_ACRONYM, SUBJECT_FOR_DEFINITION, bonus, enumerates, field,
-                                           in_place, of_measure, under_heading)
+                                           in_place, names_one, of_measure, under_heading)
 from chat.backends.extractive.shapes import shapes
 from chat.backends.extractive.text import matches, terms
 
@@ -266,3 +266,10 @@ def test_what_is_x_and_why_is_answered_by_the_passage_introducing_x(text, expect
 ])
 def test_the_recipe_for_x_is_its_ingredient_list(question, kind, section, expected):
     assert under_heading(shapes(question), kind, section) == expected
+
+
+def test_a_name_starts_where_a_token_does_and_is_read_in_linear_time():
+    # From inside "A.A.A..." each start ran to the run's end (seconds on 8,000); bench/abuse.py times it.
+    question_shapes = shapes("Which SDK does Klea use?")
+    assert names_one(question_shapes, "A." * 100_000 + " SDK") is True
+    assert names_one(question_shapes, "A." * 100_000 + " x") is False

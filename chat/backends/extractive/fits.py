@@ -289,7 +289,9 @@ def names_one(question_shapes: frozenset[str], text: str) -> bool:
         kind, _, noun = shape.partition(":")
         if kind == "which":
             word = "(?i:" + re.escape(noun) + r"(?:e?s)?)\b"  # the noun in any case, a name in capitals
-            if re.search(rf"(?:`[^`\n]+`|\b[A-Z][\w.+-]*)\s+(?:[\w.+-]+\s+)?{word}"
+            # (a name starts where a token does, taken whole: from inside "A.A.A..." each
+            # start ran to its end, quadratic)
+            if re.search(rf"(?:`[^`\n]+`|(?<![\w.+-])[A-Z][\w.+-]*+)\s+(?:[\w.+-]++\s+)?{word}"
                          rf"|\b{word}\s*(?::|\s(?:is|called|named))\s*`[^`\n]+`", text):
                 return True
     return False
