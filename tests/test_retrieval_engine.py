@@ -229,3 +229,21 @@ def test_a_papers_reference_list_comes_after_its_body(db, file_name, order):
              for i, (name, text) in enumerate(texts.items())}
     result = retrieve("Fischer Lynch Paterson consensus", [domain])
     assert [names[c.chunk_id] for c in result.results] == order
+
+
+@pytest.mark.parametrize("file_name, order", [("gw.pdf", ["body 1", "abstract"]), ("gw.md", ["body 1", "body 2"])])
+def test_the_abstract_of_a_paper_that_fills_the_results_takes_its_last_place(db, file_name, order):
+    # The abstract states the results without the event's name the question and the body use.
+    domain = Domain.objects.create(name="papers", description="papers", default_k=2)
+    store = Store.objects.create(name="papers-docs", domain=domain, mode=Store.Mode.BM25)
+    document = Document.objects.create(store=store, file_name=file_name)
+    texts = {
+        "abstract": "The two detectors observed a transient signal. " * 10,
+        "body 1": "GW150914 was detected in both detectors; GW150914 is a merger signal.",
+        "body 2": "GW150914 was seen first at Livingston.",
+        "body 3": "GW150914 arrived later at Hanford.",
+    }
+    names = {Chunk.objects.create(store=store, document=document, ordinal=i, text=text).id: name
+             for i, (name, text) in enumerate(texts.items())}
+    result = retrieve("GW150914 signal", [domain])
+    assert [names[c.chunk_id] for c in result.results] == order

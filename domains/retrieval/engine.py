@@ -19,7 +19,6 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
 from domains import embeddings
-from domains.front_matter import body_share
 from domains.models import Domain, Store
 from domains.text import normalize_text, strip_unsafe
 
@@ -28,6 +27,7 @@ from .bm25 import bm25_search, query_lexemes
 from .definitions import CANDIDATES, asked_subjects, definition_chunks
 from .filters import compile_filter, field_specs
 from .fusion import FUSION_METHODS, fuse
+from .papers import body_first, with_abstract
 from .recency import blend_recency
 from .types import RetrievalResult, RetrievedChunk
 from .vector import vector_search
@@ -45,9 +45,8 @@ MODES = ("vector", "bm25")
 # define it or spell it out first (domains/retrieval/definitions.py, acronyms.py): they
 # answer it, and the ranked lists may put them far down.
 DEFINING_CHUNKS = 3
-# Chunks of a PDF under this share of body text go after the others (_body_first); the
-# ranked chunks are read this many times k deep to find the others.
-BODY_SHARE = 0.5
+# The ranked chunks are read this many times k deep, so that a paper's front matter and
+# reference lists can go after its body (domains/retrieval/papers.py).
 BODY_READ = 2
 
 
@@ -356,16 +355,6 @@ def _top(domain: Domain, lists: list[tuple[str, list]], k: int, fusion: str,
     leading = [chunk(cid, best) for cid in lead if cid in years]
     filled = _fill(leading + ranked[:max(0, k - len(leading)) * BODY_READ])  # one query
     first = {c.chunk_id for c in leading}
-    return ([c for c in filled if c.chunk_id in first] + _body_first([c for c in filled if c.chunk_id not in first]))[:k]
+    top = ([c for c in filled if c.chunk_id in first] + body_first([c for c in filled if c.chunk_id not in first]))[:k]
+    return with_abstract(top, _fill)
 
-
-def _body_first(chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
-    """``chunks`` (best first) with those of PDFs that are mostly front matter or reference
-    entries (under half of their text is body text, :func:`domains.front_matter.body_share`)
-    after the others, each part in its order. A paper's affiliations, bylines and reference
-    list name people, places and titles that match questions on anything: three of the
-    eight chunks of "What did Fischer, Lynch and Paterson show ...?" were reference lists."""
-    def apart(chunk: RetrievedChunk) -> bool:
-        return chunk.file_name.lower().endswith(".pdf") and body_share(chunk.text) < BODY_SHARE
-
-    return sorted(chunks, key=apart)  # stable: each part keeps its order
