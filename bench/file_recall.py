@@ -25,12 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import ROOT, command_line, setup_django  # noqa: E402
 
 SETS = ("neuroml", "xarray", "cooking", "klea-docs", "neuroml-2", "xarray-2", "cooking-2", "klea-docs-2")
+# Written apart (bench/questions, 2026-12-07): asked when named.
+FOURTH = ("neuroml-4", "xarray-4", "cooking-4", "klea-docs-4")
 DEPTH = 50
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS),
+    parser.add_argument("--sets", nargs="+", choices=SETS + FOURTH, default=list(SETS),
                         help="Question sets (domain-N: a set written apart).")
     parser.add_argument("--json", metavar="FILE", help="Also write one row per question here.")
     args = parser.parse_args()

@@ -76,6 +76,20 @@ SELECT regexp_replace(
 $$;
 """.replace("{IGNORABLE}", IGNORABLE).replace("{NAME_DOT}", NAME_DOT)
 
+# What a chunk is searched by (``{chunk}``: the row, NEW in the trigger): its heading chain,
+# then its text; for a chunk without headings (a LICENSE file, a plain-text note, a page of
+# a PDF: nothing names its subject), then its document's title (``metadata.title``, which
+# ingestion sets before it stores the chunks: the converted title, else the file's name,
+# docs/ingestion.md), so that it is found by what it is called. The title comes last: the
+# text's lexemes keep their positions. A document without a title (BEIR's corpora) gains
+# nothing. Changed in domains/migrations/0021, which re-tokenises only heading-less chunks
+# of titled documents; a title edited later reaches the chunks when they are stored again.
+SEARCH_SOURCE = (
+    "array_to_string({chunk}.headings, ' ') || ' ' || {chunk}.text"
+    " || CASE WHEN coalesce(cardinality({chunk}.headings), 0) = 0 THEN ' ' || coalesce(("
+    "SELECT d.metadata ->> 'title' FROM domains_document d WHERE d.id = {chunk}.document_id), '') ELSE '' END"
+)
+
 # tf of one unnest(tsvector) row; a stripped lexeme (no positions) counts once.
 TF = "coalesce(array_length(u.positions, 1), 1)"
 

@@ -20,6 +20,7 @@ from django.db.models.lookups import GreaterThan
 from pgvector.django import HnswIndex, VectorField
 
 from . import bm25_sql
+from .bm25_sql import SEARCH_SOURCE
 from .names import RESERVED_RULE, STORE_NAME, domain_name_problem
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -252,7 +253,8 @@ class Chunk(models.Model):
     ``text`` is what a reader sees; what is embedded and indexed is the heading chain
     followed by the text (:func:`domains.text.indexed_text`).
     ``embedding``: 384 floats (KLEA_EMBEDDING_DIM), L2-normalised, never all zero.
-    ``search_vector``: tsvector of headings + text, kept by a database trigger.
+    ``search_vector``: tsvector of headings + text, kept by a database trigger (a chunk
+    without headings: its text + its document's title, :data:`domains.bm25_sql.SEARCH_SOURCE`).
     ``provenance``: where the text is in its source (docs/ingestion.md, "Provenance"):
     ``{"pages": [first, last], "boxes": [[page, left, top, right, bottom], ...]}`` for
     PDFs (pages 1-based, boxes as fractions of the page, origin top-left);
@@ -302,7 +304,7 @@ class Chunk(models.Model):
                 func=(
                     "NEW.search_vector := to_tsvector("
                     f"'{SEARCH_CONFIG}'::regconfig, "
-                    "klea_search_text(array_to_string(NEW.headings, ' ') || ' ' || NEW.text)); RETURN NEW;"
+                    f"klea_search_text({SEARCH_SOURCE.format(chunk='NEW')})); RETURN NEW;"
                 ),
             ),
             # BM25 upkeep (domains/bm25_sql.py): one call per statement, set-based.
