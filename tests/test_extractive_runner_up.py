@@ -322,6 +322,11 @@ def test_siblings_are_the_items_of_a_chosen_items_list_within_the_near_tie():
     assert composer._siblings([best, item], [sibling]) == []
     # No item chosen, no list to complete.
     assert composer._siblings([best], [sibling, other_list]) == []
+    # "The first step" asks for one item by its place: its neighbours do not follow.
+    placing, _, _ = _composing("What is the first step of the committee?", "Committee")
+    sibling.text = "- To agree."
+    assert composer._siblings([best, item], [sibling]) == [sibling]
+    assert placing._siblings([best, item], [sibling]) == []
 
 
 STEPS = ("1. Heat a large skillet and start cooking the pasta.\n"

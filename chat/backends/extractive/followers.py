@@ -110,7 +110,10 @@ class Followers:
         """The other items of a list one of ``chosen`` is an item of, scoring within
         :data:`NEAR_TIE` of the best, best scored first while all fit in :data:`SECOND_CHARS`
         ([] = none): the evidence cannot tell a list's items apart (the duties of a committee,
-        one to an item), so the answer quotes each of them, not the two that scored first."""
+        one to an item), so the answer quotes each of them, not the two that scored first. None
+        to a question asking for one step by its place ("the first step")."""
+        if any(shape.startswith("position:") for shape in self.shapes):
+            return []
         lists = [(p.chunk, p.start) for p in chosen if p.kind == "item"]
         taken: list[Passage] = []
         for other in others:
