@@ -172,6 +172,17 @@ def test_a_turn_is_scored_against_its_question():
         Done("complete", total_ms=30.0, ttft_ms=None),
     ]))
     assert (off.refused, off.answer_coverage, off.outcome()) == (True, None, "refused")
+    # Routed, then the sources were found not to answer: the answer cites nothing.
+    declined = score_turn(Question("Who won?", None, None, None), TurnResult([
+        Answer("No source in arrays answers this question.", "domains", ["arrays"], []),
+        Done("complete", total_ms=30.0, ttft_ms=5.0),
+    ]))
+    quoted = score_turn(Question("Who won?", None, None, None), TurnResult([
+        Answer("The winner is named in the table [1].", "domains", ["arrays"], [1]),
+        Done("complete", total_ms=30.0, ttft_ms=5.0),
+    ]))
+    assert [(s.refused, s.citations, s.outcome()) for s in (declined, quoted)] == [
+        (True, [], "refused"), (False, [1], "answered (domains: arrays)")]
     summary = summarise([off])
     assert (summary.questions, summary.refused, summary.rates, summary.median_answer_chars, summary.ttft_p50_ms) == (
         1, 1, {"refused": 1.0}, None, None)

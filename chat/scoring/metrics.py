@@ -78,6 +78,9 @@ class Scored:
     answer_coverage: float | None = None
     references_coverage: float | None = None
     error: str = ""
+    # The numbers the answer cites: an answer from the domains that cites none says that no
+    # source answers ("No source in neuroml answers this question.", docs/pipeline.md).
+    citations: list[int] = field(default_factory=list)
 
     @property
     def off_topic(self) -> bool:
@@ -89,8 +92,9 @@ class Scored:
 
     @property
     def refused(self) -> bool:
-        """Not answered from any domain (refused, declined, or general chat)."""
-        return self.status == "complete" and self.route != "domains"
+        """Not answered from any domain: refused, declined, general chat, or routed to
+        domains whose sources were found not to answer (an answer citing no source)."""
+        return self.status == "complete" and (self.route != "domains" or not self.citations)
 
     @property
     def evidence_in_answer(self) -> bool:
@@ -140,6 +144,7 @@ def score_turn(question, result) -> Scored:
         ttft_ms=done.ttft_ms if done else None,
         total_ms=done.total_ms if done else 0.0,
         error=f"{fatal.code}: {fatal.message}" if fatal else "",
+        citations=list(answer.citations) if answer else [],
     )
     if not question.off_topic:
         scored.answer_coverage = round(coverage(question.evidence, strip_citations(text)), 4)
