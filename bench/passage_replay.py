@@ -23,7 +23,10 @@ keeps each domain's M best of them (by score) and numbers the sources again.
 
 The held-out third and fifth sets (``*-3``, ``*-5``, ``papers-4``) are not recorded unless
 named with ``--sets``: replay them for their totals only (no ``-v 2``, no ``--misses``),
-never to choose a change.
+never to choose a change. Off-topic sets (``--sets off-topic off-topic-6``) are recorded
+too: those routing lets through reach the answer, and replay counts as refused each one
+it composes nothing for (the answer then says that no source answers); ``terse`` is
+recorded as an answerable set.
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ FOURTH = ("neuroml-4", "xarray-4", "cooking-4", "klea-docs-4")
 FIFTH = ("neuroml-5", "xarray-5", "cooking-5", "klea-docs-5")
 # as bench/answers.py: recorded when named (the bench database needs its domain)
 ON_REQUEST = ("papers", "papers-2", "papers-3", "papers-4")
+# Recorded when named: off-topic questions that routing lets through reach the backend's
+# answer too, and replay counts those it composes nothing for as refused (off-topic-3 and
+# -5 held out: totals only); terse.json's in-domain questions naming their subject "it".
+OFF_TOPIC = ("off-topic", "off-topic-2", "off-topic-3", "off-topic-5", "off-topic-6")
+OTHER = ("terse",)
 
 
 @dataclass
@@ -113,7 +121,7 @@ def record(path: Path, k: int | None = None, sets: tuple[str, ...] = SETS) -> No
         report = evaluate(questions, domains)
         for q, scored in zip(questions, report.scored):
             entry = seen.pop(q.question, None)
-            rows.append({"set": name, "evidence": q.evidence, "file": q.file, "inputs": entry,
+            rows.append({"set": name, "domain": q.domain, "evidence": q.evidence, "file": q.file, "inputs": entry,
                          "answer": scored.answer, "references_coverage": scored.references_coverage})
         print(f"{name}: {len(questions)} recorded", flush=True)
     path.write_bytes(pickle.dumps({"command": command_line(), "rows": rows}))
@@ -249,11 +257,21 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "", k: int | No
         embeddings.cache._rows.update(pickle.loads(vectors.read_bytes()))
     _documents(data["rows"])
     totals: dict[str, list] = {}
+    refused: dict[str, list[bool]] = {}
     for row in data["rows"]:
         inputs = row["inputs"]
         if only and not (inputs and only.lower() in inputs["question"].lower()):
             continue
-        domain = row["set"].rsplit("-", 1)[0] if row["set"][-1:].isdigit() else row["set"]
+        if row["evidence"] is None:  # off-topic: refused when not routed or nothing composed
+            text = compose(dict(inputs, sources=narrowed(inputs["sources"], k))) if inputs else ""
+            refused.setdefault(row["set"], []).append(not text.strip())
+            if only or verbosity >= 2:
+                print(f"{'refused ' if not text.strip() else 'ANSWERED'} {row['set']}: "
+                      + (inputs["question"] if inputs else "(not routed)"))
+                if text.strip() and (only or verbosity >= 3):
+                    print("   answer: " + text.replace("\n", " | ")[:300])
+            continue
+        domain = row.get("domain") or (row["set"].rsplit("-", 1)[0] if row["set"][-1:].isdigit() else row["set"])
         if inputs:
             inputs = dict(inputs, sources=narrowed(inputs["sources"], k))
             chosen: list = []
@@ -296,6 +314,8 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "", k: int | No
               f"  file cited {sum(r[3] for r in rows):3d}  ({where} {sum(r[1] for r in rows):3d})"
               f"  median chars {statistics.median(lengths) if lengths else 0:.0f}"
               f"  how-to led by an instruction {sum(howto):2d} / {len(howto):2d}")
+    for name, rows in refused.items():
+        print(f"{name:12} refused {sum(rows):3d} / {len(rows):3d}")
 
 
 def main() -> None:
@@ -305,7 +325,8 @@ def main() -> None:
     parser.add_argument("-v", "--verbosity", type=int, default=1, help="2: one line per question; 3: misses' texts.")
     parser.add_argument("--misses", action="store_true", help="Show misses whose evidence is in the references.")
     parser.add_argument("--only", default="", help="Explain the questions holding this text.")
-    parser.add_argument("--sets", nargs="+", choices=SETS + HELD_OUT + FOURTH + FIFTH + ON_REQUEST, default=SETS,
+    parser.add_argument("--sets", nargs="+", choices=SETS + HELD_OUT + FOURTH + FIFTH + ON_REQUEST + OFF_TOPIC + OTHER,
+                        default=SETS,
                         help="record: the question sets (default: the first and second sets).")
     parser.add_argument("--k", type=int, help="record: every domain's k (no reference budget); "
                         "replay: keep each domain's k best recorded chunks.")

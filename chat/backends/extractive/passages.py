@@ -39,6 +39,7 @@ from .fits import bonus, counts, defined, enumerates, in_place, instructs, under
 from .followers import MIN_SIMILARITY, SECOND_CHARS, WIDE_TIE, Followers
 from .reach import extend, lean_back, with_list
 from .shapes import counted, shapes, subjects
+from .stated import states
 from .text import list_items, matches, terms
 
 # Score = cosine + LEXICAL_WEIGHT x lexical share + RETRIEVAL_WEIGHT x chunk score + shape.
@@ -94,6 +95,9 @@ class Composer(Followers):
         self.counted = counted(question) & self.wanted
         self.chunks: list[Chunk] = []
         self.files = {source.number: str(getattr(source, "file_name", "")) for source in sources}
+        # What a source is besides its text: its domain's name, file name, title and authors
+        # (a passage of "klea-docs" is about Klea; of Dijkstra's paper, about Dijkstra).
+        self.about = {source.number: about(source) for source in sources}
         for source in sources:
             title = (getattr(source, "metadata", None) or {}).get("title") or ""
             for chunk in source.chunks:
@@ -182,8 +186,20 @@ class Composer(Followers):
             third = None if siblings else self._third(chosen, kept[1:], idf, total)
             chosen.extend(siblings or ([lean_back(third)] if third is not None else []))
         chosen = self.steps_between(chosen)
+        if "generic" not in self.shapes and not self.stated(chosen, idf):
+            return []
         self.corroborate(chosen, kept)
         return in_reading_order(self.instruction_first(chosen))
+
+    def stated(self, chosen: Sequence[Passage], idf: dict[str, float]) -> bool:
+        """Whether the ``chosen`` passages state something about what the question asks
+        (:func:`.stated.states`): the question terms their text, headings and sources hold,
+        and their best cosine."""
+        held: set[str] = set()
+        for passage in chosen:
+            held |= passage.found | matches(self.wanted, f"{headings_of(passage)}\n{self.about[passage.chunk.number]}")
+        cosine = max(passage.cosine for passage in chosen)
+        return states(self.question, self.wanted, idf, cosine, held, MIN_SIMILARITY, "listing" in self.shapes)
 
     def task_section(self, chunk: Chunk) -> bool:
         """Whether ``chunk`` lies in the section a how-to question names ("How do I X?": a
@@ -294,6 +310,15 @@ class Composer(Followers):
                 run, quoted = [], []
             else:
                 yield passage.text
+
+
+def about(source) -> str:
+    """The words naming ``source`` besides its text: domain, file name, title, authors."""
+    metadata = getattr(source, "metadata", None) or {}
+    authors = metadata.get("authors") or []
+    authors = " ".join(str(a) for a in authors) if isinstance(authors, list) else str(authors)
+    return " ".join([str(getattr(source, "domain", "") or ""), str(getattr(source, "file_name", "") or ""),
+                     str(metadata.get("title") or ""), authors])
 
 
 def embedded(passage: Passage) -> str:
