@@ -12,7 +12,7 @@ import pytest
 from chat.backends.extractive.candidates import Chunk, Passage, candidates, headings_of, units_of
 from chat.backends.extractive.passages import INSTRUCTION_UNDER_TASK, Composer
 from chat.backends.extractive.reach import SHORT_LIST, extend, with_list
-from chat.backends.extractive.text import terms
+from chat.backends.extractive.text import matches, terms
 
 from domains import embeddings
 
@@ -191,6 +191,20 @@ def test_the_step_stating_a_quantity_answers_how_long_not_a_step_numbered_higher
     assert answer("How long does homemade hummus keep in the fridge?", source(1, method, ["Hummus", "Directions"])) == (
         "5. Serve immediately or transfer to an airtight container and store in the fridge for up to one week. [1]"
     )
+
+
+def test_a_sentence_holding_every_word_the_question_asks_about_may_answer_below_the_floor():
+    # The clause that answers sits in a parenthesis of a long sentence about installing and
+    # serving (its cosine 0.32, under MIN_SIMILARITY); it holds every question term once
+    # "other" and "than" are none (Composer.holds_all lets it answer).
+    question = "How do I start Klea on a port other than 8000?"
+    composer = Composer(embeddings.embed_query(question), [], question)
+    assert composer.wanted == {"start", "klea", "port", "8000"}
+    text = ("This installs everything into `.venv`, starts the embedded PostgreSQL, ingests this `docs/` folder as "
+            "the demo domain `klea-docs` and serves on http://127.0.0.1:8000 (another port: `make run PORT=8001`).")
+    passage = Passage(Chunk(1, 0, 0.5, "Getting started > Run it", []), 0, 0, "prose", text)
+    passage.found = matches(composer.wanted, text)
+    assert composer.holds_all(passage)
 
 
 FRONT_MATTER = "Authors: Quill editor developers\nDate: March 3, 2019"

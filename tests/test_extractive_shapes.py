@@ -184,6 +184,13 @@ def test_words_of_any_script_are_question_terms_and_a_plural_matches_its_singula
     assert terms("store stores stored storing") == {"stor"}
 
 
+def test_quantifiers_and_comparisons_are_no_question_terms():
+    # "other than 8000" asks for another port: the answer says "another port", never "than";
+    # "Is there any ..." asks whether something exists and names nothing.
+    assert terms("Is there any way to start Klea on a port other than 8000?") == {"way", "start", "klea", "port", "8000"}
+    assert terms("Do some stores have another name?") == {"stor", "have", "another", "name"}
+
+
 def test_the_parts_of_an_identifier_in_a_passage_match_question_terms():
     # A settings row names "the LLM backend" only as KLEA_LLM_BACKEND; the question's own
     # identifier stays one term (it is not counted three times).
