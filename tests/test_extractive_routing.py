@@ -131,6 +131,38 @@ def test_the_language_of_a_question_is_that_of_its_stop_words(text, language, wo
     assert set(retrieval.content_words(text, language).split()) == words
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("text, language", [
+    ("Wie starte ich Stellar auf einem anderen Port?", "german"),  # stop words, as routing reads them
+    ("Как установить Stellar?", "russian"),
+    ("如何安装Stellar？", "chinese"),  # no stop-word list: by the script of most letters (a tie included)
+    ("Stellar をインストールするには？", "japanese"),  # kana among the Han characters
+    ("Stellar를 어떻게 설치하나요?", "korean"),
+    ("What does 'crêpe' mean?", "english"),  # Latin letters with accents
+    ("What is 如何?", "english"),
+    ("Stellar 1965", "english"),
+])
+def test_the_language_a_question_is_asked_in(text, language):
+    assert retrieval.question_language(text) == language
+
+
+def test_a_question_in_another_language_is_refused_with_the_reason(one_domain, tmp_path):
+    # The embedding model is English: a question in another language matches no source, and
+    # the reply says why instead of "No source in stellar answers this question."
+    for question, language in (("Wie installiere ich das?", "German"), ("如何安装？", "Chinese")):
+        turn = run(question, one_domain)
+        assert (turn.answer.route, turn.answer.domains) == ("refused", [])
+        assert turn.answer.text == (
+            f"This question seems to be in {language}. Klea matches questions to its sources in English (its "
+            "embedding model, all-MiniLM-L6-v2, was trained on English text), so please ask it in English.")
+    several = [*one_domain, domain_of(tmp_path, "kitchen", "Recipes", {"bread.md": "# Bread\n\nBake it for an hour.\n"})]
+    turn = run("Что это такое?", several)
+    assert (turn.answer.route, turn.answer.text) == ("refused", (
+        "This question seems to be in Russian. Klea matches questions to its sources in English (its embedding model, "
+        "all-MiniLM-L6-v2, was trained on English text), so please ask it in English."))
+    assert run("Как дела?", several).answer.text.startswith("This question seems to be in Russian.")
+
+
 def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_domain, monkeypatch):
     monkeypatch.setattr(embeddings, "cache", embeddings.VectorCache(embeddings.CACHE_SIZE))  # as a fresh process
     runs = count_model_runs(monkeypatch)

@@ -1,7 +1,8 @@
 """Hybrid retrieval: BM25 + dense lists per store, fused by RRF, recency-blended."""
 
 from .acronyms import acronym_definitions, asked_acronym, expansion
-from .bm25 import Bm25Params, bm25_search, content_words, lexemes_and_language, query_lexemes, shared_results
+from .bm25 import (Bm25Params, bm25_search, content_words, lexemes_and_language, query_lexemes, question_language,
+                   shared_results)
 from .engine import retrieve
 from .filters import CompiledFilter, FieldSpec, compile_filter
 from .fusion import RRF_K, RRF_WEIGHTS, convex_fusion, fuse, reciprocal_rank_fusion
@@ -36,6 +37,7 @@ __all__ = [
     "page_label",
     "page_span",
     "query_lexemes",
+    "question_language",
     "reciprocal_rank_fusion",
     "retrieve",
     "serialize_reference_material",

@@ -11,10 +11,12 @@ whose chunks vary in length (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from itertools import groupby
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -95,6 +97,50 @@ def _language(kept: dict[str, int]) -> str:
     stops = {name: words - count for name, count in kept.items()}
     best = max(stops, key=lambda name: (stops[name], name == "english"), default="english")
     return best if stops.get(best, 0) > stops.get("english", 0) else "english"
+
+
+# Letters of a script English is not written in name a language when they are most of a
+# question's letters, by the first word of their Unicode names; a script several
+# languages share ("CYRILLIC") names none. (Stop words name the language first: "Как
+# установить Klea?" is Russian by "как".)
+_SCRIPT_LANGUAGES = {"CJK": "chinese", "HIRAGANA": "japanese", "KATAKANA": "japanese", "HANGUL": "korean",
+                     "GREEK": "greek", "THAI": "thai", "HEBREW": "hebrew", "GEORGIAN": "georgian",
+                     "ARMENIAN": "armenian", "BENGALI": "bengali", "TAMIL": "tamil", "KHMER": "khmer", "LAO": "lao"}
+
+
+def question_language(text: str) -> str:
+    """The language ``text`` is written in: by its stop words, as
+    :func:`lexemes_and_language` decides (the same rule routes it), or else, when most of
+    its letters are of a script other than Latin, by the script ("chinese"; "japanese"
+    when any kana is among them; "other" for a script several languages share).
+
+    :returns: a lower-case language name ("english", "german", "chinese", ...) or "other".
+    :raises ValueError: as :func:`query_lexemes`.
+    """
+    language = lexemes_and_language(text)[1]
+    return language if language != "english" else _script_language(text)
+
+
+def _script_language(text: str) -> str:
+    """"english" unless most of the words of ``text`` are of a script other than Latin
+    (a word: a run of letters of one script; each Han character or kana is one, as those
+    languages put no space between words: "如何安装Klea？" is four words to one), else the
+    language of the most used such script (_SCRIPT_LANGUAGES; "japanese" when any kana is
+    among them) or "other"."""
+    words = []
+    for script, run in groupby(unicodedata.name(c, "UNKNOWN").split()[0] if c.isalpha() else "" for c in text):
+        if script:
+            words += [script] * (len(list(run)) if script in _UNSPACED else 1)
+    foreign = [script for script in words if script != "LATIN"]
+    if len(foreign) * 2 <= len(words):
+        return "english"
+    if {"HIRAGANA", "KATAKANA"} & set(foreign):
+        return "japanese"
+    return _SCRIPT_LANGUAGES.get(max(sorted(set(foreign)), key=foreign.count), "other")
+
+
+# Scripts written without spaces between words: each character counts as a word.
+_UNSPACED = frozenset({"CJK", "HIRAGANA", "KATAKANA"})
 
 
 _CONTENT_WORDS = """

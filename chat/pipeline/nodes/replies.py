@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 
+from asgiref.sync import sync_to_async
+
+from domains.retrieval import question_language
+
 from ..graph import Step, declare
 from ..state import TurnState
 from .answer import no_source_text
@@ -58,6 +62,15 @@ def refusal_text(domains: list[str], hint: str) -> str:
     return f"This question does not match any of the available domains ({', '.join(domains)}). {hint}"
 
 
+def other_language_text(language: str) -> str:
+    """The reply when no domain fits a question in another language
+    (:func:`domains.retrieval.question_language`, its name lower-case, or "other"): the
+    reason, since the sources are matched with an English embedding model."""
+    asked = "not to be in English" if language == "other" else f"to be in {language.capitalize()}"
+    return (f"This question seems {asked}. Klea matches questions to its sources in English (its embedding "
+            "model, all-MiniLM-L6-v2, was trained on English text), so please ask it in English.")
+
+
 def clarify_text(domains: list[str]) -> str:
     return (
         f"I could not find an answer to this in {', '.join(domains)}. "
@@ -73,10 +86,16 @@ async def decline(state: TurnState) -> Step:
 
 @declare(reads={"allowed", "search_text"}, writes=SAID)
 async def refuse(state: TurnState) -> Step:
-    """No domain fits. A question that names domains (:func:`named_domains`), or any
-    question when only one domain is available, is about them: no source there answers
-    it. Otherwise the reply lists the domains and says how to ask one anyway."""
+    """No domain fits. A question in another language than English is told so (the
+    sources are matched in English: :func:`other_language_text`). A question that names
+    domains (:func:`named_domains`), or any question when only one domain is available,
+    is about them: no source there answers it. Otherwise the reply lists the domains and
+    says how to ask one anyway."""
     names = [d.name for d in state.allowed]
+    language = await sync_to_async(question_language)(state.question)
+    if language != "english":
+        await say(state, other_language_text(language))
+        return Step("next", f"asked in {language}")
     about = names if len(names) == 1 else named_domains(state.search_question, state.allowed)
     if about:
         await say(state, no_source_text(about))
