@@ -83,7 +83,8 @@ $$;
 # docs/ingestion.md), so that it is found by what it is called. The title comes last: the
 # text's lexemes keep their positions. A document without a title (BEIR's corpora) gains
 # nothing. Changed in domains/migrations/0021, which re-tokenises only heading-less chunks
-# of titled documents; a title edited later reaches the chunks when they are stored again.
+# of titled documents; a title edited in the metadata map re-tokenises them
+# (ingestion/metadata/map.py).
 SEARCH_SOURCE = (
     "array_to_string({chunk}.headings, ' ') || ' ' || {chunk}.text"
     " || CASE WHEN coalesce(cardinality({chunk}.headings), 0) = 0 THEN ' ' || coalesce(("

@@ -181,6 +181,26 @@ def test_bm25_store_has_no_embeddings_and_mode_conflicts_are_errors(domain, fold
         store_directory(folder, "dense-store", "steps", bm25_only=True)
 
 
+def test_a_heading_less_chunk_is_searched_by_its_title_and_a_new_title_reaches_it(domain, folder):
+    """notes.txt has no heading: its title (its first line, as ingestion sets it) is in its
+    chunk's search text, after the text; a title edited in its map is too, at once."""
+    chunk_directory(folder)
+    store_directory(folder, "steps-store", "steps")
+    chunk = Chunk.objects.get(document__file_name="notes.txt")
+    assert (chunk.headings, chunk.document.metadata["title"]) == ([], "Plain notes.")
+    assert str(chunk.search_vector) == "'note':2,6 'paragraph':4 'plain':1,5 'second':3"
+    embedding = np.array(chunk.embedding)
+    entry = MetadataEntry.objects.get(document=chunk.document, heading_key="DEFAULT")
+    entry.values = {**entry.values, "title": "Field diary"}
+    entry.save()
+    reapply(entry.document)
+    chunk.refresh_from_db()
+    assert str(chunk.search_vector) == "'diari':6 'field':5 'note':2 'paragraph':4 'plain':1 'second':3"
+    assert np.array_equal(np.array(chunk.embedding), embedding)  # nothing re-embedded
+    guide = Chunk.objects.filter(document__file_name="guide.md").order_by("ordinal").first()
+    assert "diari" not in str(guide.search_vector)
+
+
 def test_map_export_import_round_trip_and_reapply_without_reembedding(domain, folder, tmp_path):
     chunk_directory(folder)
     store_directory(folder, "steps-store", "steps")

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from django.db import transaction
+from django.db.models import F
 
 from domains.models import Chunk, Document, FilterField, MetadataEntry
 from domains.person_names import name_variants, variants_key
@@ -132,8 +133,19 @@ def replace_entries(document: Document, entries: dict[str, dict]) -> None:
         elif entry.values != values:
             entry.values = values
             entry.save(update_fields=["values"])
-    document.metadata = entries.get(DEFAULT, {})
+    _set_metadata(document, entries.get(DEFAULT, {}))
+
+
+def _set_metadata(document: Document, metadata: dict) -> None:
+    """Store the document's DEFAULT entry as ``Document.metadata``; when its title changes,
+    the chunks without headings are re-tokenised (an update of their text, which the
+    search-vector trigger follows): they are searched by the title (domains/bm25_sql.py,
+    ``SEARCH_SOURCE``)."""
+    retitled = (document.metadata or {}).get("title") != metadata.get("title")
+    document.metadata = metadata
     document.save(update_fields=["metadata", "updated_at"])
+    if retitled:
+        document.chunks.filter(headings=[]).update(text=F("text"))
 
 
 @transaction.atomic
@@ -142,8 +154,7 @@ def reapply(document: Document) -> int:
     re-embedding. :returns: the number of chunks whose metadata changed."""
     entries = document_entries(document)
     fields = person_fields(document.store)
-    document.metadata = entries.get(DEFAULT, {})
-    document.save(update_fields=["metadata", "updated_at"])
+    _set_metadata(document, entries.get(DEFAULT, {}))
     changed = []
     for chunk in document.chunks.only("id", "headings", "metadata", "year"):
         metadata = chunk_metadata(entries, chunk.headings, fields)
