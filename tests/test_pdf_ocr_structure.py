@@ -77,3 +77,15 @@ def test_large_ocr_noise_is_no_heading_and_real_ocr_headings_stay():
         (("2. A PROBABILISTIC COUNTING PROCEDURE",), "Body line 0 of page 0 go"),
         (("REFERENCES",), "Body line 0 of page 0 go"),
     ]
+
+
+def test_a_document_of_one_line_paragraphs_that_all_rejoin_is_merged_in_linear_time():
+    """50,000 OCR lines, each its own paragraph, each a word cut at its end: one paragraph,
+    every word re-joined (re-reading the growing paragraph's lines at each step and
+    re-building its text at each line were quadratic: 40 s at 20,000; bench/abuse.py)."""
+    cut = [Paragraph([_ocr(i // 50, 100 + 12 * (i % 50), "the comput-" if i % 2 == 0 else "ing and",
+                           size=9.0 + i % 3)]) for i in range(50_000)]
+    merged = merge_continued(cut)
+    assert len(merged) == 1
+    assert len(merged[0].lines) == 50_000
+    assert merged[0].text == " ".join(["the computing and"] * 25_000)
