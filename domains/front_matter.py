@@ -16,7 +16,10 @@ import re
 from ingestion.metadata.biblio.names import parse_byline
 
 _YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b")
+# An address's parts bounded as RFC 5321 bounds them (64 before the "@", 255 after): unbounded,
+# each start in a run such as "a.a.a..." or "a-a-a-..." scanned to its end (quadratic: 40,000
+# characters of a line took over a minute).
+_EMAIL = re.compile(r"\b[\w.+-]{1,64}@[\w-]{1,255}\.[\w.-]{1,255}\b")
 _PUBLICATION = re.compile(
     r"\b(ISSN|e-?ISSN|doi:|DOI:)|©|\bCopyright\b|\bCreative Commons\b|\bAll rights reserved\b|"
     r"\b(Received|Accepted|Revised|Published online)\b:?\s+\d|\bCorrespond(ence|ing author)\b",

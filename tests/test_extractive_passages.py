@@ -173,6 +173,10 @@ def test_front_matter_is_never_the_answer_unless_asked_for():
     ("National Institutes of Health", False),  # a funder named in a list
     ("Padraig Gleeson University College London UK Website", False),  # a board member's line
     ("The model was developed at the University of Edinburgh in 2001.", False),
+    # from each start in "a.a.a..." the address ran to the run's end (quadratic: minutes)
+    ("a." * 100_000, False),
+    ("a-" * 100_000 + " x", False),
+    ("a." * 100_000 + "@example.org", True),
 ])
 def test_what_reads_as_front_matter(text, expected):
     assert looks_like_front_matter(text) is expected

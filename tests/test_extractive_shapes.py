@@ -27,6 +27,10 @@ from chat.backends.extractive.text import matches, terms
     ("+" + "a." * 100_000 + ", b and c", True),
     ("+.-, b and c", False),
     ("a." * 100_000, False),
+    # from each item of a long list with no "and" the items ran to its end (quadratic: minutes)
+    ("Ab, " * 50_000 + "end.", False),
+    ("Vol. 1, " * 25_000, False),
+    ("Ab, " * 50_000 + "Cd and Ef", True),
 ])
 def test_a_list_written_as_prose(text, expected):
     assert enumerates(text) is expected

@@ -74,8 +74,11 @@ _INLINE_CODE = re.compile(r"`[^`\n]+`")
 # items (one or two words), the last after "and" / "or"; an item's aside in parentheses
 # aside ("Markdown (`.md`, `.myst`), HTML (`.html`) and PDF").
 _ENUMERATION = re.compile(
-    # (an item starts where a word does: from inside "a.b.c..." each start ran to its end, quadratic)
-    r"(?<![\w.+-])(?=[.+-]*\w)(?:[\w.+-]+(?: [\w.+-]+)?, ){1,}(?:[\w.+-]+ )?(?:and|or) [\w.+-]+"
+    # (an item starts where a word does: from inside "a.b.c..." each start ran to its end,
+    # quadratic; and at most 30 items before the last: from each item of "Ab, Ab, ..." with
+    # no "and" the items ran to the end, quadratic too. A longer list still matches, from a
+    # later item.)
+    r"(?<![\w.+-])(?=[.+-]*\w)(?:[\w.+-]+(?: [\w.+-]+)?, ){1,30}(?:[\w.+-]+ )?(?:and|or) [\w.+-]+"
     # "is one of `string`, `int`, `float`, `list`": the choices named, no conjunction needed
     r"|\bone of [\w.+`-]+(?: [\w.+`-]+)?(?:, [\w.+`-]+(?: [\w.+`-]+)?){2,}"
 )
