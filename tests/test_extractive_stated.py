@@ -81,3 +81,23 @@ def test_a_name_held_by_the_source_or_its_domain_counts():
     assert answer("What is a domain in Klea?", chunk) == ""
     chunk.domain = "klea-docs"
     assert answer("What is a domain in Klea?", chunk) == f"{text} [1]"
+
+
+def test_a_follow_up_is_judged_by_its_own_words():
+    # Searched together with the question before it ("How do I point Klea at my own
+    # PostgreSQL server?"), the follow-up asks about the terminal: the passage stating that
+    # need not name the server too.
+    from asgiref.sync import async_to_sync
+
+    from chat.backends.extractive.passages import Composer
+    from domains import embeddings
+
+    question = "How do I ask it something from the terminal?"
+    text = "From the terminal, ask with `manage.py ask \"question\"`; it prints the answer and its sources."
+    composer = Composer(embeddings.embed_query(question), [source(1, text, ["Asking"], file_name="cli.md")],
+                        question, "How do I point Klea at my own PostgreSQL server? " + question)
+
+    async def collect():
+        return "".join([piece async for piece in composer.pieces(lambda number, *rest: f"[{number}]")])
+
+    assert async_to_sync(collect)() == f"{text} [1]"

@@ -194,12 +194,15 @@ class Composer(Followers):
     def stated(self, chosen: Sequence[Passage], idf: dict[str, float]) -> bool:
         """Whether the ``chosen`` passages state something about what the question asks
         (:func:`.stated.states`): the question terms their text, headings and sources hold,
-        and their best cosine."""
+        and their best cosine. A follow-up's own words are what it asks ("How do I ask it
+        something from the terminal?" after another question): the words of the question
+        before it, searched with it, are context the passage need not repeat."""
         held: set[str] = set()
         for passage in chosen:
             held |= passage.found | matches(self.wanted, f"{headings_of(passage)}\n{self.about[passage.chunk.number]}")
         cosine = max(passage.cosine for passage in chosen)
-        return states(self.question, self.wanted, idf, cosine, held, MIN_SIMILARITY, "listing" in self.shapes)
+        asked = terms(self.question) & self.wanted or self.wanted
+        return states(self.question, asked, idf, cosine, held, MIN_SIMILARITY, "listing" in self.shapes)
 
     def task_section(self, chunk: Chunk) -> bool:
         """Whether ``chunk`` lies in the section a how-to question names ("How do I X?": a
