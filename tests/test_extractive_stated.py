@@ -32,7 +32,7 @@ def test_the_names_a_question_holds(question, expected):
     ("What is the best way to learn to play the guitar?", False, {"learn", "play", "guitar"}),
     ("What does the acronym LEMS stand for?", False, {"lems"}),
     ("What is MOOSE built on?", False, {"moos"}),
-    ("How many are there?", False, {"many", "ther"}),  # only frame words: those
+    ("How many are there?", False, {"many"}),  # only frame words: those
     ("What is 17 times 23?", False, set()),  # only numbers besides the frame: about no word
     ("Which stacking methods are available?", True, {"stack"}),
     ("Which stacking methods are available?", False, {"stack", "method", "availabl"}),
