@@ -213,6 +213,14 @@ def test_a_term_is_found_at_the_start_of_a_longer_word_a_short_one_only_before_a
                    "| `KLEA_INGEST_MAILTO` | empty | contact address for the Crossref polite pool |") == set()
 
 
+def test_the_terms_of_a_long_question_are_looked_up_not_compared_with_every_word():
+    """3,000 question terms against 20,000 words (every term compared with every word:
+    14 s a passage; a 4,000-character question holds some 500 terms)."""
+    wanted = {f"term{i}x" for i in range(3000)} | {"stir", "po", "ab"}
+    text = " ".join(f"word{i}y" for i in range(20_000)) + " stirring po2 abc"
+    assert matches(wanted, text) == {"stir", "po"}
+
+
 @pytest.mark.parametrize("text, expected", [
     ("Date: March 3, 2019", "year"),
     ("**Published**: 2019", "year"),

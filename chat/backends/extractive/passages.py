@@ -120,6 +120,16 @@ class Composer(Followers):
         score (lexical + retrieval + shape), best cheap score first."""
         total = sum(idf.values()) or 1.0
         offered: list[Passage] = []
+        # items per list block, split once per list, not once per item (quadratic in a
+        # long list's items: a chunk of 1,000 items took 2 s)
+        item_counts: dict[tuple[int, int], int] = {}
+
+        def items_of(chunk: Chunk, start: int) -> int:
+            key = (id(chunk), start)
+            if key not in item_counts:
+                item_counts[key] = len(list_items(chunk.units[start].text))
+            return item_counts[key]
+
         for chunk in self.chunks:
             heading_terms = matches(self.wanted, chunk.headings)
             task_section = self.task_section(chunk)
@@ -137,8 +147,7 @@ class Composer(Followers):
                     LEXICAL_WEIGHT * passage.lexical + RETRIEVAL_WEIGHT * chunk.score
                     + bonus(self.shapes, passage.kind, passage.text, passage.opening)
                     + (INSTRUCTION_UNDER_TASK if task_section and instructs(passage.kind, passage.text) else 0.0)
-                    + (in_place(self.shapes, passage.part, len(list_items(chunk.units[passage.start].text)))
-                       if passage.kind == "item" else 0.0)
+                    + (in_place(self.shapes, passage.part, items_of(chunk, passage.start)) if passage.kind == "item" else 0.0)
                     + under_heading(self.shapes, passage.kind, chunk.section)
                     + (finding(passage.text) if chunk.paged else 0.0)
                 )
