@@ -61,6 +61,20 @@ def looks_like_byline(text: str) -> bool:
     return bool(names) and bool(_BYLINE_MARK.search(text) or (len(names) >= 2 and _JOINED.search(text)))
 
 
+# A reference as physics and Nature journals print it, volume, page and year: "Phys. Rev.
+# Lett. 79, 325 (1997)", "Nature 574, 505-510 (2019)"; or "ibid.". A reference list's entry
+# runs over lines and paragraphs, so its later lines open with no number.
+_CITATION = re.compile(r"\b\d{1,4},\s*[A-Z]?\d{1,6}(?:\s*[\u2013-]\s*\d{1,6})?\s*\(\s*(?:1[89]|20)\d\d\s*\)|\bibid\.")
+
+
+def looks_like_citation(text: str) -> bool:
+    """Whether ``text`` (a sentence) holds a reference as a volume, a page and a year in
+    parentheses ("ibid. 69, 1293 (1992)") or "ibid.": a reference entry's later part,
+    never the body's own words ("Rarity, P.R. Tapster, and G.M. Palma, ibid. 69, 1293
+    (1992); F. Saif, ... (unpublished)." was quoted)."""
+    return bool(_CITATION.search(text))
+
+
 def looks_like_front_matter_or_byline(text: str) -> bool:
     """:func:`looks_like_front_matter` or :func:`looks_like_byline`: not to be quoted
     unless the question asks "who"."""
@@ -105,7 +119,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[A-Z0-9(\[\u00a9])")
 def body_share(text: str) -> float:
     """The share of ``text``'s characters (white space aside) that is body text: not in a
     line opening a reference entry (:func:`looks_like_reference_entry`) nor in a sentence
-    of front matter or a byline (:func:`looks_like_front_matter_or_byline`). Read by
+    of front matter, a byline or a citation (:func:`looks_like_front_matter_or_byline`,
+    :func:`looks_like_citation`). Read by
     sentence, not by line as :func:`body_text` does: an abstract printed as one paragraph
     ending "\u00a9 2007 American Institute of Physics." is body text but for that sentence.
     1.0 for empty text."""
@@ -116,5 +131,5 @@ def body_share(text: str) -> float:
         if not size or looks_like_reference_entry(line):
             continue
         body += sum(len("".join(sentence.split())) for sentence in _SENTENCE_END.split(line)
-                    if not looks_like_front_matter_or_byline(sentence))
+                    if not (looks_like_front_matter_or_byline(sentence) or looks_like_citation(sentence)))
     return body / total if total else 1.0

@@ -1,16 +1,18 @@
 """What the extractive backend quotes from a paper (issue 13, docs/benchmarks.md "Passages
-and retrieval for papers"): never its byline nor an entry of its reference list (unless
-asked "who"), and its own findings over the work it cites (domains/front_matter.py,
-chat/backends/extractive/findings.py)."""
+and retrieval for papers"): never its byline (unless asked "who") nor an entry of its
+reference list, its own findings over the work it cites, a structured abstract's sentence
+whose label the question names (domains/front_matter.py, chat/backends/extractive/findings.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from chat.backends.extractive.findings import OTHERS_WORK, OWN_WORK, finding
+from chat.backends.extractive.findings import OTHERS_WORK, OWN_WORK, finding, label_asked
+from chat.backends.extractive.fits import FIELD_FOR_SHAPE
 from chat.backends.extractive.passages import Composer
+from chat.backends.extractive.text import terms
 from domains import embeddings
-from domains.front_matter import body_share, looks_like_byline, looks_like_reference_entry
+from domains.front_matter import body_share, looks_like_byline, looks_like_citation, looks_like_reference_entry
 
 from .extractive_helpers import answer, source
 
@@ -104,3 +106,33 @@ def test_own_findings_count_in_papers_only():
 ])
 def test_the_body_share_of_a_chunk(text, expected):
     assert body_share(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Rarity, P.R. Tapster, and G.M. Palma, ibid. 69, 1293 (1992); F.", True),
+    ("Phys. Rev. Lett. 79, 325 (1997); 79, 4709 (1997).", True),
+    ("Nature 574, 505\u2013510 (2019).", True),
+    ("The study involved 2,462 participants aged 55 years and older (2010).", False),
+    ("Ki = 11.21 \u00b1 0.74 nM, 927-fold more selective.", False),
+])
+def test_what_reads_as_a_citation(text, expected):
+    assert looks_like_citation(text) is expected
+
+
+def test_a_paragraph_holding_a_citation_is_no_candidate():
+    text = ("Rarity, P.R. Tapster, and G.M. Palma, ibid. 69, 1293 (1992); F. Saif, International Conference of "
+            "Physics in Industry, Karachi, Pakistan, 2001 (unpublished).\n\n"
+            "Our scheme is based on the interaction of a three-level atom with the cavity field.")
+    offered = _offered("How are two cavity modes entangled in the Ikram and Saif scheme?",
+                       source(1, text, ["Engineering entanglement"], file_name="ikram.pdf"))
+    assert list(offered) == ["Our scheme is based on the interaction of a three-level atom with the cavity field."]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Methods: A mix of quantitative and qualitative methods was applied.", FIELD_FOR_SHAPE),
+    ("Results. The analysis found three barriers.", 0.0),  # the question names no results
+    ("The methods were applied in 2012.", 0.0),  # no label
+])
+def test_a_structured_abstracts_label_the_question_names(text, expected):
+    wanted = terms("Which methods did the situational analysis at Kamuzu Central Hospital use?")
+    assert label_asked(text, wanted) == expected

@@ -38,6 +38,7 @@ from .text import (
     leads_on,
     list_items,
     looks_like_code,
+    looks_like_citation,
     looks_like_front_matter_or_byline,
     looks_like_reference_entry,
     matches,
@@ -200,13 +201,16 @@ def _paragraph_texts(units: Sequence[Unit]) -> dict[int, str]:
     return texts
 
 
-def _reference_paragraphs(units: Sequence[Unit]) -> set[int]:
-    """The paragraphs that are entries of a reference list
-    (:func:`domains.front_matter.looks_like_reference_entry`), which a two-column page
-    sets among the body text: cut into sentences, "[28] M. Ikram and F. Saif
-    (unpublished)." gave "Saif (unpublished).", close to any question on the paper
-    through its heading chain."""
-    return {paragraph for paragraph, text in _paragraph_texts(units).items() if looks_like_reference_entry(text)}
+def _reference_paragraphs(units: Sequence[Unit], front_matter: bool) -> set[int]:
+    """The paragraphs that are entries of a reference list or parts of one
+    (:func:`domains.front_matter.looks_like_reference_entry`, :func:`~domains.front_matter.looks_like_citation`),
+    which a two-column page sets among the body text: cut into sentences, "[28] M. Ikram
+    and F. Saif (unpublished)." gave "Saif (unpublished).", close to any question on the
+    paper through its heading chain. A citation is a journal header too ("Journal of
+    Computational Neuroscience 17, 149-171 (2004)"): quoted when ``front_matter`` (the
+    question asks "who" or "which journal")."""
+    return {paragraph for paragraph, text in _paragraph_texts(units).items()
+            if looks_like_reference_entry(text) or (not front_matter and looks_like_citation(text))}
 
 
 def _title_paragraphs(units: Sequence[Unit], title: str) -> set[int]:
@@ -232,7 +236,7 @@ def candidates(chunk: Chunk, wanted: set[str], front_matter: bool = False) -> li
     that start at its first quotable unit."""
     units = chunk.units
     texts = [_quotable(unit, wanted, front_matter) for unit in units]
-    left_out = _title_paragraphs(units, chunk.title) | _reference_paragraphs(units)
+    left_out = _title_paragraphs(units, chunk.title) | _reference_paragraphs(units, front_matter)
     texts = ["" if unit.paragraph in left_out else text for unit, text in zip(units, texts)]
     found: dict[tuple[int, int, int], Passage] = {}
 

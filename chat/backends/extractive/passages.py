@@ -34,7 +34,7 @@ from domains.retrieval import neighbour_chunks
 
 from .candidates import (READ_CHARS, Chunk, Passage, candidates, evidence, following, headings_of, overlap, resumes,
                          trails_lead_in, units_of)
-from .findings import finding
+from .findings import finding, label_asked
 from .fits import bonus, counts, defined, enumerates, in_place, instructs, under_heading
 from .followers import MIN_SIMILARITY, SECOND_CHARS, WIDE_TIE, Followers
 from .reach import extend, lean_back, with_list
@@ -149,7 +149,7 @@ class Composer(Followers):
                     + (INSTRUCTION_UNDER_TASK if task_section and instructs(passage.kind, passage.text) else 0.0)
                     + (in_place(self.shapes, passage.part, items_of(chunk, passage.start)) if passage.kind == "item" else 0.0)
                     + under_heading(self.shapes, passage.kind, chunk.section)
-                    + (finding(passage.text) if chunk.paged else 0.0)
+                    + (finding(passage.text) + label_asked(passage.text, self.wanted) if chunk.paged else 0.0)
                 )
                 offered.append(passage)
         offered.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 # A paper's front matter, bylines and reference entries: retrieval reads them too (domains/front_matter.py).
 from domains.front_matter import (  # noqa: F401
     body_text,
+    looks_like_citation,
     looks_like_front_matter,
     looks_like_front_matter_or_byline,
     looks_like_reference_entry,
