@@ -190,6 +190,10 @@ def hostile_text_cases() -> list[dict]:
     (follow-up detection, passage choice) on long runs (in this process)."""
     from chat.backends.extractive.candidates import units_of
     from chat.backends.extractive.fits import enumerates, names_one, of_measure
+    from chat.backends.extractive.text import matches
+    from domains.front_matter import looks_like_front_matter
+    from ingestion.convert.pdf_layout import Paragraph, merge_continued
+    from ingestion.convert.pdf_lines import Line
     from chat.backends.extractive.shapes import shapes
     from chat.pipeline.follow_up import is_follow_up
     from domains.retrieval.acronyms import expansion
@@ -218,6 +222,15 @@ def hostile_text_cases() -> list[dict]:
             shapes("How many qubits, how long and how large?"), "1" * 200_000 + " x")),
         ("the one thing a 'which' question asks named after 100,000 'A.'", lambda: names_one(
             shapes("Which SDK does Klea use?"), "A." * 100_000 + " SDK")),
+        # session 10 (breaker): front matter, prose lists, OCR paragraph re-joining, question terms
+        ("front matter of 200,000 characters of 'a.'", lambda: looks_like_front_matter("a." * 100_000)),
+        ("prose list of 50,000 items with no 'and'", lambda: enumerates("Ab, " * 50_000 + "end.")),
+        ("50,000 one-line OCR paragraphs that all re-join", lambda: len(merge_continued(
+            [Paragraph([Line(i // 50, 72.0, 600.0, 300.0, 610.0, size=9.0 + i % 3, bold=False,
+                             text="the comput-" if i % 2 == 0 else "ing and", estimated=True, ocr=True)])
+             for i in range(50_000)])[0].text)),
+        ("3,000 question terms against 20,000 words", lambda: sorted(matches(
+            {f"term{i}x" for i in range(3000)} | {"stir"}, " ".join(f"word{i}y" for i in range(20_000)) + " stirring"))),
     ]
     out = []
     for name, run in cases:
