@@ -134,6 +134,9 @@ def test_the_language_of_a_question_is_that_of_its_stop_words(text, language, wo
 @pytest.mark.django_db
 @pytest.mark.parametrize("text, language", [
     ("Wie starte ich Stellar auf einem anderen Port?", "german"),  # stop words, as routing reads them
+    ("Was macht dieses Projekt?", "german"),  # two German stop words ("was" is English too)
+    ("Welche Formate unterstützt Stellar?", "german"),  # one, and a letter outside ASCII
+    ("max MCP tool calls per question?", "english"),  # one Italian stop word ("per"), ASCII
     ("Как установить Stellar?", "russian"),
     ("如何安装Stellar？", "chinese"),  # no stop-word list: by the script of most letters (a tie included)
     ("Stellar をインストールするには？", "japanese"),  # kana among the Han characters
@@ -161,6 +164,16 @@ def test_a_question_in_another_language_is_refused_with_the_reason(one_domain, t
         "This question seems to be in Russian. Klea matches questions to its sources in English (its embedding model, "
         "all-MiniLM-L6-v2, was trained on English text), so please ask it in English."))
     assert run("Как дела?", several).answer.text.startswith("This question seems to be in Russian.")
+
+
+def test_a_question_in_another_language_routed_by_a_name_and_declined_is_told_the_reason(one_domain):
+    # "Stellar" routes it (a name the sources hold); no passage answers its German words.
+    turn = run("Wie aktualisiere ich Stellar auf einem anderen Rechner?", one_domain)
+    assert turn.answer.route == "domains"
+    assert turn.answer.text == (
+        "No source in stellar answers this question. This question seems to be in German. Klea matches questions "
+        "to its sources in English (its embedding model, all-MiniLM-L6-v2, was trained on English text), so please "
+        "ask it in English.")
 
 
 def test_a_turn_embeds_the_question_once_and_cached_passages_never_again(one_domain, monkeypatch):

@@ -109,16 +109,25 @@ _SCRIPT_LANGUAGES = {"CJK": "chinese", "HIRAGANA": "japanese", "KATAKANA": "japa
 
 
 def question_language(text: str) -> str:
-    """The language ``text`` is written in: by its stop words, as
-    :func:`lexemes_and_language` decides (the same rule routes it), or else, when most of
-    its letters are of a script other than Latin, by the script ("chinese"; "japanese"
+    """The language ``text`` is written in: the one routing reads from its stop words
+    (:func:`lexemes_and_language`) when two of them are that language's or a letter is
+    outside ASCII ("max MCP tool calls per question?" holds one Italian stop word, "per",
+    and no English one: English; "Welche Formate unterstützt Klea?": German), or else, when
+    most of its words are of a script other than Latin, the script's ("chinese"; "japanese"
     when any kana is among them; "other" for a script several languages share).
 
     :returns: a lower-case language name ("english", "german", "chinese", ...) or "other".
     :raises ValueError: as :func:`query_lexemes`.
     """
-    language = lexemes_and_language(text)[1]
-    return language if language != "english" else _script_language(text)
+    check_refused("text", text)
+    with connection.cursor() as cursor:
+        cursor.execute(_LEXEMES_AND_WORDS_PER_CONFIGURATION, {"config": SEARCH_CONFIG, "text": text})
+        _, names, counts = cursor.fetchone()
+    kept = dict(zip(names, counts))
+    language = _language(dict(kept))
+    if language != "english" and (kept["simple"] - kept[language] >= 2 or not text.isascii()):
+        return language
+    return _script_language(text)
 
 
 def _script_language(text: str) -> str:

@@ -7,8 +7,11 @@ with no sources at all (no model is asked), the answer says so.
 
 from __future__ import annotations
 
+from asgiref.sync import sync_to_async
+
 from chat.answers.citations import AnswerCleaner
 from chat.answers.compose import Composition, cleaned
+from domains.retrieval import question_language
 
 from .. import prompts
 from ..graph import Step, declare
@@ -17,8 +20,20 @@ from .question import question_vector
 from .streaming import WRITES, say, stream_attempt
 
 
-def no_source_text(domains: list[str]) -> str:
-    return f"No source in {', '.join(domains)} answers this question."
+def no_source_text(domains: list[str], language: str = "english") -> str:
+    """The answer when no source of ``domains`` answers; for a question in another
+    language (:func:`domains.retrieval.question_language`) with the likely reason
+    (:func:`other_language_text`): its names and numbers routed it, its words matched nothing."""
+    text = f"No source in {', '.join(domains)} answers this question."
+    return text if language == "english" else f"{text} {other_language_text(language)}"
+
+
+def other_language_text(language: str) -> str:
+    """Why a question in another language (its name lower-case, or "other") finds little:
+    the sources are matched with an English embedding model."""
+    asked = "not to be in English" if language == "other" else f"to be in {language.capitalize()}"
+    return (f"This question seems {asked}. Klea matches questions to its sources in English (its embedding "
+            "model, all-MiniLM-L6-v2, was trained on English text), so please ask it in English.")
 
 
 @declare(reads={"material", "evaluation", "routed", "summary", "history", "tool_results", "search_text", "queries"},
@@ -26,9 +41,11 @@ def no_source_text(domains: list[str]) -> str:
 async def answer(state: TurnState) -> Step:
     sources = state.material.sources if state.material else []
     state.declined = False
+    # Read before any text is sent: the text saying that no source answers names the language.
+    language = await sync_to_async(question_language)(state.question)
     if not sources:
         state.declined = True
-        await say(state, no_source_text(state.domain_names))
+        await say(state, no_source_text(state.domain_names, language))
         return Step("next", "no sources")
     rewrite = state.evaluation is not None and state.evaluation.decision == "rewrite_answer"
     messages = prompts.answer(
@@ -45,7 +62,7 @@ async def answer(state: TurnState) -> Step:
     composition = Composition(
         state.backend, state.question, state.material, messages,
         search_text=state.search_text, queries=state.queries,
-        vector=lambda: question_vector(state), fallback=lambda cite: no_source_text(state.domain_names),
+        vector=lambda: question_vector(state), fallback=lambda cite: no_source_text(state.domain_names, language),
     )
     await stream_attempt(state, composition.pieces())
     state.declined = composition.declined

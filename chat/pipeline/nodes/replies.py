@@ -10,7 +10,7 @@ from domains.retrieval import question_language
 
 from ..graph import Step, declare
 from ..state import TurnState
-from .answer import no_source_text
+from .answer import no_source_text, other_language_text
 from .streaming import WRITES as SAID
 from .streaming import say
 
@@ -60,15 +60,6 @@ def refusal_text(domains: list[str], hint: str) -> str:
     if not domains:
         return "This question does not match any of the available domains (none available)."
     return f"This question does not match any of the available domains ({', '.join(domains)}). {hint}"
-
-
-def other_language_text(language: str) -> str:
-    """The reply when no domain fits a question in another language
-    (:func:`domains.retrieval.question_language`, its name lower-case, or "other"): the
-    reason, since the sources are matched with an English embedding model."""
-    asked = "not to be in English" if language == "other" else f"to be in {language.capitalize()}"
-    return (f"This question seems {asked}. Klea matches questions to its sources in English (its embedding "
-            "model, all-MiniLM-L6-v2, was trained on English text), so please ask it in English.")
 
 
 def clarify_text(domains: list[str]) -> str:
