@@ -76,6 +76,12 @@ SELECT regexp_replace(
 $$;
 """.replace("{IGNORABLE}", IGNORABLE).replace("{NAME_DOT}", NAME_DOT)
 
+# The characters of a document's title that it is searched by (its bibliographic line,
+# domains/retrieval/probe.py, and its heading-less chunks, SEARCH_SOURCE): a title is
+# far shorter; cut, a longer one keeps a tsvector under PostgreSQL's 1 MB limit (up to
+# ~7 bytes a character).
+TITLE_CHARS = 5_000
+
 # What a chunk is searched by (``{chunk}``: the row, NEW in the trigger): its heading chain,
 # then its text; for a chunk without headings (a LICENSE file, a plain-text note, a page of
 # a PDF: nothing names its subject), then its document's title (``metadata.title``, which
@@ -85,11 +91,14 @@ $$;
 # nothing. Changed in domains/migrations/0021, which re-tokenises only heading-less chunks
 # of titled documents; a title edited in the metadata map re-tokenises them
 # (ingestion/metadata/map.py).
+# The title is cut to TITLE_CHARS: a chunk's tsvector must stay under PostgreSQL's 1 MB
+# (a 1.5 MB heading as a Markdown file's title made every heading-less chunk's write fail,
+# and with it the document; migration 0022).
 SEARCH_SOURCE = (
     "array_to_string({chunk}.headings, ' ') || ' ' || {chunk}.text"
     " || CASE WHEN coalesce(cardinality({chunk}.headings), 0) = 0 THEN ' ' || coalesce(("
-    "SELECT d.metadata ->> 'title' FROM domains_document d WHERE d.id = {chunk}.document_id), '') ELSE '' END"
-)
+    "SELECT left(d.metadata ->> 'title', %d) FROM domains_document d WHERE d.id = {chunk}.document_id), '') ELSE '' END"
+) % TITLE_CHARS
 
 # tf of one unnest(tsvector) row; a stripped lexeme (no positions) counts once.
 TF = "coalesce(array_length(u.positions, 1), 1)"

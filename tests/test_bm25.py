@@ -413,3 +413,29 @@ def test_migration_0021_retokenises_only_heading_less_chunks_of_titled_documents
     assert str(Chunk.objects.get(id=bare.id).search_vector) == "'apach':3 'free':1 'licens':4 'softwar':2"
     assert [cid for cid, _ in bm25_search(store.id, query_lexemes("license"), 5)] == [bare.id]
     assert indexed_statistics(store.id) == recomputed_statistics(store.id)
+
+
+def test_a_heading_less_chunk_of_a_document_with_a_huge_title_is_stored(corpus):
+    """A title of 150,000 words (a 1.5 MB heading as a Markdown file's title) took the
+    chunk's tsvector over PostgreSQL's 1 MB limit and failed its write; the chunk is
+    searched by the title's first TITLE_CHARS characters."""
+    from domains.bm25_sql import TITLE_CHARS
+
+    def word(n: int) -> str:  # letters only: "qa", "qb", ... (digits would split a word)
+        out = "q"
+        while True:
+            n, r = divmod(n, 26)
+            out += "abcdefghijklmnopqrstuvwxyz"[r]
+            if not n:
+                return out
+
+    domain, store, _ = corpus
+    title = " ".join(word(n) for n in range(150_000))
+    document = Document.objects.create(store=store, file_name="huge.md", metadata={"title": title})
+    chunk = Chunk.objects.create(store=store, document=document, ordinal=0, text="Free software.")
+    stored = {entry.split("':")[0].strip("'") for entry in str(Chunk.objects.get(id=chunk.id).search_vector).split()}
+    assert TITLE_CHARS == 5_000
+    assert stored == set(query_lexemes("Free software. " + title[:TITLE_CHARS]))
+    assert [cid for cid, _ in bm25_search(store.id, query_lexemes(word(17)), 5)] == [chunk.id]
+    assert bm25_search(store.id, query_lexemes(word(100_000)), 5) == []
+    assert indexed_statistics(store.id) == recomputed_statistics(store.id)

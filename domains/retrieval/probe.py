@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 import numpy as np
 from django.db import connection
 
+from domains.bm25_sql import TITLE_CHARS
 from domains.models import SEARCH_CONFIG
 
 from .bm25 import bm25_search
@@ -155,7 +156,7 @@ def _body_terms(cursor, rows: list[tuple], terms: list[str], body: Callable[[str
 # over it, writing the document's row failed, and with it the whole ingest run (a 1.5 MB
 # heading as a Markdown file's title); 40,000 characters hold ~2,000 authors.
 # (The file name is at most 500 characters, Document.file_name.)
-BIBLIOGRAPHIC_LIMITS = {"title": 5_000, "authors": 40_000, "journal": 1_000, "year": 100}
+BIBLIOGRAPHIC_LIMITS = {"title": TITLE_CHARS, "authors": 40_000, "journal": 1_000, "year": 100}
 BIBLIOGRAPHIC_FUNCTION = r"""
 CREATE OR REPLACE FUNCTION klea_bibliographic_text(metadata jsonb, file_name text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
