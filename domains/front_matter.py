@@ -11,8 +11,10 @@ of it that is body text (domains/retrieval/engine.py).
 
 from __future__ import annotations
 
+import hashlib
 import re
-from functools import lru_cache
+import threading
+from collections import OrderedDict
 
 from ingestion.metadata.biblio.names import parse_byline
 
@@ -120,7 +122,15 @@ def body_text(text: str) -> str:
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[A-Z0-9(\[\u00a9])")
 
 
-@lru_cache(maxsize=2048)  # retrieval reads it for the best 2 k chunks of a paper domain on every question
+# body_share of the texts read lately, by their digest (retrieval reads it for the best 2 k
+# chunks of a paper domain on every question). Keyed by a digest, not the text: a cache of
+# 2,048 texts held them all, and a chunk of characters that cost no token is unbounded
+# (2,000,000 zero-width spaces: 4 MB a chunk, 8 GB a cache).
+_SHARES: OrderedDict[bytes, float] = OrderedDict()
+_SHARES_SIZE = 2048
+_SHARES_LOCK = threading.Lock()
+
+
 def body_share(text: str) -> float:
     """The share of ``text``'s characters (white space aside) that is body text: not in a
     line opening a reference entry (:func:`looks_like_reference_entry`) nor in a sentence
@@ -129,6 +139,20 @@ def body_share(text: str) -> float:
     sentence, not by line as :func:`body_text` does: an abstract printed as one paragraph
     ending "\u00a9 2007 American Institute of Physics." is body text but for that sentence.
     1.0 for empty text."""
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with _SHARES_LOCK:
+        if key in _SHARES:
+            _SHARES.move_to_end(key)
+            return _SHARES[key]
+    share = _body_share(text)
+    with _SHARES_LOCK:
+        _SHARES[key] = share
+        if len(_SHARES) > _SHARES_SIZE:
+            _SHARES.popitem(last=False)
+    return share
+
+
+def _body_share(text: str) -> float:
     total = body = 0
     for line in text.split("\n"):
         size = len("".join(line.split()))

@@ -136,3 +136,17 @@ def test_a_paragraph_holding_a_citation_is_no_candidate():
 def test_a_structured_abstracts_label_the_question_names(text, expected):
     wanted = terms("Which methods did the situational analysis at Kamuzu Central Hospital use?")
     assert label_asked(text, wanted) == expected
+
+
+def test_the_body_share_cache_holds_digests_not_texts():
+    """A cache of the last 2,048 texts held them all: a chunk of characters that cost no
+    token is unbounded (2,000,000 zero-width spaces, 4 MB each)."""
+    from domains import front_matter
+
+    text = "Both detectors recorded the signal." + "\u200b" * 2_000_000
+    assert body_share(text) == 1.0
+    assert body_share(text) == 1.0  # from the cache
+    assert all(isinstance(key, bytes) and len(key) == 16 for key in front_matter._SHARES)
+    for n in range(front_matter._SHARES_SIZE + 5):
+        body_share(f"Sentence {n} of the body.")
+    assert len(front_matter._SHARES) == front_matter._SHARES_SIZE
