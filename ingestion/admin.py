@@ -132,7 +132,10 @@ class IngestionJobAdmin(admin.ModelAdmin):
         form = UploadForm(request.POST or None, request.FILES or None, user=request.user)
         if request.method == "POST" and form.is_valid():
             job = save_uploads(form, request.user)
-            messages.success(request, f"Uploaded {job.total} file(s): job {job.pk} ingests them, progress below.")
+            saved = len(form.cleaned_data["files"])
+            messages.success(request, f"Uploaded {saved} file(s): job {job.pk} ingests them, progress below.")
+            for _name, reason in form.refused:  # the others went on (ingestion/forms.py)
+                messages.warning(request, f"Not uploaded: {reason}")
             return HttpResponseRedirect(reverse("admin:ingestion_ingestionjob_change", args=[job.pk]))
         fieldsets = [(None, {"fields": ["store", "files"]}), ("Options", {"fields": ["max_tokens", "ocr", "force"]})]
         context = {**self.admin_site.each_context(request), "title": "Upload documents", "opts": self.model._meta,

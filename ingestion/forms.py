@@ -65,52 +65,58 @@ class UploadForm(forms.Form):
         )
 
     def clean_files(self):
+        """The files that can be saved and ingested; each other one goes to ``self.refused``
+        as (name as sent, reason naming it), so that one bad file never stops the others
+        (ingestion/runs/uploads.py reports them on the job). Refused whole only when the
+        files together are too large, or when no file is left.
+
+        :raises ValidationError: the size, or every file's reason (one message each).
+        """
         files = self.cleaned_data["files"]
         size = sum(f.size or 0 for f in files)
         if size > settings.KLEA_UPLOAD_MAX_BYTES:
             raise forms.ValidationError(upload_too_large(size, settings.KLEA_UPLOAD_MAX_BYTES))
         allowed = SUPPORTED_EXTENSIONS | set(LIBRARY_SUFFIXES)
-        bad = [f.name for f in files if Path(f.name).suffix.lower() not in allowed]
-        if bad:
-            raise forms.ValidationError(
-                f"unsupported file type: {', '.join(bad)} (supported: {', '.join(sorted(allowed))})"
-            )
-        self._check_stored_names(files, allowed)
+        accepted, first = [], {}
+        self.refused = []
         for upload in files:
-            if Path(upload.name).suffix.lower() in LIBRARY_SUFFIXES:
-                try:
-                    parse_library(Path(upload.name).name, upload.read())
-                except LibraryError as exc:  # refused whole, before anything is saved
-                    raise forms.ValidationError(str(exc)) from None
-                finally:
-                    upload.seek(0)
-        return files
+            reason = self._refusal(upload, allowed, first)
+            if reason:
+                self.refused.append((upload.name, reason))
+            else:
+                first[stored_name(upload.name)] = upload.name
+                accepted.append(upload)
+        if not accepted:
+            raise forms.ValidationError([reason for _name, reason in self.refused])
+        return accepted
 
     @staticmethod
-    def _check_stored_names(files, allowed: set[str]) -> None:
-        """Refuse, before anything is saved, files whose stored name (runs/uploads.py
-        ``stored_name``) loses its type, is too long for the file system, is the folder's
-        own metadata map (saved, it broke every later upload to the store), or is another
-        file's: one would silently replace the other, and the job would wait for it forever."""
-        first: dict[str, str] = {}
-        for upload in files:
-            name = stored_name(upload.name)
-            if Path(name).suffix.lower() not in allowed:
-                raise forms.ValidationError(
-                    f"file name {upload.name!r} keeps no name before its extension once unsafe characters are "
-                    f"removed ({name!r}); rename the file"
-                )
-            if len(name.encode()) > MAX_NAME_BYTES:
-                raise forms.ValidationError(
-                    f"file name {name[:40]}... is {len(name.encode())} bytes long; the limit is {MAX_NAME_BYTES} bytes"
-                )
-            if name in OWN_FILES:
-                raise forms.ValidationError(
-                    f"{name!r} is the name of the store folder's own metadata map, not a document or a "
+    def _refusal(upload, allowed: set[str], first: dict[str, str]) -> str:
+        """Why ``upload`` cannot be saved ("" when it can). Its stored name (runs/uploads.py
+        ``stored_name``) must keep its type, fit the file system, not be the folder's own
+        metadata map (saved, it broke every later upload to the store) nor an earlier
+        accepted file's (``first``: one would silently replace the other, and the job would
+        wait for it forever); a library must parse (else it would be applied half)."""
+        if Path(upload.name).suffix.lower() not in allowed:
+            return f"unsupported file type: {upload.name} (supported: {', '.join(sorted(allowed))})"
+        name = stored_name(upload.name)
+        if Path(name).suffix.lower() not in allowed:
+            return (f"file name {upload.name!r} keeps no name before its extension once unsafe characters are "
+                    f"removed ({name!r}); rename the file")
+        if len(name.encode()) > MAX_NAME_BYTES:
+            return f"file name {name[:40]}... is {len(name.encode())} bytes long; the limit is {MAX_NAME_BYTES} bytes"
+        if name in OWN_FILES:
+            return (f"{name!r} is the name of the store folder's own metadata map, not a document or a "
                     "library; edit a document's metadata in the admin (docs/ingestion.md, \"Where a "
-                    "file's map comes from\")"
-                )
-            if name in first:
-                same = "have the same name" if first[name] == upload.name else f"would both be saved as {name!r}"
-                raise forms.ValidationError(f"two files {same}: {first[name]!r} and {upload.name!r}")
-            first[name] = upload.name
+                    "file's map comes from\")")
+        if name in first:
+            same = "have the same name" if first[name] == upload.name else f"would both be saved as {name!r}"
+            return f"two files {same}: {first[name]!r} and {upload.name!r}"
+        if Path(name).suffix.lower() in LIBRARY_SUFFIXES:
+            try:
+                parse_library(Path(upload.name).name, upload.read())
+            except LibraryError as exc:
+                return str(exc)
+            finally:
+                upload.seek(0)
+        return ""

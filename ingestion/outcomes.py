@@ -10,7 +10,7 @@ from django.db import connection
 logger = logging.getLogger("klea.ingestion")
 
 # Outcomes that mean a file was not ingested because of a problem with it.
-FAILURES = {"failed"}
+FAILURES = {"failed", "refused"}
 
 
 class IngestError(ValueError):
@@ -22,7 +22,8 @@ class FileOutcome:
     """What one step did with one file.
 
     ``status``: chunked | stored | metadata (map re-applied, not re-embedded) |
-    unchanged | skipped | needs_ocr | failed | pruned | unsupported. ``reason``: short
+    unchanged | skipped | needs_ocr | failed | refused (an upload not saved: its
+    type, its name, a library that does not parse) | pruned | unsupported. ``reason``: short
     failure code (``encrypted``, ``not_utf8``, ...). ``notes``: what was applied to the
     file's map, and conflicts with admin edits.
     """

@@ -180,18 +180,16 @@ def test_the_job_list_filter_labels_the_states_alike(client, users):
 
 
 @pytest.mark.parametrize("names, message", [
-    (["a b.md", "a_b.md"], "two files would both be saved as &#x27;a_b.md&#x27;: &#x27;a b.md&#x27; and &#x27;a_b.md&#x27;"),
-    (["dup.md", "dup.md"], "two files have the same name: &#x27;dup.md&#x27; and &#x27;dup.md&#x27;"),
     (["!.md"], "file name &#x27;!.md&#x27; keeps no name before its extension once unsafe characters are removed "
                "(&#x27;.md&#x27;); rename the file"),
     (["n" * 250 + ".md"], "file name nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn... is 253 bytes long; the limit is 200 bytes"),
-    (["notes.md", "metadata-map.json"], "&#x27;metadata-map.json&#x27; is the name of the store folder&#x27;s own "
+    (["metadata-map.json"], "&#x27;metadata-map.json&#x27; is the name of the store folder&#x27;s own "
      "metadata map, not a document or a library; edit a document&#x27;s metadata in the admin (docs/ingestion.md, "
      "&quot;Where a file&#x27;s map comes from&quot;)"),
 ])
 def test_upload_names_that_cannot_be_saved_as_sent_are_refused(client, users, store, tmp_path, names, message):
-    """Names are checked as they are saved: two files saved under one name made a job
-    that never closed, a name over 255 bytes a server error."""
+    """Names are checked as they are saved: a name over 255 bytes made a server error. With
+    no other file, the form says why and nothing is saved."""
     client.force_login(users[1])
     files = [SimpleUploadedFile(name, b"# Notes\n\nAxons.\n") for name in names]
     with override_settings(KLEA_UPLOAD_DIR=tmp_path / "uploads"):
@@ -201,6 +199,58 @@ def test_upload_names_that_cannot_be_saved_as_sent_are_refused(client, users, st
     assert response.status_code == 200
     assert re.findall(r'<ul class="errorlist"[^>]*><li>(.*?)</li>', response.content.decode()) == [message]
     assert (IngestionJob.objects.filter(store=store).count(), (tmp_path / "uploads").exists()) == (0, False)
+
+
+def test_one_bad_file_never_stops_the_others_of_an_upload(client, users, store, tmp_path):
+    """A trial uploaded 7 good files and setup.exe: the whole batch was refused and the
+    browser emptied its file chooser. Now the good files are ingested and each refused one
+    is named with its reason, in a message and as a ``refused`` row of the job."""
+    client.force_login(users[1])
+    files = [
+        SimpleUploadedFile("notes.md", b"# Notes\n\nAction potentials travel along axons.\n"),
+        SimpleUploadedFile("setup.exe", b"MZ"),
+        SimpleUploadedFile("a b.md", b"# Spaced\n\nDendrites receive input.\n"),
+        SimpleUploadedFile("a_b.md", b"# Underscored\n"),  # saved as the same a_b.md
+        SimpleUploadedFile("notes.md", b"# Another notes.md\n"),
+        SimpleUploadedFile("metadata-map.json", b"{}"),
+        SimpleUploadedFile("refs.bib", b"@article{x, title = {unclosed"),
+    ]
+    with override_settings(KLEA_UPLOAD_DIR=tmp_path / "uploads"):
+        response = client.post("/admin/ingestion/ingestionjob/upload/", {
+            "store": store.pk, "files": files, "max_tokens": 450, "ocr": "auto",
+        })
+    job = IngestionJob.objects.get(store=store)
+    assert (response.status_code, response["Location"]) == (302, f"/admin/ingestion/ingestionjob/{job.pk}/change/")
+    assert sorted(p.name for p in (tmp_path / "uploads" / "upload-store").iterdir()) == ["a_b.md", "notes.md"]
+    assert (tmp_path / "uploads" / "upload-store" / "notes.md").read_bytes().startswith(b"# Notes")
+    assert sorted(Document.objects.filter(store=store).values_list("file_name", "status")) == [
+        ("a_b.md", "stored"), ("notes.md", "stored")]
+    assert (job.status, job.done, job.total) == ("partial", 7, 7)
+    refused = {
+        "setup.exe": "unsupported file type: setup.exe (supported: .bib, .docx, .htm, .html, .json, .markdown, "
+                     ".md, .myst, .pdf, .rest, .rst, .text, .txt)",
+        "a_b.md (2)": "two files would both be saved as 'a_b.md': 'a b.md' and 'a_b.md'",
+        "notes.md (2)": "two files have the same name: 'notes.md' and 'notes.md'",
+        "metadata-map.json": "'metadata-map.json' is the name of the store folder's own metadata map, not a "
+                             "document or a library; edit a document's metadata in the admin (docs/ingestion.md, "
+                             "\"Where a file's map comes from\")",
+    }
+    bib_error = job.errors["refs.bib"]
+    assert bib_error.startswith("refs.bib: ") and "does not parse" in bib_error
+    assert job.errors == {**refused, "refs.bib": bib_error}
+    # the job counts one outcome per name: a refused file sent under a saved file's name
+    # is numbered, never left waiting
+    assert job.outcomes == {"a_b.md": "stored", "notes.md": "stored", **{name: "refused" for name in refused},
+                            "refs.bib": "refused"}
+    job_page = client.get(response["Location"])
+    assert [(m.level_tag, m.message) for m in job_page.context["messages"]] == [
+        ("success", f"Uploaded 2 file(s): job {job.pk} ingests them, progress below."),
+        *[("warning", f"Not uploaded: {reason}") for reason in [
+            refused["setup.exe"], refused["a_b.md (2)"], refused["notes.md (2)"], refused["metadata-map.json"], bib_error]],
+    ]
+    assert ("setup.exe", "refused", "", refused["setup.exe"]) in job_page.context["job_files"]
+    assert '<td class="klea-outcome klea-outcome-refused">refused</td>' in job_page.content.decode()
+    assert job.messages[-1] == "5 refused, 2 stored"
 
 
 def test_the_document_page_edits_its_metadata_through_the_default_entry_only(client, users, store, tmp_path):

@@ -59,6 +59,7 @@ def ingest(
     on_page: OnPage | None = None,
     user=None,
     upload: str = "",
+    refused: Iterable[FileOutcome] = (),
     **options,
 ) -> StepReport:
     """Ingest files and folders (recursively) into the store ``store_name`` of
@@ -74,6 +75,8 @@ def ingest(
         with (file name, pages OCRed, pages to OCR) during OCR (also shown on the job).
     :param upload: with ``queue``, the files are the uploads storage folder of that name
         (ingestion/blobs.py): each task builds from its own process's copy of it.
+    :param refused: (``mirror=False``) outcomes of files the caller turned away before
+        saving them (admin uploads: status ``refused``), counted and recorded on the job first.
     :param options: :class:`ingestion.options.IngestOptions` fields (``max_tokens``,
         ``ocr``, ``bm25_only``, ``force``).
     :returns: the StepReport: one outcome per file (stored / unchanged / skipped /
@@ -100,9 +103,12 @@ def ingest(
                                             recording(job.pk, on_file), recording_pages(job.pk, on_page)))
     report = StepReport("build", ", ".join(str(p) for p in items), store=store.name)
     arguments = {"paths": [str(p) for p in items], **checked.as_dict(), "async": queue}
-    report.job_id = jobs.start_job("build", len(work), arguments, store=store, user=user).pk
+    refused = list(refused)
+    report.job_id = jobs.start_job("build", len(work) + len(refused), arguments, store=store, user=user).pk
     if on_start:
-        on_start(len(work))
+        on_start(len(work) + len(refused))
+    for outcome in refused:
+        _add(report, outcome, on_file)
     _add_files(report, work, store, checked, queue, on_file, recording_pages(report.job_id, on_page), upload)
     return report
 

@@ -19,6 +19,7 @@ from django.utils.text import get_valid_filename
 from ingestion.blobs import publish
 from ingestion.metadata.library import LIBRARY_SUFFIXES
 from ingestion.models import IngestionJob
+from ingestion.outcomes import FileOutcome
 from ingestion.store.step import reapply_maps
 
 from . import jobs
@@ -45,9 +46,26 @@ def stored_name(name: str) -> str:
         return ""
 
 
+def refused_outcomes(refused: list[tuple[str, str]], taken: set[str]) -> list[FileOutcome]:
+    """The ``refused`` outcome of each file the upload form turned away ((name as sent,
+    reason), ingestion/forms.py), keyed by its name; a name already ``taken`` by a saved
+    file (the same name sent twice) gets " (2)", " (3)", ...: a job counts one outcome
+    per name, and two files under one key would leave it waiting forever."""
+    outcomes = []
+    for name, reason in refused:
+        key, n = name, 1
+        while key in taken:
+            n += 1
+            key = f"{name} ({n})"
+        taken.add(key)
+        outcomes.append(FileOutcome(key, "refused", reason="refused", error=reason))
+    return outcomes
+
+
 def save_uploads(form, user) -> IngestionJob:
     """Write the form's files (a same-named file is replaced), apply uploaded libraries
-    and queue the build of the other files.
+    and queue the build of the other files. The files the form refused
+    (``form.refused``) are the job's ``refused`` outcomes, with their reasons.
 
     :returns: the IngestionJob the tasks report to (kind ``metadata`` when only
         libraries were uploaded: one outcome per document whose map changed).
@@ -74,20 +92,21 @@ def save_uploads(form, user) -> IngestionJob:
         partial.replace(folder / name)  # never a half-written source file
         names.append(name)
     publish(folder, names)
+    refused = refused_outcomes(getattr(form, "refused", []), set(names))
     libraries = [n for n in names if Path(n).suffix.lower() in LIBRARY_SUFFIXES]
     sources = [n for n in names if n not in libraries]
     applied = reapply_maps(folder, store) if libraries else None
     if not sources:
-        job = jobs.start_job("metadata", len(applied.outcomes), {"directory": str(folder), "libraries": libraries},
-                             store=store, user=user)
-        for outcome in applied.outcomes:
+        job = jobs.start_job("metadata", len(applied.outcomes) + len(refused),
+                             {"directory": str(folder), "libraries": libraries}, store=store, user=user)
+        for outcome in refused + applied.outcomes:
             jobs.record(job.pk, outcome)
         jobs.finish(job.pk, applied)
         return IngestionJob.objects.get(pk=job.pk)
     report = ingest(
         [folder / name for name in sources], store.name, store.domain.name, queue=True, user=user,
         max_tokens=form.cleaned_data["max_tokens"], ocr=form.cleaned_data["ocr"], force=form.cleaned_data["force"],
-        upload=folder.name,
+        upload=folder.name, refused=refused,
     )
     if applied is not None:
         job = IngestionJob.objects.get(pk=report.job_id)
