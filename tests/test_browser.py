@@ -117,7 +117,12 @@ def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
         expect(chunk_text).to_be_hidden()
         first.locator("details.chunk summary").first.click()
         expect(chunk_text).to_be_visible()
-        expect(chunk_text).to_have_text(references[0]["chunks"][0]["text"])
+        # the first chunk listed is the first one the answer quotes, its Markdown rendered
+        quoted_ids = set(references[0]["quoted"]) | {m["chunk_id"] for m in references[0]["markers"]}
+        listed = sorted(references[0]["chunks"], key=lambda c: c["chunk_id"] not in quoted_ids)
+        expect(chunk_text).to_have_text(page.evaluate(
+            "text => { const box = document.createElement('div'); box.append(KleaMarkdown.render(text)); "
+            "return box.textContent; }", listed[0]["text"]))
         # an [n] marker in the answer is a button that opens reference n
         first.locator("details.chunk summary").first.click()
         expect(chunk_text).to_be_hidden()
@@ -139,15 +144,17 @@ def test_sign_in_ask_stream_and_open_a_reference(world, web_docs, tmp_path):
         assert cited["lines"][0] <= first_line <= last_line <= cited["lines"][1]
         expect(view.locator("mark.source-line")).to_have_count(last_line - first_line + 1)
         expect(view.locator("mark.source-line").first).to_have_attribute("data-line", str(first_line))
-        quoted_where = ((f"line {first_line}" if first_line == last_line else f"lines {first_line}–{last_line}")
-                        + " · quoted passage highlighted")
+        # named as its reference's "Show in source" names the chunk, then the quoted lines
+        span = lambda a, b: f"line {a}" if a == b else f"lines {a}–{b}"  # noqa: E731
+        quoted_where = span(*cited["lines"]) + (" · quoted passage highlighted" if [first_line, last_line] == cited[
+            "lines"] else f" · quoted passage ({span(first_line, last_line)}) highlighted")
         expect(view.locator(".source-where")).to_have_text(quoted_where)
         screenshot(page, "source-view-text")
         page.keyboard.press("Escape")  # closing it gives the focus back to the reference
         expect(view).to_be_hidden()
         expect(first).to_be_focused()
         # the reference list's "Show in source" of that chunk shows the same quoted lines
-        viewable = [c["chunk_id"] for c in references[0]["chunks"] if c["lines"] or c["pages"]]
+        viewable = [c["chunk_id"] for c in listed if c["lines"] or c["pages"]]
         first.locator(".source-open").nth(viewable.index(cited["chunk_id"])).click()
         expect(view.locator("mark.source-line")).to_have_count(last_line - first_line + 1)
         expect(view.locator("mark.source-line").first).to_have_attribute("data-line", str(first_line))
@@ -276,8 +283,58 @@ def test_a_cited_sections_name_leaves_out_the_title_and_says_where_a_headingless
     static = Path(settings.BASE_DIR, "chat", "static", "chat")
     with browser_page() as page:
         page.set_content("<!doctype html><body></body>")
-        for script in ("source.js", "render.js"):
+        for script in SCRIPTS:
             page.add_script_tag(path=str(static / script))
         page.evaluate("ref => document.body.append(KleaRender.references([ref]))", ref)
         expect(page.locator("details.chunk summary")).to_have_text([
             "API tokens > Revoking", "Setup", TITLE, "lines 1–2", "p. 1", f"Results > {TITLE}", "Cited text"])
+
+
+# The chat page's scripts that render references, in its order (chat/templates/chat/index.html).
+SCRIPTS = ("vendor/markdown-it.min.js", "vendor/purify.min.js", "markdown.js", "render.js", "source.js")
+RAFT = ["5 The Raft consensus algorithm"]
+
+
+def test_a_reference_shows_its_quoted_chunks_as_markdown_and_folds_the_others():
+    """A PDF cited for one passage listed the heading chains of all seven chunks retrieved
+    from it, and a chunk's `code` read as raw backticks (new-user trial): the quoted
+    chunks are listed, the others folded under one line; chunk text is rendered as the
+    answers are (markdown.js), raw HTML in it staying text."""
+    chunks = [
+        {"chunk_id": 1, "headings": [*RAFT, "5.1 Raft basics"], "pages": [5, 5], "text": "A cluster has servers."},
+        {"chunk_id": 2, "headings": [*RAFT, "5.2 Leader election"], "pages": [6, 6],
+         "text": "Set `ELECTION_TIMEOUT` to **150-300 ms**. <img src=x onerror=window.pwned=1>"},
+        {"chunk_id": 3, "headings": [*RAFT, "5.4 Safety"], "pages": [8, 8], "text": "Only up-to-date logs win."},
+    ]
+    ref = {"number": 1, "kind": "document", "title": "In Search of an Understandable Consensus Algorithm",
+           "file_name": "raft.pdf", "domain": "papers", "chunks": chunks, "quoted": [2],
+           "markers": [{"chunk_id": 2, "passages": ["Set `ELECTION_TIMEOUT` to **150-300 ms**."]}]}
+    static = Path(settings.BASE_DIR, "chat", "static", "chat")
+    with browser_page() as page:
+        page.set_content("<!doctype html><body></body>")
+        for script in SCRIPTS:
+            page.add_script_tag(path=str(static / script))
+        page.evaluate("ref => { document.body.append(KleaRender.references([ref])); "
+                      "KleaRender.openReference(document.querySelector('.reference')); }", ref)
+        quoted = page.locator(".reference > details.chunk")
+        expect(quoted.locator("summary")).to_have_text([f"{RAFT[0]} > 5.2 Leader election"])
+        expect(quoted.locator(".chunk-text code")).to_have_text(["ELECTION_TIMEOUT"])
+        expect(quoted.locator(".chunk-text strong")).to_have_text(["150-300 ms"])
+        expect(quoted.locator(".chunk-text")).to_have_text("Set ELECTION_TIMEOUT to 150-300 ms. "
+                                                          "<img src=x onerror=window.pwned=1>")
+        assert page.locator(".chunk-text img").count() == 0
+        expect(quoted.locator(".source-open")).to_have_text(["Show in source · p. 6"])
+        # the others: one folded line, opened on demand (openReference leaves it closed)
+        more = page.locator(".reference > details.more-chunks")
+        expect(more.locator("> summary")).to_have_text("2 more passages retrieved, not quoted")
+        expect(more.locator("details.chunk summary")).to_have_text(
+            [f"{RAFT[0]} > 5.1 Raft basics", f"{RAFT[0]} > 5.4 Safety"])
+        expect(more.locator("details.chunk").first).to_be_hidden()
+        more.locator("> summary").click()
+        expect(more.locator("details.chunk summary")).to_have_count(2)
+        expect(more.locator("details.chunk summary").first).to_be_visible()
+        # a model's answer (nothing quoted): every chunk is listed, nothing folded
+        page.evaluate("ref => document.body.replaceChildren(KleaRender.references([ref]))",
+                      {**ref, "quoted": [], "markers": []})
+        expect(page.locator(".reference > details.chunk summary")).to_have_count(3)
+        expect(page.locator("details.more-chunks")).to_have_count(0)

@@ -361,7 +361,7 @@ def test_bidi_and_invisible_characters_are_dropped_from_everything_shown(world, 
         sign_in(page, server, world.bob)
         assert page.evaluate(SHOWN, INVISIBLE) == [
             "", "Is reportfdp.exe safe?", "reportfdp.exe is a PDF [1].\n", "reportfdp.exe", "Title reportfdp.exe",
-            "Author", "wshtml · docs/reportfdp.exe", "Heading", "Chunk reportfdp.exe"]
+            "Author", "wshtml · docs/reportfdp.exe", "Heading", "Chunk reportfdp.exe\n"]
 
 
 # Markdown -> [[each ordered list's item numbers as shown]], by the page's own scripts.

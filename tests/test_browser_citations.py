@@ -91,8 +91,9 @@ def test_each_marker_opens_the_chunk_and_lines_of_its_own_passage(world, raft_no
             expect(view).to_be_visible()
             expect(view.locator(".source-text")).to_have_count(1)
             expect(view.locator(".source-file")).to_have_text(f"wsraft · raft.md · {chain}")
+            whole = chunks[chain]["lines"]  # the chunk, as its "Show in source" names it; then the quote
             expect(view.locator(".source-where")).to_have_text(
-                f"lines {lines[0]}–{lines[1]} · quoted passage highlighted")
+                f"lines {whole[0]}–{whole[1]} · quoted passage (lines {lines[0]}–{lines[1]}) highlighted")
             expect(view.locator("mark.source-line")).to_have_count(len(lines))
             assert view.locator("mark.source-line").evaluate_all("(ms) => ms.map((m) => m.dataset.line)") == lines
             screenshot(page, f"cite-marker-{k}")
@@ -137,7 +138,8 @@ def test_a_quoted_row_far_below_its_header_is_scrolled_into_view(world, port_tab
         assert reference["markers"][0]["passages"] == [quoted]
         page.locator(".message.assistant .text button.cite").first.click()
         view = page.locator("#source-view")
-        expect(view.locator(".source-where")).to_have_text("lines 5–67 · quoted passage highlighted")
+        # the chunk (rows 55-67, under its header repeated from line 5), then the quoted lines
+        expect(view.locator(".source-where")).to_have_text("lines 55–67 · quoted passage (lines 5–67) highlighted")
         marks = view.locator("mark.source-line")
         expect(marks).to_have_count(2)
         assert marks.evaluate_all("(ms) => ms.map((m) => m.dataset.line)") == ["5", "67"]

@@ -263,7 +263,7 @@ def test_a_word_citation_opens_its_converted_text_with_the_quoted_lines_and_its_
         view = page.locator("#source-view")
         expect(view.locator(".source-text")).to_have_count(1)
         expect(view.locator(".source-file")).to_have_text("wsword · manual.docx · Lab manual > Reagents")
-        expect(view.locator(".source-where")).to_have_text("lines 5–10 · quoted passage highlighted")
+        expect(view.locator(".source-where")).to_have_text("lines 5–12 · quoted passage (lines 5–10) highlighted")
         lines = view.locator(".source-line")
         expect(lines).to_have_count(10)
         assert lines.evaluate_all("(ls) => ls.map((l) => l.dataset.line)") == [str(n) for n in range(3, 13)]

@@ -67,18 +67,40 @@ const KleaRender = (() => {
       links.append(el("li", {}, `${link.label || "Link"}: `, safeLink(link.url)));
     }
     if (links.childElementCount) item.append(links);
-    // One <details> per heading chain: chunks of one section are listed under it once.
+    // The chunks the answer quotes are listed; the others retrieved with them are folded
+    // under one "N more passages" (a paper cited for one passage listed seven heading
+    // chains). Without quotes (a model's answer: which passage it used is not known) all are.
+    const quoted = new Set([...(ref.quoted || []), ...(ref.markers || []).map((m) => m.chunk_id)]);
+    const chunks = ref.chunks || [];
+    const own = chunks.filter((chunk) => quoted.has(chunk.chunk_id));
+    const rest = own.length ? chunks.filter((chunk) => !quoted.has(chunk.chunk_id)) : chunks;
+    if (own.length) chunkSections(item, ref, own);
+    if (own.length && rest.length) {
+      const more = el("details", { class: "more-chunks" });
+      more.append(el("summary", { text: rest.length === 1 ? "1 more passage retrieved, not quoted"
+        : `${rest.length} more passages retrieved, not quoted` }));
+      chunkSections(more, ref, rest);
+      item.append(more);
+    } else if (rest.length) {
+      chunkSections(item, ref, rest);
+    }
+    return item;
+  }
+
+  /* `chunks` of `ref` appended to `box`: one <details> per heading chain (chunks of one
+     section are listed under it once), each chunk's text with its "Show in source". */
+  function chunkSections(box, ref, chunks) {
     const sections = new Map();
-    for (const chunk of ref.chunks || []) {
+    for (const chunk of chunks) {
       const chain = sectionName(ref, chunk);
       let details = sections.get(chain);
       if (!details) {
         details = el("details", { class: "chunk" });
         details.append(el("summary", { text: chain }));
         sections.set(chain, details);
-        item.append(details);
+        box.append(details);
       }
-      details.append(el("p", { class: "chunk-text", text: chunk.text }));
+      details.append(markdownBox(el("div", { class: "chunk-text" }), chunk.text || ""));
       if (typeof KleaSource !== "undefined" && KleaSource.viewable(chunk)) {
         const show = el("button", { type: "button", class: "small source-open",
           text: `Show in source · ${KleaSource.where(chunk)}` });
@@ -88,7 +110,6 @@ const KleaRender = (() => {
         details.append(show);
       }
     }
-    return item;
   }
 
   function toolReference(ref) {
@@ -164,9 +185,10 @@ const KleaRender = (() => {
     if (item.kleaText !== undefined) answerText(item, item.kleaText);
   }
 
-  /* Open reference n of a message: its cited text shown, scrolled into view, focused. */
+  /* Open reference n of a message: its cited text shown (not the passages folded as not
+     quoted), scrolled into view, focused. */
   function openReference(ref) {
-    for (const details of ref.querySelectorAll("details.chunk")) details.open = true;
+    for (const details of ref.querySelectorAll(":scope > details.chunk")) details.open = true;
     ref.scrollIntoView({ block: "center" });
     ref.setAttribute("tabindex", "-1");
     ref.focus();
@@ -226,16 +248,24 @@ const KleaRender = (() => {
       box.textContent = visible(text);
       return;
     }
-    box.classList.add("answer");
     const seen = {};  // number -> markers [n] rendered so far (text order = the markers' order)
-    box.replaceChildren(KleaMarkdown.render(visible(text), (number, marker) => {
+    markdownBox(box, text, (number, marker) => {
       seen[number] = (seen[number] || 0) + 1;
       return citeButton(item, number, marker, seen[number] - 1);
-    }));
+    });
+  }
+
+  /* `box` (class "markdown", chat.css) filled with Markdown `text` rendered safely
+     (markdown.js), `cite` as KleaMarkdown.render takes it: an answer, and a cited chunk's
+     text, which is the same Markdown (its `code` showed as raw backticks). Returns `box`. */
+  function markdownBox(box, text, cite) {
+    box.classList.add("markdown");
+    box.replaceChildren(KleaMarkdown.render(visible(text), cite));
     for (const scroller of box.querySelectorAll(".table-scroll")) {
       scroller.addEventListener("scroll", () => markScroll(scroller), { passive: true });
       markScroll(scroller);
     }
+    return box;
   }
 
   /* A table wider than the bubble scrolls sideways; "more-right" / "more-left" say that
@@ -254,7 +284,7 @@ const KleaRender = (() => {
     }
   }
   window.addEventListener("resize", () => {
-    for (const scroller of document.querySelectorAll(".answer .table-scroll")) markScroll(scroller);
+    for (const scroller of document.querySelectorAll(".markdown .table-scroll")) markScroll(scroller);
   });
 
   /* Streamed text: appended at once, rendered at most every RENDER_MS (a long answer is
@@ -270,6 +300,6 @@ const KleaRender = (() => {
     item.querySelector(".errors").append(el("p", { class: "error", role: "alert", text }));
   }
 
-  return { visible, el, message, fill, answerText, appendText, setReferences, openReference, references, warnings, toolLine,
+  return { visible, el, message, fill, answerText, markdownBox, appendText, setReferences, openReference, references, warnings, toolLine,
     addError };
 })();

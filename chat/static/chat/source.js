@@ -156,10 +156,17 @@ const KleaSource = (() => {
       pre.append(row);
     });
     body.replaceChildren(pre);
-    const shown = quoted.size ? [Math.min(...quoted), Math.max(...quoted)]
-      : section.highlight ? [first, last] : [section.first, section.last];
-    dialog().querySelector(".source-where").textContent = (shown[0] === shown[1] ? `line ${shown[0]}`
-      : `lines ${shown[0]}–${shown[1]}`) + (quoted.size ? " · quoted passage highlighted" : section.highlight ? "" : ` · ${WHOLE}`);
+    // Named first as the reference's "Show in source · lines a–b" names it (the cited chunk),
+    // then the quoted lines when they are only a part of it: naming the quote alone made the
+    // button say "lines 83–89" and this view "lines 83–86" for one chunk.
+    const range = (a, b) => (a === b ? `line ${a}` : `lines ${a}–${b}`);
+    let label = section.highlight ? range(first, last) : `${range(section.first, section.last)} · ${WHOLE}`;
+    if (quoted.size) {
+      const [top, bottom] = [Math.min(...quoted), Math.max(...quoted)];
+      label += top === first && bottom === last ? " · quoted passage highlighted"
+        : ` · quoted passage (${range(top, bottom)}) highlighted`;
+    }
+    dialog().querySelector(".source-where").textContent = label;
     scrollToMarks(body, pre);
   }
 
@@ -188,7 +195,7 @@ const KleaSource = (() => {
     const body = dialog().querySelector(".source-body");
     const parts = [el("p", { class: "error", role: "alert",
       text: info.unavailable ? info.unavailable.message : "This source records no position for the passage." }),
-    el("p", { class: "chunk-text", text: info.text })];
+    KleaRender.markdownBox(el("div", { class: "chunk-text" }), info.text || "")];
     body.replaceChildren(...parts);
   }
 
