@@ -56,6 +56,9 @@ def test_create_use_and_revoke_a_token(world, tmp_path, viewport):
         expect(page.get_by_role("row", name="my editor")).to_contain_text("revoked")
         assert ws_models(server, token) == (401, [])
 
+        # a link leads back to the chat (the logo was the only way)
+        page.get_by_role("link", name="Back to the chat").click()
+        expect(page).to_have_url(f"{server.url}/")
         # signing out lands on the sign-in page, which says so (once)
         page.get_by_role("button", name="Sign out").click()
         expect(page).to_have_url(f"{server.url}/accounts/login/")
