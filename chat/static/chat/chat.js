@@ -14,7 +14,7 @@
   // current / question: the running turn's answer and question items; asked: its text;
   // started: the server has sent an event of that turn (it was taken)
   const state = { session: null, socket: null, current: null, question: null, asked: "", started: false, attempt: 1,
-    running: false, retry: 500, domains: [], opened: false, waiting: false, showSessions: () => {} };
+    running: false, retry: 500, domains: [], opened: false, waiting: false, signingOut: false, showSessions: () => {} };
 
   function csrf() {
     const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
@@ -155,6 +155,15 @@
       const label = R.el("label", { for: id, title: domain.description, text: domain.name });
       box.append(R.el("span", { class: "domain" }, input, label));
     }
+    showDomainsNote();
+  }
+
+  /* The note beside the domains says what a question is asked of now: it read "none
+     ticked: chosen for you" with domains ticked (new-user trial). */
+  function showDomainsNote() {
+    const count = pickedDomains().length;
+    $("domains-note").textContent = count === 0 ? "none ticked: chosen for you"
+      : count === 1 ? "only the ticked domain is asked" : `only the ${count} ticked domains are asked`;
   }
 
   function pickedDomains() {
@@ -178,7 +187,13 @@
     socket.addEventListener("close", (closing) => {
       if (state.running && state.started) finish("The connection was lost; the answer is incomplete.");
       else if (state.running) giveBack("The connection was lost before the answer began.");
-      if (closing.code === 4401) { window.location.href = "/accounts/login/?next=/"; return; }
+      // Signed out elsewhere: to the sign-in page. Signing out here closes the socket too
+      // (4401) while the form's own answer is on its way: going to the sign-in page then
+      // beat it and lost its "You are signed out." (new-user trial).
+      if (closing.code === 4401) {
+        if (!state.signingOut) window.location.href = "/accounts/login/?next=/";
+        return;
+      }
       $("connection").textContent = "Reconnecting…";
       setTimeout(connect, state.retry);
       state.retry = Math.min(state.retry * 2, 10000);
@@ -325,6 +340,14 @@
       box.focus();
       return;
     }
+    // over the limit: the server would refuse it (too_large) after showing a doomed turn
+    // (new-user trial); said here instead, the text kept in the box to be shortened
+    const tooLong = lengthHint();
+    if (tooLong) {
+      showQuestionHint(tooLong);
+      box.focus();
+      return;
+    }
     if (!state.socket || state.socket.readyState !== WebSocket.OPEN) {  // kept in the box meanwhile
       state.waiting = true;
       $("connection").textContent = "Connecting… the question goes as soon as the connection is up.";
@@ -336,9 +359,9 @@
     ask(text);
   }
 
-  /* Said while typing, before anything is sent; the server's too_large stays the rule (a
-     question over the limit is still sent and refused, never cut). Characters are code
-     points of the trimmed text, as the server counts them. */
+  /* Said while typing, and Send sends nothing while it is said (the text is never cut);
+     the server's too_large stays the rule for every client. Characters are code points
+     of the trimmed text, as the server counts them. */
   function lengthHint() {
     const box = $("question");
     const limit = Number(box.dataset.maxChars);
@@ -362,6 +385,8 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     $("ask").addEventListener("submit", submit);
+    $("domain-options").addEventListener("change", showDomainsNote);
+    $("sign-out")?.addEventListener("submit", () => { state.signingOut = true; });
     $("question").addEventListener("keydown", (key) => {
       if (key.key === "Enter" && !key.shiftKey && !key.isComposing) submit(key);
     });
