@@ -252,10 +252,11 @@ def test_a_word_citation_opens_its_converted_text_with_the_quoted_lines_and_its_
         chunk = reference["chunks"][0]
         assert (reference["file_name"], chunk["lines"], reference["markers"][0]["chunk_id"]) == (
             "manual.docx", [5, 12], chunk["chunk_id"])
-        # the quoted table renders as a table, its cells whole (a "|" inside one included)
+        # the asked row is quoted under its header and renders as a table, its cells
+        # whole (a "|" inside one included); the other row is not quoted
         table = page.locator(".message.assistant .text table")
         expect(table.locator("th")).to_have_text(["Reagent", "Amount", "Supplier"])
-        expect(table.locator("td")).to_have_text(["Buffer A", "10 ml", "Acme", "Enzyme B", "2 µl", "Beta | Labs"])
+        expect(table.locator("td")).to_have_text(["Enzyme B", "2 µl", "Beta | Labs"])
         expect(page.locator(".source-open")).to_have_text(["Show in source · lines 5–12"])
         # [1] opens the section of the converted text, the quoted lines marked (the
         # separator row holds no word); the file shown is the original .docx
@@ -263,14 +264,14 @@ def test_a_word_citation_opens_its_converted_text_with_the_quoted_lines_and_its_
         view = page.locator("#source-view")
         expect(view.locator(".source-text")).to_have_count(1)
         expect(view.locator(".source-file")).to_have_text("wsword · manual.docx · Lab manual > Reagents")
-        expect(view.locator(".source-where")).to_have_text("lines 5–12 · quoted passage (lines 5–10) highlighted")
+        expect(view.locator(".source-where")).to_have_text("lines 5–12 · quoted passage (lines 7–10) highlighted")
         lines = view.locator(".source-line")
         expect(lines).to_have_count(10)
         assert lines.evaluate_all("(ls) => ls.map((l) => l.dataset.line)") == [str(n) for n in range(3, 13)]
         expect(lines.first).to_have_text("3## Reagents")
         expect(view.locator('.source-line[data-line="10"]')).to_have_text("10| Enzyme B | 2 µl | Beta \\| Labs |")
         marks = view.locator("mark.source-line")
-        assert marks.evaluate_all("(ms) => ms.map((m) => m.dataset.line)") == ["5", "7", "9", "10"]
+        assert marks.evaluate_all("(ms) => ms.map((m) => m.dataset.line)") == ["7", "10"]
         screenshot(page, "source-view-word")
         href = view.locator(".source-download").get_attribute("href")
         assert page.request.get(f"{server.url}{href}").body() == (word_manual / "manual.docx").read_bytes()
