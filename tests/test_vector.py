@@ -153,9 +153,11 @@ def test_empty_store_gives_nothing(db):
         (50, 10_001, 10_001, False, 200),  # the floor of tables of 10k-100k rows
         (50, 100_000, 100_000, False, 200),
         (150, 100_000, 100_000, False, 600),  # 150 x 4 / 1: above the floor
-        (50, 100_001, 100_001, False, 1000),  # beyond the measured sizes: the cap
-        (50, 1_000_000, 1_000_000, False, 1000),
-        (10, 100_000, 1_000_000, True, 1000),  # 10 x 4 / 0.05 = 800 < the floor
+        (50, 100_001, 100_001, False, 600),  # the floor of tables of 100k-1M rows
+        (50, 1_000_000, 1_000_000, False, 600),
+        (50, 1_000_001, 1_000_001, False, 1000),  # beyond the measured sizes: the cap
+        (10, 200_000, 1_000_000, True, 600),  # 10 x 4 / 0.1 = 400 < the floor
+        (10, 100_000, 1_000_000, True, 800),  # 10 x 4 / 0.05, above the floor
         (10, 50_000, 1_000_000, True, None),  # 1,600 candidates: too selective, exact
         (50, 100_000, 1_000_000, False, None),
         (5, 2_000, 100_000, False, 1000),  # 5 x 4 / 0.02
