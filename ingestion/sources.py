@@ -40,7 +40,32 @@ def checked_path(raw, what: str = "path") -> str | Path:
         raise IngestError(f"empty {what} ({raw!r}); name it explicitly ('.' for the current directory)")
     if "\0" in str(raw):  # the OS cannot name such a file; os.stat would raise ValueError
         raise IngestError(f"{what} contains a NUL character ({str(raw)!r})")
+    if not utf8_name(str(raw)):
+        raise IngestError(f"{what} {shown_name(str(raw))!r} is not valid UTF-8 (shown with U+FFFD); rename it")
     return raw
+
+
+def utf8_name(name: str) -> bool:
+    """Whether a path name as Python lists it can be stored: a name whose bytes are not
+    UTF-8 reads with lone surrogates (os.fsdecode), which PostgreSQL's text and JSON refuse
+    (one such file in a folder failed the whole run and left its job running)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_name(name: str) -> str:
+    """``name`` with each byte that is not UTF-8 made U+FFFD: what can be stored and shown."""
+    return os.fsencode(name).decode("utf-8", "replace")
+
+
+def bad_name(file_name: str) -> FileOutcome:
+    """The outcome of a source file whose name is not UTF-8 (``file_name``: its
+    :func:`shown_name`): it alone fails, the others are ingested."""
+    error = f"{file_name}: the file name is not valid UTF-8 (shown with U+FFFD); rename the file"
+    return FileOutcome(file_name, "failed", error=error, reason="bad_name")
 
 
 def resolve_directory(directory: Path | str) -> Path:
@@ -170,8 +195,13 @@ def _ignored(root: Path) -> pathspec.GitIgnoreSpec | None:
 
 def folder_paths(directory: Path) -> Iterator[Path]:
     """Every path under ``directory`` (an absolute folder), recursively, except hidden ones
-    (a part starting with ".") and those its :data:`IGNORE_FILE` names. Links are not
-    checked here (see :func:`inside`)."""
+    (a part starting with "."), those its :data:`IGNORE_FILE` names and those whose name
+    is not UTF-8 (:func:`list_bad_names` reports them). Links are not checked here (see
+    :func:`inside`)."""
+    return (p for p in _visible_paths(directory) if utf8_name(relative_name(p, directory)))
+
+
+def _visible_paths(directory: Path) -> Iterator[Path]:
     spec = _ignored(directory)
     for path in directory.rglob("*"):
         relative = path.relative_to(directory)
@@ -212,7 +242,11 @@ def require_files(directory: Path) -> list[Path]:
     """:func:`list_source_files`. :raises IngestError: there are none."""
     files = list_source_files(directory)
     if not files:
-        raise IngestError(f"{directory}: no files to ingest (supported: {', '.join(sorted(SUPPORTED_EXTENSIONS))})")
+        bad = list_bad_names(directory)
+        unnamed = f"; {len(bad)} whose name is not valid UTF-8: {', '.join(bad[:5])}" if bad else ""
+        raise IngestError(
+            f"{shown_name(str(directory))}: no files to ingest (supported: {', '.join(sorted(SUPPORTED_EXTENSIONS))}){unnamed}"
+        )
     return files
 
 
@@ -223,6 +257,17 @@ def list_unsupported(directory: Path) -> list[Path]:
         p
         for p in _files(directory)
         if p.suffix.lower() not in SUPPORTED_EXTENSIONS and not is_library(p) and p.name not in OWN_FILES
+    )
+
+
+def list_bad_names(directory: Path) -> list[str]:
+    """The :func:`shown_name` (relative to ``directory``) of each file of a supported type
+    whose name is not UTF-8: never read, reported as :func:`bad_name` outcomes."""
+    return sorted(
+        shown_name(relative_name(p, directory))
+        for p in _visible_paths(directory)
+        if not utf8_name(relative_name(p, directory)) and Path(shown_name(p.name)).suffix.lower() in SUPPORTED_EXTENSIONS
+        and p.is_file() and inside(p, directory)
     )
 
 

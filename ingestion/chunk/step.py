@@ -28,6 +28,8 @@ from ingestion.models import StagedFile
 from ingestion.options import IngestOptions
 from ingestion.outcomes import FileOutcome, StepReport, failed_alone
 from ingestion.sources import (
+    bad_name,
+    list_bad_names,
     list_outside_links,
     list_unsupported,
     outside_link,
@@ -206,6 +208,7 @@ def chunk_directory(
         name = relative_name(path, directory)
         report.outcomes.append(FileOutcome(name, "unsupported", reason="unsupported", error=message))
     report.outcomes.extend(outside_link(relative_name(p, directory)) for p in list_outside_links(directory))
+    report.outcomes.extend(bad_name(name) for name in list_bad_names(directory))
     with transaction.atomic():
         pruned = prune_staged(directory, {relative_name(p, directory) for p in files})
     report.outcomes.extend(FileOutcome(name, "pruned") for name in pruned)

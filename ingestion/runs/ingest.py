@@ -27,8 +27,10 @@ from ingestion.models import IngestionJob
 from ingestion.options import IngestOptions
 from ingestion.outcomes import FileOutcome, IngestError, StepReport
 from ingestion.sources import (
+    bad_name,
     checked_path,
     inside,
+    list_bad_names,
     list_outside_links,
     outside_link,
     relative_name,
@@ -93,6 +95,9 @@ def ingest(
     else:
         items = _path_list(paths)
         work = _work(items)
+        # a folder's files whose names are not UTF-8 fail alone (the others are ingested)
+        refused = list(refused) + [bad_name(name) for item in items if Path(item).expanduser().is_dir()
+                                   for name in list_bad_names(Path(item).expanduser().resolve())]
     store = resolve_store(store_name, domain_name, bm25_only=checked.bm25_only, create=create, new_domain=new_domain)
     if mirror and queue:
         job = enqueue("build", directory, store_name=store.name, domain_name=domain_name, user=user, **options)
@@ -103,7 +108,6 @@ def ingest(
                                             recording(job.pk, on_file), recording_pages(job.pk, on_page)))
     report = StepReport("build", ", ".join(str(p) for p in items), store=store.name)
     arguments = {"paths": [str(p) for p in items], **checked.as_dict(), "async": queue}
-    refused = list(refused)
     report.job_id = jobs.start_job("build", len(work) + len(refused), arguments, store=store, user=user).pk
     if on_start:
         on_start(len(work) + len(refused))
