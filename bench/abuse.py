@@ -259,6 +259,32 @@ def hostile_pdf_case() -> dict:
             "ms": round(elapsed * 1000, 1)}
 
 
+def hostile_name_case() -> dict:
+    """A folder holding a file whose name is not UTF-8 beside a good one, ingested as
+    ``Knowledge.add`` does (session 11: the run failed whole with a DataError and left its
+    job running; now that file alone fails, named with U+FFFD)."""
+    import os
+
+    from ingestion.models import IngestionJob
+    from ingestion.runs.ingest import ingest
+
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "good.md").write_text("# Good\n\nSourdough needs flour and water.\n", encoding="utf-8")
+        with open(os.path.join(os.fsencode(folder), b"bad\xff\xfe.md"), "wb") as fh:
+            fh.write(b"# Bad name\n\nThe name of this file is not UTF-8.\n")
+        started = time.perf_counter()
+        try:
+            report = ingest(folder, f"{DOMAIN}-names", DOMAIN, create=True, force=True)
+            job = IngestionJob.objects.get(pk=report.job_id)
+            outcome = {"outcomes": {o.file_name: o.status for o in report.outcomes}, "job": job.status}
+        except Exception as exc:  # what it did before the fix
+            outcome = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}",
+                       "jobs_left_running": IngestionJob.objects.filter(
+                           status="running", store__name=f"{DOMAIN}-names").count()}
+    return {"case": "a folder with a file name that is not UTF-8, through ingest()", "outcome": outcome,
+            "ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sockets", type=int, default=6, help="sockets of one user asking at once")
@@ -297,6 +323,7 @@ def main() -> None:
         rss_after = servers.rss()
     results += hostile_text_cases()
     results.append(hostile_pdf_case())
+    results.append(hostile_name_case())
     for row in results:
         print(json.dumps(row))
     print(json.dumps({"daphne_rss_mib": {"after_warm_up": round(rss_before / 2**20),
