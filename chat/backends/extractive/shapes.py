@@ -184,9 +184,7 @@ def shapes(question: str) -> frozenset[str]:
 
 def _shapes(question: str) -> frozenset[str]:
     found = {"generic"} if is_generic(question) else set()
-    # "Why would I install X?" asks for a cause, not for the steps: the verb after "I" made it a
-    # how-to, and a code block answered it ("let's define a time axis using `cftime` objects").
-    if HOWTO.search(question) and not REASON.search(question):
+    if HOWTO.search(question):
         found.add("howto")
     if LISTING.search(question) or PLURAL_ASKED.search(question):
         found.add("listing")
