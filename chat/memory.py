@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from domains.text import shortened
+
 from .models import ChatMessage, ChatSession
 
 TITLE_CHARS = 80  # of a title taken from a question, "…" included
@@ -18,17 +20,9 @@ TITLE_CHARS = 80  # of a title taken from a question, "…" included
 
 def title_from(question: str) -> str:
     """A session's title from its first question: white space collapsed; a question
-    longer than TITLE_CHARS is cut at a word boundary (unless that would keep less than
-    half) and ends with "…", so that the list shows it was cut."""
-    text = " ".join(question.split())
-    if len(text) <= TITLE_CHARS:
-        return text
-    cut = text[:TITLE_CHARS - 1]
-    if text[len(cut)] != " ":  # the cut falls inside a word: leave the word out
-        space = cut.rfind(" ")
-        if space > TITLE_CHARS // 2:
-            cut = cut[:space]
-    return cut.rstrip(" ,;:-") + "…"
+    longer than TITLE_CHARS is cut at a word boundary and ends with "…"
+    (``domains.text.shortened``)."""
+    return shortened(question, TITLE_CHARS)
 
 
 def _unsummarised(session: ChatSession):

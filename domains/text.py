@@ -90,6 +90,24 @@ def normalize_text(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
+def shortened(text: str, limit: int) -> str:
+    """``text`` with its white space collapsed; longer than ``limit`` characters, it is cut
+    at a word boundary (unless that would keep less than half) and ends with "…" (counted
+    in ``limit``), so that a reader sees it was cut.
+
+    :returns: str of at most ``limit`` characters.
+    """
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    if text[len(cut)] != " ":  # the cut falls inside a word: leave the word out
+        space = cut.rfind(" ")
+        if space > limit // 2:
+            cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
+
+
 def heading_chain(headings: Sequence[str]) -> str:
     """``["Results", "2.1 Neurons"]`` -> ``"Results > 2.1 Neurons"``."""
     return HEADING_SEPARATOR.join(h for h in headings if h)

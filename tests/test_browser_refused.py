@@ -62,6 +62,14 @@ def test_a_refused_question_comes_back_to_the_box_and_the_next_one_is_answered(w
         expect(page.locator("#question-hint")).to_have_text(
             "4,001 characters: a question may have 4,000 at most; shorten it by 1.")
         expect(page.locator(".message")).to_have_count(0)
+        # the count trims what the server's str.strip() trims: U+001F and U+0085 at an
+        # end are not counted, U+FEFF is (String.trim() does the opposite)
+        box.fill(long[:3999] + "\x1f\x85")
+        expect(page.locator("#question-hint")).to_have_text("")
+        box.fill(long[:4000] + "\ufeff")
+        expect(page.locator("#question-hint")).to_have_text(
+            "4,001 characters: a question may have 4,000 at most; shorten it by 1.")
+        box.fill(long)
         page.wait_for_timeout(300)
         assert frames == []  # nothing sent: no error, no session, no turn
         screenshot(page, "chat-refused-too-long")

@@ -273,3 +273,18 @@ def test_a_kleaignore_linked_out_of_the_folder_is_not_read(domain, tmp_path):
     with pytest.raises(IngestError) as caught:
         ingest(root, "ingest-store", "ingest-test", mirror=True)
     assert str(caught.value) == f"{root / '.kleaignore'}: symbolic link to a path outside the folder; not followed"
+
+
+def test_a_heading_too_long_for_a_title_is_cut_in_the_stored_metadata(domain, tmp_path):
+    """A Markdown file's first heading is its title; one of 100,000 characters was stored
+    whole in the metadata (shown in every reference to the file); cut at a word to 500."""
+    from ingestion.metadata.defaults import TITLE_MAX_CHARS
+
+    (tmp_path / "long.md").write_text("# " + "word " * 20_000 + "\n\nBody text.\n", encoding="utf-8")
+    report = ingest(tmp_path, "title-store", "ingest-test")
+    assert (report.count("stored"), report.count("failed")) == (1, 0)
+    title = ("word " * 100)[:499] + "…"
+    document = Document.objects.get(store__name="title-store", file_name="long.md")
+    assert TITLE_MAX_CHARS == 500 and len(title) == 500
+    assert document.metadata["title"] == title
+    assert MetadataEntry.objects.get(document=document, heading_key="DEFAULT").values["title"] == title

@@ -7,8 +7,12 @@ import datetime as dt
 import re
 from pathlib import Path
 
+from domains.text import shortened
 from ingestion.convert.base import ConvertedDocument
 
+# A title longer than this is a heading or a paragraph taken for one (a 1.18 MB Markdown
+# heading was stored whole in the document's metadata, shown in every reference).
+TITLE_MAX_CHARS = 500
 _YEAR = re.compile(r"\b(1[89]\d\d|20\d\d|2100)\b")
 
 
@@ -34,7 +38,7 @@ def document_metadata(converted: ConvertedDocument, file_name: str) -> dict:
         source declares them (e.g. Hugo front matter ``date``/``tags``/``author``).
     """
     front = converted.metadata
-    metadata: dict = {"title": converted.title or file_name}
+    metadata: dict = {"title": shortened(converted.title, TITLE_MAX_CHARS) or file_name}
     year = year_of(front)
     if year is not None:
         metadata["year"] = year

@@ -333,7 +333,7 @@
     if (formEvent) formEvent.preventDefault();
     if (state.running) return;
     const box = $("question");
-    const text = box.value.trim();
+    const text = serverTrim(box.value);
     // nothing visible (spaces, new lines, zero-width characters; as domains/text.py blank()): say so, send nothing
     if (!/[^\s\p{Cc}\p{Cf}\p{Z}]/u.test(text)) {
       showQuestionHint("Type a question first: there is nothing to send.");
@@ -359,13 +359,21 @@
     ask(text);
   }
 
+  /* The white space Python's str.strip() removes (chat/parsing.py check_question), not
+     String.trim()'s: that one also strips U+FEFF and keeps U+001C-U+001F and U+0085, so a
+     question at the limit was judged differently here and on the server (breaker). */
+  const SERVER_SPACE_ENDS = /^[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+|[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/g;
+  function serverTrim(text) {
+    return text.replace(SERVER_SPACE_ENDS, "");
+  }
+
   /* Said while typing, and Send sends nothing while it is said (the text is never cut);
      the server's too_large stays the rule for every client. Characters are code points
      of the trimmed text, as the server counts them. */
   function lengthHint() {
     const box = $("question");
     const limit = Number(box.dataset.maxChars);
-    const count = [...box.value.trim()].length;
+    const count = [...serverTrim(box.value)].length;
     if (!limit || count <= limit) return "";
     const n = (value) => value.toLocaleString("en-US");
     return `${n(count)} characters: a question may have ${n(limit)} at most; shorten it by ${n(count - limit)}.`;
