@@ -203,3 +203,39 @@ def test_a_list_written_as_prose_fits_a_listing_question():
     assert bonus(listing, "prose", "The seasons DJF, MAM, JJA, and SON are sorted.", False) == LIST_FOR_LISTING
     assert bonus(listing, "prose", "In the morning, after breakfast, the dough rises.", False) == 0.0
     assert bonus(frozenset(), "prose", "Xarray needs numpy, pandas and packaging at run time.", False) == 0.0
+
+
+HOW_DO_I = (
+    "| How do I... | Solution |\n| --- | --- |\n"
+    "| add a new coordinate variable | `DataArray.assign_coords` |\n"
+    "| rename a variable, dimension or coordinate | `Dataset.rename`, `Dataset.rename_dims` |\n"
+    "| remove a variable from my object | `Dataset.drop_vars` |\n"
+    "| sort values | `Dataset.sortby` |\n"
+    "| convert to a pandas DataFrame | `Dataset.to_dataframe` |"
+)
+SWAP = ("The related `Dataset.swap_dims` method swaps a dimension for a non-dimension variable:\n\n"
+        "```\nds.swap_dims({\"time\": \"day\"})\n```")
+
+
+def test_a_row_keyed_by_what_is_asked_answers_it():
+    # The row's first cell says what the question asks ("rename ... dimension"): the row
+    # answers, under its header, over a better-ranked passage about a neighbouring method.
+    assert answer("How can I rename a dimension?", source(1, SWAP, ["Renaming variables"], score=0.95),
+                  source(2, HOW_DO_I, ["How do I ..."], score=0.65)) == (
+        "| How do I... | Solution |\n| --- | --- |\n"
+        "| rename a variable, dimension or coordinate | `Dataset.rename`, `Dataset.rename_dims` |\n\n[2]"
+    )
+
+
+@pytest.mark.parametrize("table, expected", [
+    (HOW_DO_I, 1.0),  # "renam" and "dimension" in one first cell
+    ("| name | what it does |\n| --- | --- |\n| `swap_dims` | rename a dimension |", 0.0),  # not in a first cell
+    ("| a | b |\n| --- | --- |\n| rename the file | keep its dimension |", 0.6),  # "renam" alone: 1.5 of 2.5
+    ("rename a dimension", 0.0),  # no table
+    # a first cell of nine words describes a case: no key
+    ("| input | outcome |\n| --- | --- |\n| a page too large to rename in one dimension only | refused |", 0.0),
+])
+def test_the_share_of_the_question_a_rows_first_cell_holds(table, expected):
+    from chat.backends.extractive.candidates import key_share
+
+    assert key_share(table, {"renam", "dimension"}, {"renam": 1.5, "dimension": 1.0}) == pytest.approx(expected)

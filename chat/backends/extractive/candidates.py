@@ -149,6 +149,28 @@ def _row_weight(row: str, wanted: set[str]) -> int:
     return len(matches(wanted, row) - key) + KEY_CELL_WEIGHT * len(key)
 
 
+# A first cell of at most KEY_WORDS words is a row's key (a name, a setting, a task); a longer
+# one describes a case, and shares the question's words without naming what is asked (a
+# bad-input table's "a scanned page too large to render (over 40 million pixels at 300 dpi
+# ...)" for "at what resolution are scanned pages rendered?": fifth sets, 2026-12-07).
+KEY_WORDS = 8
+
+
+def key_share(table: str, wanted: set[str], idf: dict[str, float]) -> float:
+    """The largest idf-weighted share of the question's terms that one body row's key
+    (a first cell of at most :data:`KEY_WORDS` words) holds, in [0, 1]: a row keyed by what
+    is asked ("rename a variable, dimension or coordinate | Dataset.rename, ..." of a "How
+    do I ..." table, a setting's row) answers it. 0.0 for text that is no table."""
+    lines = table.split("\n")
+    total = sum(idf.get(term, 0.0) for term in wanted) or 1.0
+    best = 0.0
+    for row in lines[2:] if len(lines) > 2 and lines[0].lstrip().startswith("|") else ():
+        cell = row.strip().strip("|").split("|", 1)[0]
+        if len(cell.split()) <= KEY_WORDS:
+            best = max(best, sum(idf.get(term, 0.0) for term in matches(wanted, cell)) / total)
+    return best
+
+
 def _table_rows(table: str, wanted: set[str]) -> str:
     """A long table cut to its header and the rows holding most question terms
     (:func:`_row_weight`)."""

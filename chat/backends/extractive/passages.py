@@ -6,8 +6,9 @@ Candidates are ranked by lexical evidence (the idf-weighted share of question te
 the passage, terms in the chunk's headings counting :data:`HEADING_WEIGHT`; a code
 block's string literals are not evidence: code quoting the question does not answer it), then the
 best :data:`PREFILTER` by dense evidence (cosine similarity of the question to the
-heading chain + passage, the way chunks are embedded), the chunk's retrieval score and
-the question's shape (:mod:`.shapes`, :mod:`.fits`). The best passage is the answer,
+heading chain + passage, the way chunks are embedded), the chunk's retrieval score, the
+question's shape (:mod:`.shapes`, :mod:`.fits`) and, for a table, a row keyed by what is
+asked (:func:`.candidates.key_share`). The best passage is the answer,
 reaching as far as :mod:`.reach` lets it; the passages following it are chosen by
 :mod:`.followers`. No second one when the first defines what "what is X"
 asks about (to "what is X and what is Y", the best passage defining Y follows the one
@@ -32,8 +33,8 @@ from asgiref.sync import sync_to_async
 from domains import embeddings
 from domains.retrieval import neighbour_chunks
 
-from .candidates import (READ_CHARS, Chunk, Passage, candidates, evidence, following, headings_of, overlap, resumes,
-                         trails_lead_in, units_of)
+from .candidates import (READ_CHARS, Chunk, Passage, candidates, evidence, following, headings_of, key_share, overlap,
+                         resumes, trails_lead_in, units_of)
 from .findings import finding, label_asked
 from .fits import bonus, counts, defined, enumerates, in_place, instructs, under_heading
 from .followers import MIN_SIMILARITY, SECOND_CHARS, WIDE_TIE, Followers
@@ -45,6 +46,10 @@ from .text import list_items, matches, terms
 # Score = cosine + LEXICAL_WEIGHT x lexical share + RETRIEVAL_WEIGHT x chunk score + shape.
 LEXICAL_WEIGHT = 0.35
 RETRIEVAL_WEIGHT = 0.15
+# A table whose row is keyed by most of what is asked (its first cell holds KEY_ROW_SHARE or
+# more of the question's idf weight) gains KEY_ROW_WEIGHT x that share: the row answers.
+KEY_ROW_SHARE = 0.5
+KEY_ROW_WEIGHT = 0.2
 # A question term found only in the chunk's heading chain (or file name) counts this much.
 HEADING_WEIGHT = 0.6
 # An instruction (a command, code, numbered steps, an imperative sentence) under a section
@@ -150,10 +155,16 @@ class Composer(Followers):
                     + (in_place(self.shapes, passage.part, items_of(chunk, passage.start)) if passage.kind == "item" else 0.0)
                     + under_heading(self.shapes, passage.kind, chunk.section)
                     + (finding(passage.text) + label_asked(passage.text, self.wanted) if chunk.paged else 0.0)
+                    + (self.keyed(passage.text, idf) if passage.kind in ("rows", "table") else 0.0)
                 )
                 offered.append(passage)
         offered.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))
         return offered
+
+    def keyed(self, table: str, idf: dict[str, float]) -> float:
+        """The fit of a table whose row is keyed by what is asked (:func:`.candidates.key_share`)."""
+        share = key_share(table, self.wanted, idf)
+        return KEY_ROW_WEIGHT * share if share >= KEY_ROW_SHARE else 0.0
 
     def choose(self) -> list[Passage]:
         """The passages of the answer, in answer order ([] = the sources do not answer)."""
