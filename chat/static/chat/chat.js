@@ -362,7 +362,8 @@
   /* The white space Python's str.strip() removes (chat/parsing.py check_question), not
      String.trim()'s: that one also strips U+FEFF and keeps U+001C-U+001F and U+0085, so a
      question at the limit was judged differently here and on the server (breaker). */
-  const SERVER_SPACE_ENDS = /^[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+|[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/g;
+  const SERVER_SPACE = "[\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]+";
+  const SERVER_SPACE_ENDS = new RegExp(`^${SERVER_SPACE}|${SERVER_SPACE}$`, "g");
   function serverTrim(text) {
     return text.replace(SERVER_SPACE_ENDS, "");
   }
