@@ -12,7 +12,8 @@ peak memory (this process and its server backend), HNSW build time and the build
 backend's peak memory, bytes per chunk of the chunks table / HNSW index / BM25 postings,
 recall@10 of the engine's HNSW search (its own ef_search) against exact search, the
 query-embedding time alone, and ``retrieve()`` latency (k = 10, query vector passed in)
-hybrid, BM25 alone and vector alone, next to ``rank_bm25.BM25Okapi`` + numpy
+hybrid (its lists at once from KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS chunks, docs/retrieval.md),
+hybrid with the lists one after the other, BM25 alone and vector alone, next to ``rank_bm25.BM25Okapi`` + numpy
 brute-force cosine + RRF in Python on the same data.
 """
 
@@ -136,6 +137,9 @@ def _timed(call, items) -> list[float]:
 
 
 def measure_engine(queries, query_vectors) -> dict:
+    from django.conf import settings
+    from django.test import override_settings
+
     from domains import embeddings
     from domains.models import Domain, Store
     from domains.retrieval import retrieve, vector_search
@@ -147,19 +151,28 @@ def measure_engine(queries, query_vectors) -> dict:
     embeddings.embed_query("warm up")
     figures = {"embed_p50_ms": percentile(_timed(embeddings.embed_query, queries), 50)}
     pairs = list(zip(queries, query_vectors))
-    runs = (("hybrid", None), ("bm25", ["bm25"]), ("vector", ["vector"]))
-    times: dict[str, list[float]] = {label: [] for label, _ in runs}
+    # "serial": hybrid with the lists one after the other on one connection, the way
+    # retrieve() runs them below KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS (docs/retrieval.md)
+    runs = (("hybrid", None, settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS), ("serial", None, -1),
+            ("bm25", ["bm25"], -1), ("vector", ["vector"], -1))
+    times: dict[str, list[float]] = {label: [] for label, _, _ in runs}
+    at_once = set()
     for i, (text, vector) in enumerate(pairs[:10] + pairs):  # 10 to warm up, then all
-        # the three modes of a query in turn, the first rotating: each meets the same
-        # cache and load (timed one after the other, the first mode warmed the others)
-        for label, modes in runs[i % 3:] + runs[:i % 3]:
-            started = time.perf_counter()
-            retrieve(text, [domain], k=10, query_vectors=[vector], modes=modes)
+        # the modes of a query in turn, the first rotating: each meets the same cache and
+        # load (timed one after the other, the first mode warmed the others)
+        for label, modes, threshold in runs[i % 4:] + runs[:i % 4]:
+            with override_settings(KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS=threshold):
+                started = time.perf_counter()
+                result = retrieve(text, [domain], k=10, query_vectors=[vector], modes=modes)
+                elapsed = time.perf_counter() - started
             if i >= 10:
-                times[label].append(time.perf_counter() - started)
-    for label, _ in runs:
+                times[label].append(elapsed)
+            if label == "hybrid":
+                at_once.add(result.lists_at_once)
+    for label, _, _ in runs:
         figures[f"{label}_p50_ms"] = percentile(times[label], 50)
         figures[f"{label}_p95_ms"] = percentile(times[label], 95)
+    figures["hybrid_lists_at_once"] = sorted(at_once)
     store_rows, total_rows = _row_counts(store.id)
     figures["vector_strategy"] = vector_search(store.id, query_vectors[0], LIST_DEPTH, -1.0).strategy
     figures["hnsw_ef_search"] = hnsw_ef_search(LIST_DEPTH, store_rows, total_rows, filtered=False)
@@ -229,10 +242,10 @@ def one_size(corpus: str, size: int, in_memory: bool, load_only: bool = False) -
 
 
 def table(results: list[dict]) -> None:
-    print("| corpus | chunks | hybrid p50 / p95 ms | BM25 p50 / p95 ms | vector p50 / p95 ms | in-memory p50 / p95 ms "
+    print("| corpus | chunks | hybrid p50 / p95 ms | lists one after the other p50 / p95 ms | BM25 p50 / p95 ms | vector p50 / p95 ms | in-memory p50 / p95 ms "
           "| HNSW ef_search, recall@10 | bytes/chunk: chunks table, HNSW, postings | load chunks/s (peak MB) "
           "| HNSW build s (peak MB) | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         memory = (
             f"{r['mem_p50_ms']:.0f} / {r['mem_p95_ms']:.0f} ({r['mem_rss_mb']:.0f} MB)" if "mem_p50_ms" in r else "-"
@@ -244,6 +257,7 @@ def table(results: list[dict]) -> None:
         build = f"{r['hnsw_build_s']:.0f} ({r['hnsw_build_backend_peak_rss_mb']:.0f})" if "hnsw_build_s" in r else "-"
         print(
             f"| {r['corpus']} | {r['size']:,} | {r['hybrid_p50_ms']:.1f} / {r['hybrid_p95_ms']:.1f} "
+            f"| {r['serial_p50_ms']:.1f} / {r['serial_p95_ms']:.1f} "
             f"| {r['bm25_p50_ms']:.1f} / {r['bm25_p95_ms']:.1f} | {r['vector_p50_ms']:.1f} / {r['vector_p95_ms']:.1f} "
             f"| {memory} | {r['hnsw_ef_search']}, {r['hnsw_recall_at_10']:.3f} ({r['vector_strategy']}) "
             f"| {per_chunk} | {load} | {build} | {r['load_average_1min']:.1f} |"

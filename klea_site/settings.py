@@ -257,6 +257,10 @@ KLEA_VECTOR_EXACT_MAX_ROWS = env.int("KLEA_VECTOR_EXACT_MAX_ROWS", default=10_00
 # Seconds one retrieval SQL statement may run (PostgreSQL statement_timeout, set for the
 # retrieval's transaction only); a list that runs longer fails as "statement timeout". 0: none.
 KLEA_RETRIEVAL_STATEMENT_TIMEOUT = env.float("KLEA_RETRIEVAL_STATEMENT_TIMEOUT", default=10.0)
+# Stores searched holding together at least this many chunks: their vector lists run beside
+# their BM25 lists on a second connection (hybrid time about the slower list's, not the sum;
+# docs/retrieval.md). 0: always; negative: never.
+KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = env.int("KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS", default=200_000)
 
 # --- MCP tools per domain (chat/mcp; docs/mcp.md) -----------------------------------
 # Seconds one tool call may take (also the bound on starting a server and its handshake).

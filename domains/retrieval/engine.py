@@ -9,9 +9,12 @@ budget round-robin across domains.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import logging
+import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +51,10 @@ DEFINING_CHUNKS = 3
 # The ranked chunks are read this many times k deep, so that a paper's front matter and
 # reference lists can go after its body (domains/retrieval/papers.py).
 BODY_READ = 2
+# retrieve() calls whose vector lists may run at once beside their BM25 lists (each on a
+# connection of its own, docs/retrieval.md "Lists at once"); a call finding every slot
+# taken runs its lists one after the other: on a busy server the cores are taken anyway.
+SIDE_SLOTS = 4
 
 
 def _queries(query: str | Sequence[str]) -> list[str]:
@@ -265,20 +272,30 @@ def retrieve(
             _Job(domain, store, mode, compiled[domain.pk], depth or max(LIST_DEPTH, _k(k, domain)))
             for domain in active for store in _stores(domain, stores) for mode in search.store_modes(store)
         ]
-        lists: dict[int, list[tuple[str, list]]] = {d.pk: [] for d in active}
+        found: dict[int, list[tuple[str, list]]] = {}
+        side = _side_lists(search, jobs, found) if _at_once(jobs) else None
+        pending = [(i, job) for i, job in enumerate(jobs) if side is None or job.mode != "vector"]
         while True:
             # A failed list aborts the transaction: it is rolled back and the lists after
             # the failed one run in a new one (a savepoint per list cost two statements
             # each, a fifth of a hybrid search's round trips).
             with _read_only():
-                jobs, failed = _run_lists(search, jobs, lists, result)
-                if not failed:
-                    per_domain = [
-                        _top(domain, lists[domain.pk], _k(k, domain), fusion or domain.fusion,
-                             _defining(search, domain, compiled[domain.pk], stores))
-                        for domain in active
-                    ]
-                    break
+                pending, failed = _run_lists(search, pending, found, result)
+                if failed:
+                    continue
+                if side is not None:
+                    pending, side = _side_done(side, result), None
+                    if pending:
+                        continue
+                lists: dict[int, list[tuple[str, list]]] = {d.pk: [] for d in active}
+                for i, job in enumerate(jobs):  # in job order, as when they run one after the other
+                    lists[job.domain.pk] += found.get(i, [])
+                per_domain = [
+                    _top(domain, lists[domain.pk], _k(k, domain), fusion or domain.fusion,
+                         _defining(search, domain, compiled[domain.pk], stores))
+                    for domain in active
+                ]
+                break
     except DatabaseError as exc:  # the database as a whole, not one list
         logger.exception("retrieval failed")
         result.retrieval_failed = True
@@ -309,16 +326,18 @@ class _Job:
     depth: int
 
 
-def _run_lists(search: _Search, jobs: list[_Job], lists: dict, result: RetrievalResult) -> tuple[list[_Job], bool]:
-    """Run ``jobs`` in order, their lists into ``lists[domain pk]``, until one fails.
+def _run_lists(search: _Search, jobs: list[tuple[int, _Job]], found: dict, result: RetrievalResult
+               ) -> tuple[list[tuple[int, _Job]], bool]:
+    """Run ``jobs`` ((position, job) pairs) in order, the lists of each into ``found[position]``,
+    until one fails.
 
     :returns: (the jobs after the failed one, True), or ([], False) when none failed;
         a failure is noted in ``result`` and leaves the transaction aborted.
     """
-    for i, job in enumerate(jobs):
+    for i, (position, job) in enumerate(jobs):
         store, domain, mode = job.store, job.domain, job.mode
         try:
-            lists[domain.pk] += search.store_lists(store, domain, job.where, job.depth, mode)
+            found[position] = search.store_lists(store, domain, job.where, job.depth, mode)
         except (DatabaseError, embeddings.EmbeddingError) as exc:
             logger.exception("%s search failed for store %s of domain %s", mode, store.name, domain.name)
             result.retrieval_failed = True
@@ -327,6 +346,78 @@ def _run_lists(search: _Search, jobs: list[_Job], lists: dict, result: Retrieval
             result.failures.append(f"{store.name}:{mode} (domain {domain.name}): {_failure_kind(exc)}")
             return jobs[i + 1:], True
     return [], False
+
+
+def _at_once(jobs: list[_Job]) -> bool:
+    """Whether the vector lists run beside the BM25 lists, on a second connection: there
+    are both, the caller holds no transaction (a second connection would not see its
+    uncommitted rows), and the stores searched hold together at least
+    KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS chunks (below that the vector lists take less
+    than opening a connection, docs/benchmarks.md)."""
+    threshold = settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS
+    if threshold < 0 or connection.in_atomic_block or {job.mode for job in jobs} != set(MODES):
+        return False
+    if threshold == 0:
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT coalesce(sum(chunk_count), 0) FROM domains_bm25stats WHERE store_id = ANY(%s)",
+                       [sorted({job.store.id for job in jobs})])
+        return cursor.fetchone()[0] >= threshold
+
+
+_side_pool: ThreadPoolExecutor | None = None
+_side_free = threading.BoundedSemaphore(SIDE_SLOTS)
+_side_lock = threading.Lock()
+
+
+def _side_lists(search: _Search, jobs: list[_Job], found: dict) -> Future | None:
+    """Start the vector ``jobs`` on a thread and connection of their own, their lists into
+    ``found[position]`` (each position written by one thread only); None when every one
+    of the SIDE_SLOTS is taken. The future's result: :func:`_run_side`."""
+    global _side_pool
+    if not _side_free.acquire(blocking=False):
+        return None
+    with _side_lock:
+        if _side_pool is None:
+            _side_pool = ThreadPoolExecutor(SIDE_SLOTS, thread_name_prefix="klea-retrieval")
+    vector_jobs = [(i, job) for i, job in enumerate(jobs) if job.mode == "vector"]
+    try:
+        return _side_pool.submit(contextvars.copy_context().run, _run_side, search, vector_jobs, found)
+    except BaseException:
+        _side_free.release()
+        raise
+
+
+def _run_side(search: _Search, jobs: list[tuple[int, _Job]], found: dict
+              ) -> tuple[RetrievalResult, list[tuple[int, _Job]]]:
+    """The side thread's work: (the failures of its lists, the jobs it could not start
+    because the connection itself failed: refused, too many clients)."""
+    failures = RetrievalResult()
+    try:
+        while jobs:
+            with _read_only():
+                jobs, _ = _run_lists(search, jobs, found, failures)
+    except DatabaseError:
+        logger.warning("a second connection for the vector lists failed; they run after the BM25 lists", exc_info=True)
+    finally:
+        try:
+            with contextlib.suppress(DatabaseError):
+                connection.close()  # this thread's own: opened for this call, closed with it
+        finally:
+            _side_free.release()
+    return failures, jobs
+
+
+def _side_done(side: Future, result: RetrievalResult) -> list[tuple[int, _Job]]:
+    """Wait for the side thread; its failures into ``result``. :returns: the vector jobs
+    it could not run (to run on the caller's connection)."""
+    failures, left = side.result()
+    if failures.retrieval_failed:
+        result.retrieval_failed = True
+        result.error = "; ".join(e for e in (result.error, failures.error) if e)
+        result.failures += failures.failures
+    result.lists_at_once = not left
+    return left
 
 
 def _defining(search: _Search, domain: Domain, where, names: list[str] | None) -> list[int]:

@@ -54,3 +54,4 @@ class RetrievalResult:
     keywords: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     dropped_filters: dict[str, list[str]] = field(default_factory=dict)
+    lists_at_once: bool = False

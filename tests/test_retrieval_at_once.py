@@ -1,0 +1,153 @@
+"""retrieve() running a large store's vector lists beside its BM25 lists, on a second
+connection (domains/retrieval/engine.py, ``_at_once``): the same results, the
+connection closed after, the caller's transaction respected, failures reported."""
+
+import psycopg
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from domains import embeddings
+from domains.models import Chunk, Document, Domain, Store
+from domains.retrieval import engine, retrieve
+from domains.text import indexed_text
+
+# committed rows: the second connection sees only what is committed
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TEXTS = {
+    "neurons.md": ["Neurons fire action potentials along the axon.", "Synapses release neurotransmitters."],
+    "copy.md": ["Neurons fire action potentials along the axon."],
+    "arrays.md": ["Labelled multi-dimensional arrays with named dimensions.", "Resampling time series by month."],
+}
+QUERY = "neurons firing action potentials"
+
+
+@pytest.fixture
+def domain(db):
+    domain = Domain.objects.create(name="science", description="science", default_k=3)
+    main = Store.objects.create(name="main", domain=domain)
+    extra = Store.objects.create(name="extra", domain=domain, mode=Store.Mode.BM25)
+    for store, files in ((main, ["neurons.md", "arrays.md"]), (extra, ["copy.md"])):
+        for file_name in files:
+            doc = Document.objects.create(store=store, file_name=file_name)
+            vectors = embeddings.embed_texts([indexed_text([], t) for t in TEXTS[file_name]])
+            for i, (text, vector) in enumerate(zip(TEXTS[file_name], vectors)):
+                Chunk.objects.create(store=store, document=doc, ordinal=i, text=text, embedding=vector, year=2000 + i)
+    return domain
+
+
+def ranked(result):
+    return [(c.chunk_id, c.score, c.source_scores, c.file_name) for c in result.results]
+
+
+def backends() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+def allow_connections(allowed: bool) -> None:
+    """ALTER DATABASE (the test database) ALLOW_CONNECTIONS, from the maintenance database
+    (PostgreSQL refuses it for the database a session is connected to)."""
+    params = connection.get_connection_params()
+    name = params.pop("dbname")
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    with psycopg.connect(**params, dbname="postgres", autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE {connection.ops.quote_name(name)} WITH ALLOW_CONNECTIONS {str(allowed).lower()}")
+
+
+def test_the_vector_lists_run_on_a_second_connection_with_the_same_results(domain, settings):
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = -1
+    one_after_the_other = retrieve(QUERY, [domain])
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 0
+    before = backends()
+    with CaptureQueriesContext(connection) as queries:
+        at_once = retrieve(QUERY, [domain])
+    assert (one_after_the_other.lists_at_once, at_once.lists_at_once) == (False, True)
+    assert ranked(at_once) == ranked(one_after_the_other)
+    assert [c.file_name for c in at_once.results] == ["neurons.md", "copy.md", "neurons.md"]
+    statements = [" ".join(q["sql"].split()[:2]) for q in queries.captured_queries]
+    assert statements == [  # this connection's: the BM25 lists only; the vector list ran on the other
+        "SELECT lexeme",
+        'SELECT "domains_store"."id",',
+        "BEGIN", "SELECT set_config('statement_timeout',",
+        "SELECT chunk_id,",  # extra:bm25
+        "SELECT chunk_id,",  # main:bm25
+        "SELECT id,",  # the years of the fused chunks
+        "SELECT c.id,",  # text and file of the top k
+        "ROLLBACK",
+    ]
+    assert backends() == before  # the second connection is closed with the call
+
+
+def test_the_stores_searched_must_hold_the_threshold_of_chunks(domain, settings):
+    """The domain's two stores hold 5 chunks (4 + 1)."""
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 5
+    assert retrieve(QUERY, [domain]).lists_at_once is True
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 6
+    assert retrieve(QUERY, [domain]).lists_at_once is False
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 4
+    assert retrieve(QUERY, [domain], stores=["main"]).lists_at_once is True
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 5
+    assert retrieve(QUERY, [domain], stores=["main"]).lists_at_once is False
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 0
+    assert retrieve(QUERY, [domain], modes=["vector"]).lists_at_once is False  # nothing to run beside
+
+
+def test_inside_a_callers_transaction_the_lists_run_on_its_connection(domain, settings):
+    """A second connection would not see the caller's uncommitted chunk."""
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 0
+    store = Store.objects.get(name="main")
+    text = "Dendrites integrate synaptic input from many neurons firing."
+    with transaction.atomic():
+        doc = Document.objects.create(store=store, file_name="dendrites.md")
+        chunk = Chunk.objects.create(store=store, document=doc, ordinal=0, text=text,
+                                     embedding=embeddings.embed_texts([indexed_text([], text)])[0])
+        result = retrieve("dendrites integrate synaptic input", [domain], k=5)
+        transaction.set_rollback(True)
+    assert result.lists_at_once is False
+    assert result.results[0].chunk_id == chunk.id
+    assert set(result.results[0].source_scores) == {"main:vector", "main:bm25"}
+
+
+def test_a_vector_list_failing_on_the_second_connection_is_reported(domain, settings):
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 0
+    settings.KLEA_EMBEDDING_DIM = 512
+    result = retrieve(QUERY, [domain])
+    assert (result.lists_at_once, result.retrieval_failed, result.failures) == (
+        True, True, ["main:vector (domain science): EmbeddingError"])
+    assert "embedding has shape (1, 384); expected (n, 512)" in result.error
+    assert [c.file_name for c in result.results] == ["neurons.md", "copy.md"]  # the BM25 hits
+    assert all(set(c.source_scores) <= {"main:bm25", "extra:bm25"} for c in result.results)
+
+
+def test_no_second_connection_to_be_had_runs_the_vector_lists_after_the_bm25_lists(domain, settings, caplog):
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = -1
+    expected = ranked(retrieve(QUERY, [domain]))
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 0
+    with connection.cursor():  # this connection stays open; no new one is let in
+        allow_connections(False)
+    try:
+        result = retrieve(QUERY, [domain])
+    finally:
+        allow_connections(True)
+    assert (result.lists_at_once, result.retrieval_failed, result.failures) == (False, False, [])
+    assert ranked(result) == expected
+    assert [r.getMessage() for r in caplog.records if r.name == "klea.retrieval"] == [
+        "a second connection for the vector lists failed; they run after the BM25 lists"]
+
+
+def test_with_every_slot_taken_the_lists_run_one_after_the_other(domain, settings):
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 0
+    taken = 0
+    try:
+        while engine._side_free.acquire(blocking=False):
+            taken += 1
+        result = retrieve(QUERY, [domain])
+    finally:
+        for _ in range(taken):
+            engine._side_free.release()
+    assert (taken, result.lists_at_once) == (engine.SIDE_SLOTS, False)
+    assert retrieve(QUERY, [domain]).lists_at_once is True
