@@ -2,6 +2,8 @@
 connection (domains/retrieval/engine.py, ``_at_once``): the same results, the
 connection closed after, the caller's transaction respected, failures reported."""
 
+import os
+
 import psycopg
 import pytest
 from django.db import connection, transaction
@@ -151,3 +153,24 @@ def test_with_every_slot_taken_the_lists_run_one_after_the_other(domain, setting
             engine._side_free.release()
     assert (taken, result.lists_at_once) == (engine.SIDE_SLOTS, False)
     assert retrieve(QUERY, [domain]).lists_at_once is True
+
+
+def test_a_forked_child_starts_its_own_threads(domain, settings):
+    """A Celery prefork worker forks after the parent may have searched: the child gets
+    a pool and slots of its own (the parent's threads do not exist there)."""
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 0
+    assert retrieve(QUERY, [domain]).lists_at_once is True  # the parent's pool has a thread now
+    assert engine._side_pool is not None
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no database (the parent's connection is not its to use)
+        free = 0
+        while engine._side_free.acquire(blocking=False):
+            free += 1
+        os.write(write, f"{engine._side_pool is None} {free}".encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        answer = pipe.read()
+    os.waitpid(pid, 0)
+    assert answer == f"True {engine.SIDE_SLOTS}"

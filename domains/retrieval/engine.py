@@ -12,6 +12,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -368,6 +369,16 @@ def _at_once(jobs: list[_Job]) -> bool:
 _side_pool: ThreadPoolExecutor | None = None
 _side_free = threading.BoundedSemaphore(SIDE_SLOTS)
 _side_lock = threading.Lock()
+
+
+def _after_fork() -> None:
+    """A forked child (a Celery prefork worker, a test runner) has none of its parent's
+    threads: a pool taken over from the parent would queue work no thread runs."""
+    global _side_pool, _side_free, _side_lock
+    _side_pool, _side_free, _side_lock = None, threading.BoundedSemaphore(SIDE_SLOTS), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _side_lists(search: _Search, jobs: list[_Job], found: dict) -> Future | None:
