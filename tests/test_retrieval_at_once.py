@@ -3,6 +3,9 @@ connection (domains/retrieval/engine.py, ``_at_once``): the same results, the
 connection closed after, the caller's transaction respected, failures reported."""
 
 import os
+import signal
+import threading
+import time
 
 import psycopg
 import pytest
@@ -77,6 +80,8 @@ def test_the_vector_lists_run_on_a_second_connection_with_the_same_results(domai
         "BEGIN", "SELECT set_config('statement_timeout',",
         "SELECT chunk_id,",  # extra:bm25
         "SELECT chunk_id,",  # main:bm25
+        "ROLLBACK",  # ended before waiting for the vector list: no lock held meanwhile
+        "BEGIN", "SELECT set_config('statement_timeout',",
         "SELECT id,",  # the years of the fused chunks
         "SELECT c.id,",  # text and file of the top k
         "ROLLBACK",
@@ -137,8 +142,10 @@ def test_no_second_connection_to_be_had_runs_the_vector_lists_after_the_bm25_lis
         allow_connections(True)
     assert (result.lists_at_once, result.retrieval_failed, result.failures) == (False, False, [])
     assert ranked(result) == expected
-    assert [r.getMessage() for r in caplog.records if r.name == "klea.retrieval"] == [
-        "a second connection for the vector lists failed; they run after the BM25 lists"]
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "klea.retrieval"]
+    assert (warning.startswith("a second connection for the vector lists failed (connection failed: "),
+            warning.endswith(f'FATAL:  database "{connection.settings_dict["NAME"]}" is not currently accepting '
+                             "connections); they run after the BM25 lists")) == (True, True)
 
 
 def test_with_every_slot_taken_the_lists_run_one_after_the_other(domain, settings):
@@ -174,3 +181,92 @@ def test_a_forked_child_starts_its_own_threads(domain, settings):
         answer = pipe.read()
     os.waitpid(pid, 0)
     assert answer == f"True {engine.SIDE_SLOTS}"
+
+
+def test_failures_are_reported_in_job_order_either_way(domain, settings):
+    """Both lists of the store fail (the embedding's dimension, the postings table renamed):
+    the failures read the same whichever thread ran them."""
+    settings.KLEA_EMBEDDING_DIM = 512
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE domains_bm25posting RENAME TO broken_postings")
+    try:
+        outcomes = []
+        for threshold in (-1, 0):
+            settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = threshold
+            result = retrieve(QUERY, [domain])
+            outcomes.append((result.lists_at_once, result.failures, result.error.split("): ")[0]))
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE broken_postings RENAME TO domains_bm25posting")
+    failures = ["extra:bm25 (domain science): ProgrammingError", "main:vector (domain science): EmbeddingError",
+                "main:bm25 (domain science): ProgrammingError"]
+    assert outcomes == [(False, failures, "extra:bm25 (domain science"), (True, failures, "extra:bm25 (domain science")]
+
+
+def test_a_caller_with_autocommit_off_holds_a_transaction(domain, settings):
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 0
+    store = Store.objects.get(name="main")
+    text = "Dendrites integrate synaptic input from many neurons firing."
+    transaction.set_autocommit(False)
+    try:
+        doc = Document.objects.create(store=store, file_name="dendrites.md")
+        chunk = Chunk.objects.create(store=store, document=doc, ordinal=0, text=text,
+                                     embedding=embeddings.embed_texts([indexed_text([], text)])[0])
+        result = retrieve("dendrites integrate synaptic input", [domain], k=5)
+        transaction.rollback()
+    finally:
+        transaction.set_autocommit(True)
+    assert (result.lists_at_once, result.results[0].chunk_id) == (False, chunk.id)
+    assert set(result.results[0].source_scores) == {"main:vector", "main:bm25"}
+
+
+def test_an_exception_while_waiting_cancels_the_second_connections_statement(domain, settings):
+    """The vector list waits for a lock another transaction holds on the chunks (BM25 reads
+    none); an alarm interrupts the caller while it waits: the exception reaches the caller,
+    the vector list's statement is cancelled, its connection closed and its slot freed."""
+    settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 0
+    settings.KLEA_RETRIEVAL_STATEMENT_TIMEOUT = 60
+    vectors = embeddings.embed_queries([QUERY])
+    before = backends()
+    locked, done = threading.Event(), threading.Event()
+
+    def hold_table():
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("LOCK TABLE domains_chunk IN ACCESS EXCLUSIVE MODE")
+                locked.set()
+                done.wait(60)
+        finally:
+            connection.close()
+
+    def interrupt(signum, frame):
+        raise TimeoutError("alarm")
+
+    holder = threading.Thread(target=hold_table)
+    holder.start()
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        assert locked.wait(10)
+        signal.setitimer(signal.ITIMER_REAL, 1.0)
+        with pytest.raises(TimeoutError):
+            retrieve(QUERY, [domain], query_vectors=vectors)
+        backends_after = [backends()]
+        for _ in range(50):  # the cancelled statement ends and its thread closes the connection
+            if backends_after[-1] == before + 1:  # + the lock holder's
+                break
+            time.sleep(0.1)
+            backends_after.append(backends())
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        done.set()
+        holder.join()
+    assert backends_after[-1] == before + 1
+    free = 0
+    try:
+        while engine._side_free.acquire(blocking=False):
+            free += 1
+    finally:
+        for _ in range(free):
+            engine._side_free.release()
+    assert free == engine.SIDE_SLOTS

@@ -14,8 +14,9 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -273,34 +274,40 @@ def retrieve(
             _Job(domain, store, mode, compiled[domain.pk], depth or max(LIST_DEPTH, _k(k, domain)))
             for domain in active for store in _stores(domain, stores) for mode in search.store_modes(store)
         ]
-        found: dict[int, list[tuple[str, list]]] = {}
-        side = _side_lists(search, jobs, found) if _at_once(jobs) else None
-        pending = [(i, job) for i, job in enumerate(jobs) if side is None or job.mode != "vector"]
-        while True:
-            # A failed list aborts the transaction: it is rolled back and the lists after
-            # the failed one run in a new one (a savepoint per list cost two statements
-            # each, a fifth of a hybrid search's round trips).
-            with _read_only():
-                pending, failed = _run_lists(search, pending, found, result)
-                if failed:
-                    continue
-                if side is not None:
-                    pending, side = _side_done(side, result), None
-                    if pending:
+        lists = _Lists()
+        side = _SideCall.start(search, jobs, lists) if _at_once(jobs) else None
+        try:
+            pending = [(i, job) for i, job in enumerate(jobs) if side is None or job.mode != "vector"]
+            if side is not None:
+                # This connection's lists in transactions ended before waiting: its locks
+                # held while the side connection waits behind a DDL request queued between
+                # them would be a lock cycle PostgreSQL cannot see (the wait is in Python).
+                _run_all(search, pending, lists)
+                pending = side.wait()  # the vector lists it could not run (no connection)
+                result.lists_at_once, side = not pending, None
+            while True:
+                # A failed list aborts the transaction: it is rolled back and the lists after
+                # the failed one run in a new one (a savepoint per list cost two statements
+                # each, a fifth of a hybrid search's round trips).
+                with _read_only():
+                    pending, failed = _run_lists(search, pending, lists)
+                    if failed:
                         continue
-                lists: dict[int, list[tuple[str, list]]] = {d.pk: [] for d in active}
-                for i, job in enumerate(jobs):  # in job order, as when they run one after the other
-                    lists[job.domain.pk] += found.get(i, [])
-                per_domain = [
-                    _top(domain, lists[domain.pk], _k(k, domain), fusion or domain.fusion,
-                         _defining(search, domain, compiled[domain.pk], stores))
-                    for domain in active
-                ]
-                break
+                    per_domain = [
+                        _top(domain, lists.of(domain, jobs), _k(k, domain), fusion or domain.fusion,
+                             _defining(search, domain, compiled[domain.pk], stores))
+                        for domain in active
+                    ]
+                    break
+        finally:
+            if side is not None:  # an exception (KeyboardInterrupt, a database error): stop it
+                side.abandon()
+            lists.report(result)
     except DatabaseError as exc:  # the database as a whole, not one list
         logger.exception("retrieval failed")
+        message = f"database: {exc}".strip()
         result.retrieval_failed = True
-        result.error = f"database: {exc}".strip()
+        result.error = f"{result.error}; {message}" if result.error else message
         result.failures.append(f"database: {_failure_kind(exc)}")
         return result
     result.results = apply_budget(per_domain, settings.KLEA_MAX_REFS_SIZE if max_chars is None else max_chars)
@@ -327,26 +334,57 @@ class _Job:
     depth: int
 
 
-def _run_lists(search: _Search, jobs: list[tuple[int, _Job]], found: dict, result: RetrievalResult
-               ) -> tuple[list[tuple[int, _Job]], bool]:
-    """Run ``jobs`` ((position, job) pairs) in order, the lists of each into ``found[position]``,
-    until one fails.
+class _Lists:
+    """The ranked lists of one retrieve() and its failed lists, by job position (each
+    position written by one thread only), so that both are read in job order whichever
+    thread ran them."""
+
+    def __init__(self):
+        self.found: dict[int, list[tuple[str, list]]] = {}
+        self.failed: dict[int, tuple[str, str]] = {}
+
+    def of(self, domain: Domain, jobs: list[_Job]) -> list[tuple[str, list]]:
+        """The lists of ``domain``, in job order (as when they run one after the other)."""
+        return [found for i, job in enumerate(jobs) if job.domain.pk == domain.pk for found in self.found.get(i, [])]
+
+    def report(self, result: RetrievalResult) -> None:
+        """The failures into ``result``, in job order."""
+        for position in sorted(self.failed):
+            message, failure = self.failed[position]
+            result.retrieval_failed = True
+            result.error = f"{result.error}; {message}" if result.error else message
+            result.failures.append(failure)
+
+
+def _run_lists(search: _Search, jobs: list[tuple[int, _Job]], lists: _Lists) -> tuple[list[tuple[int, _Job]], bool]:
+    """Run ``jobs`` ((position, job) pairs) in order, their lists into ``lists``, until one fails.
 
     :returns: (the jobs after the failed one, True), or ([], False) when none failed;
-        a failure is noted in ``result`` and leaves the transaction aborted.
+        a failure is noted in ``lists`` and leaves the transaction aborted.
     """
     for i, (position, job) in enumerate(jobs):
         store, domain, mode = job.store, job.domain, job.mode
         try:
-            found[position] = search.store_lists(store, domain, job.where, job.depth, mode)
+            lists.found[position] = search.store_lists(store, domain, job.where, job.depth, mode)
         except (DatabaseError, embeddings.EmbeddingError) as exc:
             logger.exception("%s search failed for store %s of domain %s", mode, store.name, domain.name)
-            result.retrieval_failed = True
-            message = f"{store.name}:{mode} (domain {domain.name}): {exc}".strip()
-            result.error = f"{result.error}; {message}" if result.error else message
-            result.failures.append(f"{store.name}:{mode} (domain {domain.name}): {_failure_kind(exc)}")
+            lists.failed[position] = (f"{store.name}:{mode} (domain {domain.name}): {exc}".strip(),
+                                      f"{store.name}:{mode} (domain {domain.name}): {_failure_kind(exc)}")
             return jobs[i + 1:], True
     return [], False
+
+
+def _run_all(search: _Search, jobs: list[tuple[int, _Job]], lists: _Lists) -> None:
+    """Run every job, each transaction ended (a failed list's rolled back, the rest in a new one)."""
+    while jobs:
+        with _read_only():
+            jobs, _ = _run_lists(search, jobs, lists)
+
+
+# The stores' size decides whether their lists run at once; it is read at most once per
+# SIZES_TTL seconds per set of stores (a round trip on every search otherwise).
+SIZES_TTL = 60.0
+_sizes: dict[tuple[int, ...], tuple[float, int]] = {}
 
 
 def _at_once(jobs: list[_Job]) -> bool:
@@ -356,14 +394,22 @@ def _at_once(jobs: list[_Job]) -> bool:
     KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS chunks (below that the vector lists take less
     than opening a connection, docs/benchmarks.md)."""
     threshold = settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS
-    if threshold < 0 or connection.in_atomic_block or {job.mode for job in jobs} != set(MODES):
+    if (threshold < 0 or connection.in_atomic_block or not connection.get_autocommit()
+            or {job.mode for job in jobs} != set(MODES)):
         return False
     if threshold == 0:
         return True
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT coalesce(sum(chunk_count), 0) FROM domains_bm25stats WHERE store_id = ANY(%s)",
-                       [sorted({job.store.id for job in jobs})])
-        return cursor.fetchone()[0] >= threshold
+    stores = tuple(sorted({job.store.id for job in jobs}))
+    read_at, rows = _sizes.get(stores, (float("-inf"), 0))
+    if time.monotonic() - read_at > SIZES_TTL:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT coalesce(sum(chunk_count), 0) FROM domains_bm25stats WHERE store_id = ANY(%s)",
+                           [list(stores)])
+            rows = cursor.fetchone()[0]
+        if len(_sizes) > 1000:
+            _sizes.clear()
+        _sizes[stores] = (time.monotonic(), rows)
+    return rows >= threshold
 
 
 _side_pool: ThreadPoolExecutor | None = None
@@ -381,54 +427,84 @@ def _after_fork() -> None:
 os.register_at_fork(after_in_child=_after_fork)
 
 
-def _side_lists(search: _Search, jobs: list[_Job], found: dict) -> Future | None:
-    """Start the vector ``jobs`` on a thread and connection of their own, their lists into
-    ``found[position]`` (each position written by one thread only); None when every one
-    of the SIDE_SLOTS is taken. The future's result: :func:`_run_side`."""
-    global _side_pool
-    if not _side_free.acquire(blocking=False):
-        return None
-    with _side_lock:
-        if _side_pool is None:
-            _side_pool = ThreadPoolExecutor(SIDE_SLOTS, thread_name_prefix="klea-retrieval")
-    vector_jobs = [(i, job) for i, job in enumerate(jobs) if job.mode == "vector"]
-    try:
-        return _side_pool.submit(contextvars.copy_context().run, _run_side, search, vector_jobs, found)
-    except BaseException:
-        _side_free.release()
-        raise
+class _SideCall:
+    """The vector lists of one retrieve() on a pool thread and a connection of their own.
+    It holds one of the SIDE_SLOTS from :meth:`start` until it ends, released exactly
+    once: by the thread that ran it, or by the caller when it never started."""
 
+    def __init__(self, jobs: list[_Job]):
+        self.left = [(i, job) for i, job in enumerate(jobs) if job.mode == "vector"]
+        self._lock = threading.Lock()
+        self._state = "queued"  # -> "running" | "abandoned"
+        self._stop = False
+        self._connection = None  # the running thread's psycopg connection (to cancel it)
+        self._done = threading.Event()
 
-def _run_side(search: _Search, jobs: list[tuple[int, _Job]], found: dict
-              ) -> tuple[RetrievalResult, list[tuple[int, _Job]]]:
-    """The side thread's work: (the failures of its lists, the jobs it could not start
-    because the connection itself failed: refused, too many clients)."""
-    failures = RetrievalResult()
-    try:
-        while jobs:
-            with _read_only():
-                jobs, _ = _run_lists(search, jobs, found, failures)
-    except DatabaseError:
-        logger.warning("a second connection for the vector lists failed; they run after the BM25 lists", exc_info=True)
-    finally:
+    @classmethod
+    def start(cls, search: _Search, jobs: list[_Job], lists: _Lists) -> _SideCall | None:
+        """The started side call, or None: every slot taken, or no thread to be had (the
+        interpreter shutting down, a thread that could not start)."""
+        global _side_pool
+        if not _side_free.acquire(blocking=False):
+            return None
+        call = cls(jobs)
         try:
+            with _side_lock:
+                if _side_pool is None:
+                    _side_pool = ThreadPoolExecutor(SIDE_SLOTS, thread_name_prefix="klea-retrieval")
+                pool = _side_pool
+            pool.submit(contextvars.copy_context().run, call._run, search, lists)
+        except RuntimeError as exc:
+            logger.warning("no thread for the vector lists (%s); they run after the BM25 lists", exc)
+            call.abandon()
+            return None
+        except BaseException:
+            call.abandon()
+            raise
+        return call
+
+    def abandon(self) -> None:
+        """The caller no longer waits: a queued call will not run (its slot is released
+        here); a running one stops after its current statement, which is cancelled."""
+        with self._lock:
+            queued = self._state == "queued"
+            if queued:
+                self._state = "abandoned"
+            self._stop = True
+            running = self._connection
+        if queued:
+            _side_free.release()
+        elif running is not None:
+            with contextlib.suppress(Exception):
+                running.cancel_safe(timeout=1.0)
+
+    def wait(self) -> list[tuple[int, _Job]]:
+        """Wait for the lists. :returns: the jobs it could not run (its connection failed)."""
+        self._done.wait()
+        return self.left
+
+    def _run(self, search: _Search, lists: _Lists) -> None:
+        with self._lock:
+            if self._state != "queued":
+                return  # abandoned before it started: the caller released the slot
+            self._state = "running"
+        try:
+            connection.ensure_connection()
+            with self._lock:
+                self._connection = connection.connection
+            while self.left and not self._stop:
+                with _read_only():
+                    self.left, _ = _run_lists(search, self.left, lists)
+        except DatabaseError as exc:  # the connection itself: refused, too many clients
+            logger.warning("a second connection for the vector lists failed (%s); they run after the BM25 lists",
+                           str(exc).strip())
+        finally:
+            with self._lock:
+                self._connection = None
             with contextlib.suppress(DatabaseError):
                 connection.close()  # this thread's own: opened for this call, closed with it
-        finally:
+            self._done.set()
             _side_free.release()
-    return failures, jobs
-
-
-def _side_done(side: Future, result: RetrievalResult) -> list[tuple[int, _Job]]:
-    """Wait for the side thread; its failures into ``result``. :returns: the vector jobs
-    it could not run (to run on the caller's connection)."""
-    failures, left = side.result()
-    if failures.retrieval_failed:
-        result.retrieval_failed = True
-        result.error = "; ".join(e for e in (result.error, failures.error) if e)
-        result.failures += failures.failures
-    result.lists_at_once = not left
-    return left
 
 
 def _defining(search: _Search, domain: Domain, where, names: list[str] | None) -> list[int]:
