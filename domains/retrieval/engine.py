@@ -8,6 +8,7 @@ budget round-robin across domains.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import json
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 
 from domains import embeddings
 from domains.models import Domain, Store
@@ -415,16 +416,63 @@ def _at_once(jobs: list[_Job]) -> bool:
 _side_pool: ThreadPoolExecutor | None = None
 _side_free = threading.BoundedSemaphore(SIDE_SLOTS)
 _side_lock = threading.Lock()
+# Connections of the side calls between calls (at most SIDE_SLOTS): a new backend's first
+# HNSW search costs about twice a warm one's (79 against 37 ms p50 at 1M chunks of real
+# text, docs/benchmarks.md), more than running the lists at once saves.
+_idle: list = []
+# A forked child's copies of its parent's connections: kept, never closed or collected
+# (closing or freeing one would end the parent's session on the shared socket).
+_inherited: list = []
 
 
 def _after_fork() -> None:
     """A forked child (a Celery prefork worker, a test runner) has none of its parent's
-    threads: a pool taken over from the parent would queue work no thread runs."""
-    global _side_pool, _side_free, _side_lock
-    _side_pool, _side_free, _side_lock = None, threading.BoundedSemaphore(SIDE_SLOTS), threading.Lock()
+    threads: a pool taken over from the parent would queue work no thread runs; and the
+    parent's idle connections are the parent's."""
+    global _side_pool, _side_free, _side_lock, _idle
+    _inherited.extend(_idle)
+    _side_pool, _side_free, _side_lock, _idle = None, threading.BoundedSemaphore(SIDE_SLOTS), threading.Lock(), []
 
 
 os.register_at_fork(after_in_child=_after_fork)
+
+
+def close_side_connections() -> int:
+    """Close the idle connections kept for the vector lists run at once (at exit, before a
+    test database is dropped). :returns: how many were closed."""
+    with _side_lock:
+        idle, _idle[:] = list(_idle), []
+    for wrapper in idle:
+        with contextlib.suppress(DatabaseError):
+            wrapper.close()
+    return len(idle)
+
+
+atexit.register(close_side_connections)
+
+
+def _side_connection():
+    """An idle side connection, or a new one (not connected yet), usable from any thread."""
+    with _side_lock:
+        if _idle:
+            return _idle.pop()
+    wrapper = connections.create_connection(DEFAULT_DB_ALIAS)
+    wrapper.inc_thread_sharing()  # handed between the pool's threads, closed from any
+    return wrapper
+
+
+def _keep(wrapper) -> None:
+    """Keep ``wrapper`` for the next side call if it still works, else close it."""
+    usable = wrapper.connection is not None and not wrapper.in_atomic_block
+    if usable and wrapper.errors_occurred:  # a cancelled or failed statement: does it still answer?
+        usable = wrapper.is_usable()
+        wrapper.errors_occurred = False
+    with _side_lock:
+        if usable and len(_idle) < SIDE_SLOTS:
+            _idle.append(wrapper)
+            return
+    with contextlib.suppress(DatabaseError):
+        wrapper.close()
 
 
 class _SideCall:
@@ -488,6 +536,8 @@ class _SideCall:
             if self._state != "queued":
                 return  # abandoned before it started: the caller released the slot
             self._state = "running"
+        wrapper = _side_connection()
+        connections[DEFAULT_DB_ALIAS] = wrapper  # this thread's default connection for the call
         try:
             connection.ensure_connection()
             with self._lock:
@@ -495,14 +545,14 @@ class _SideCall:
             while self.left and not self._stop:
                 with _read_only():
                     self.left, _ = _run_lists(search, self.left, lists)
-        except DatabaseError as exc:  # the connection itself: refused, too many clients
+        except DatabaseError as exc:  # the connection itself: refused, too many clients, lost
             logger.warning("a second connection for the vector lists failed (%s); they run after the BM25 lists",
                            str(exc).strip())
         finally:
             with self._lock:
                 self._connection = None
-            with contextlib.suppress(DatabaseError):
-                connection.close()  # this thread's own: opened for this call, closed with it
+            del connections[DEFAULT_DB_ALIAS]
+            _keep(wrapper)
             self._done.set()
             _side_free.release()
 
