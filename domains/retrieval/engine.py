@@ -394,7 +394,7 @@ def _at_once(jobs: list[_Job]) -> bool:
     uncommitted rows), and the stores searched hold together at least
     KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS chunks (below that a vector list takes 7-11 ms and
     running it beside saves 1-4 ms p50, not worth up to SIDE_SLOTS more connections in
-    every process; docs/benchmarks.md)"""
+    every process; docs/benchmarks.md)."""
     threshold = settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS
     if (threshold < 0 or connection.in_atomic_block or not connection.get_autocommit()
             or {job.mode for job in jobs} != set(MODES)):
