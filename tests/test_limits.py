@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 from collections import deque
 
@@ -16,7 +15,7 @@ import pytest
 import redis
 from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth.models import User
-from django.db import connection, connections, transaction
+from django.db import connection
 from django.test import Client
 
 from chat import tokens, turn_lock
@@ -28,6 +27,7 @@ from domains.retrieval.filters import MAX_FILTER_VALUES
 
 from .chat_world import in_thread, world  # noqa: F401
 from .live_daphne import LiveDaphne
+from .table_lock import table_locked
 from .test_mcp_server import error_text, http_session
 from .test_ws_chat import TIMEOUT, bad, connect, until
 
@@ -268,25 +268,8 @@ def test_a_retrieval_statement_over_the_timeout_fails_its_list(world, settings):
     would wait for it (here 20 s, then succeed)."""
     settings.KLEA_RETRIEVAL_STATEMENT_TIMEOUT = 0.2
     vectors = embeddings.embed_queries([HH])  # the model loads before the table is held
-    locked, done = threading.Event(), threading.Event()
-
-    def hold_table():
-        try:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute("LOCK TABLE domains_chunk IN ACCESS EXCLUSIVE MODE")
-                locked.set()
-                done.wait(20)
-        finally:
-            connections.close_all()
-
-    holder = threading.Thread(target=hold_table)
-    holder.start()
-    try:
-        assert locked.wait(10)
+    with table_locked("domains_chunk", 20):
         result = retrieve(HH, [world.domains["wsneuro"]], k=3, query_vectors=vectors)
-    finally:
-        done.set()
-        holder.join()
     assert (result.retrieval_failed, result.failures, result.results) == (True, [
         "wsneuro-store:vector (domain wsneuro): statement timeout",  # BM25 reads no chunk rows
         "database: statement timeout"], [])  # the chunks' years

@@ -4,7 +4,6 @@ connection closed after, the caller's transaction respected, failures reported."
 
 import os
 import signal
-import threading
 import time
 
 import psycopg
@@ -16,6 +15,8 @@ from domains import embeddings
 from domains.models import Chunk, Document, Domain, Store
 from domains.retrieval import engine, retrieve
 from domains.text import indexed_text
+
+from .table_lock import table_locked
 
 # committed rows: the second connection sees only what is committed
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -250,37 +251,23 @@ def test_an_exception_while_waiting_cancels_the_second_connections_statement(dom
     settings.KLEA_RETRIEVAL_STATEMENT_TIMEOUT = 60
     vectors = embeddings.embed_queries([QUERY])
     before = backends()
-    locked, done = threading.Event(), threading.Event()
-
-    def hold_table():
-        try:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute("LOCK TABLE domains_chunk IN ACCESS EXCLUSIVE MODE")
-                locked.set()
-                done.wait(60)
-        finally:
-            connection.close()
 
     def interrupt(signum, frame):
         raise TimeoutError("alarm")
 
-    holder = threading.Thread(target=hold_table)
-    holder.start()
     previous = signal.signal(signal.SIGALRM, interrupt)
     try:
-        assert locked.wait(10)
-        signal.setitimer(signal.ITIMER_REAL, 1.0)
-        with pytest.raises(TimeoutError):
-            retrieve(QUERY, [domain], query_vectors=vectors)
-        for _ in range(50):  # the cancelled statement ends; the call frees its slot
-            if free_slots() == engine.SIDE_SLOTS:
-                break
-            time.sleep(0.1)
-        ended_with_the_lock_held = free_slots() == engine.SIDE_SLOTS
+        with table_locked("domains_chunk", 60):
+            signal.setitimer(signal.ITIMER_REAL, 1.0)
+            with pytest.raises(TimeoutError):
+                retrieve(QUERY, [domain], query_vectors=vectors)
+            for _ in range(50):  # the cancelled statement ends; the call frees its slot
+                if free_slots() == engine.SIDE_SLOTS:
+                    break
+                time.sleep(0.1)
+            ended_with_the_lock_held = free_slots() == engine.SIDE_SLOTS
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        done.set()
-        holder.join()
     assert ended_with_the_lock_held
     assert (engine.close_side_connections(), backends()) == (1, before)  # the cancelled one still works: kept
