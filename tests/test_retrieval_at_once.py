@@ -1,5 +1,5 @@
 """retrieve() running a large store's vector lists beside its BM25 lists, on a second
-connection (domains/retrieval/engine.py, ``_at_once``): the same results, the
+connection (domains/retrieval/side_lists.py): the same results, the
 connection closed after, the caller's transaction respected, failures reported."""
 
 import os
@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from domains import embeddings
 from domains.models import Chunk, Document, Domain, Store
-from domains.retrieval import engine, retrieve
+from domains.retrieval import retrieve, side_lists
 from domains.text import indexed_text
 
 from .table_lock import table_locked
@@ -48,17 +48,17 @@ def side_connections_closed():
     """The side connections kept between calls are closed after each test (the test
     database is dropped at the end: no session may stay on it)."""
     yield
-    engine.close_side_connections()
+    side_lists.close_side_connections()
 
 
 def free_slots() -> int:
     free = 0
     try:
-        while engine._side_free.acquire(blocking=False):
+        while side_lists._side_free.acquire(blocking=False):
             free += 1
     finally:
         for _ in range(free):
-            engine._side_free.release()
+            side_lists._side_free.release()
     return free
 
 
@@ -108,7 +108,7 @@ def test_the_vector_lists_run_on_a_second_connection_with_the_same_results(domai
     ]
     # the second connection is kept for the next call (a new backend's first HNSW search
     # costs twice a warm one's), and closed by close_side_connections()
-    assert (backends(), engine.close_side_connections(), backends()) == (before + 1, 1, before)
+    assert (backends(), side_lists.close_side_connections(), backends()) == (before + 1, 1, before)
 
 
 def test_the_stores_searched_must_hold_the_threshold_of_chunks(domain, settings):
@@ -174,13 +174,13 @@ def test_with_every_slot_taken_the_lists_run_one_after_the_other(domain, setting
     settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 0
     taken = 0
     try:
-        while engine._side_free.acquire(blocking=False):
+        while side_lists._side_free.acquire(blocking=False):
             taken += 1
         result = retrieve(QUERY, [domain])
     finally:
         for _ in range(taken):
-            engine._side_free.release()
-    assert (taken, result.lists_at_once) == (engine.SIDE_SLOTS, False)
+            side_lists._side_free.release()
+    assert (taken, result.lists_at_once) == (side_lists.SIDE_SLOTS, False)
     assert retrieve(QUERY, [domain]).lists_at_once is True
 
 
@@ -189,20 +189,20 @@ def test_a_forked_child_starts_its_own_threads(domain, settings):
     a pool and slots of its own (the parent's threads do not exist there)."""
     settings.KLEA_RETRIEVAL_PARALLEL_MIN_CHUNKS = 0
     assert retrieve(QUERY, [domain]).lists_at_once is True  # the parent's pool has a thread now
-    assert engine._side_pool is not None
+    assert side_lists._side_pool is not None
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: no database (the parent's connection is not its to use)
         free = 0
-        while engine._side_free.acquire(blocking=False):
+        while side_lists._side_free.acquire(blocking=False):
             free += 1
-        os.write(write, f"{engine._side_pool is None} {free} {len(engine._idle)} {len(engine._inherited)}".encode())
+        os.write(write, f"{side_lists._side_pool is None} {free} {len(side_lists._idle)} {len(side_lists._inherited)}".encode())
         os._exit(0)
     os.close(write)
     with os.fdopen(read) as pipe:
         answer = pipe.read()
     os.waitpid(pid, 0)
-    assert answer == f"True {engine.SIDE_SLOTS} 0 1"  # the parent's idle connection: not the child's to use
+    assert answer == f"True {side_lists.SIDE_SLOTS} 0 1"  # the parent's idle connection: not the child's to use
 
 
 def test_failures_are_reported_in_job_order_either_way(domain, settings):
@@ -262,12 +262,12 @@ def test_an_exception_while_waiting_cancels_the_second_connections_statement(dom
             with pytest.raises(TimeoutError):
                 retrieve(QUERY, [domain], query_vectors=vectors)
             for _ in range(50):  # the cancelled statement ends; the call frees its slot
-                if free_slots() == engine.SIDE_SLOTS:
+                if free_slots() == side_lists.SIDE_SLOTS:
                     break
                 time.sleep(0.1)
-            ended_with_the_lock_held = free_slots() == engine.SIDE_SLOTS
+            ended_with_the_lock_held = free_slots() == side_lists.SIDE_SLOTS
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert ended_with_the_lock_held
-    assert (engine.close_side_connections(), backends()) == (1, before)  # the cancelled one still works: kept
+    assert (side_lists.close_side_connections(), backends()) == (1, before)  # the cancelled one still works: kept

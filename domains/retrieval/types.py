@@ -46,7 +46,8 @@ class RetrievalResult:
     why, with the driver's message; ``failures``: one short "store:mode (domain d):
     ErrorClass" per failure, safe to show to users); an empty ``results`` with
     ``retrieval_failed`` False is a genuine empty match. ``dropped_filters``: filter
-    field -> the domains that do not declare it (ignored there)."""
+    field -> the domains that do not declare it (ignored there). ``lists_at_once``: the
+    vector lists ran beside the BM25 lists on a second connection (side_lists.py)."""
 
     results: list[RetrievedChunk] = field(default_factory=list)
     retrieval_failed: bool = False
