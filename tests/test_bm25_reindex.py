@@ -19,6 +19,16 @@ def _row_versions(cursor, store_id: int) -> dict[int, str]:
     return dict(cursor.fetchall())
 
 
+def _retokenised(cursor, store_id: int, function: str, retokenise: str) -> list[int]:
+    """Install a search-text ``function`` and run a migration's ``retokenise`` statement:
+    the ids of the store's chunks whose rows it rewrote."""
+    before = _row_versions(cursor, store_id)
+    cursor.execute(function)
+    cursor.execute(retokenise)
+    after = _row_versions(cursor, store_id)
+    return [cid for cid in before if before[cid] != after[cid]]
+
+
 def test_migration_0009_retokenises_only_the_chunks_with_invisible_characters(corpus):
     import importlib
 
@@ -30,11 +40,8 @@ def test_migration_0009_retokenises_only_the_chunks_with_invisible_characters(co
         soft = Chunk.objects.create(store=store, document=doc, ordinal=50, text="Soft infor\u00admation.")
         assert str(Chunk.objects.get(id=soft.id).search_vector) == "'infor\u00adm':2 'soft':1"
 
-        before = _row_versions(cursor, store.id)
-        cursor.execute(migration.SEARCH_TEXT_FUNCTION)
-        cursor.execute(migration.RETOKENISE)
-        after = _row_versions(cursor, store.id)
-    assert [cid for cid in before if before[cid] != after[cid]] == [soft.id]
+        changed = _retokenised(cursor, store.id, migration.SEARCH_TEXT_FUNCTION, migration.RETOKENISE)
+    assert changed == [soft.id]
     assert str(Chunk.objects.get(id=soft.id).search_vector) == "'inform':2 'soft':1"
     assert bm25_search(store.id, query_lexemes("information"), 5)[0][0] == soft.id
     assert indexed_statistics(store.id) == recomputed_statistics(store.id)
@@ -52,19 +59,12 @@ def test_migration_0016_retokenises_only_the_chunks_with_dotted_names(corpus):
         numbers = Chunk.objects.create(store=store, document=doc, ordinal=51, text="Pi is 3.14, e.g. in v1.2.3.")
         assert str(Chunk.objects.get(id=dotted.id).search_vector) == "'dataarray.ffill':3 'fill':1"
 
-        before = _row_versions(cursor, store.id)
-        cursor.execute(migration.SEARCH_TEXT_FUNCTION)
-        cursor.execute(migration.RETOKENISE)
-        after = _row_versions(cursor, store.id)
-        assert [cid for cid in before if before[cid] != after[cid]] == [dotted.id]
+        assert _retokenised(cursor, store.id, migration.SEARCH_TEXT_FUNCTION, migration.RETOKENISE) == [dotted.id]
         assert str(Chunk.objects.get(id=dotted.id).search_vector) == "'dataarray':3 'ffill':4 'fill':1"
         assert bm25_search(store.id, query_lexemes("ffill"), 5)[0][0] == dotted.id
         assert indexed_statistics(store.id) == recomputed_statistics(store.id)
         # and back: the reverse re-tokenises the same chunk with the function it installs
-        cursor.execute(migration.PREVIOUS_FUNCTION)
-        cursor.execute(migration.RETOKENISE)
-        reverted = _row_versions(cursor, store.id)
-        assert [cid for cid in after if after[cid] != reverted[cid]] == [dotted.id]
+        assert _retokenised(cursor, store.id, migration.PREVIOUS_FUNCTION, migration.RETOKENISE) == [dotted.id]
     assert str(Chunk.objects.get(id=dotted.id).search_vector) == "'dataarray.ffill':3 'fill':1"
     assert str(Chunk.objects.get(id=numbers.id).search_vector) == "'1':7 '3.14':3 'e.g':4 'pi':1 'v':6 'v1.2.3':8"
     assert indexed_statistics(store.id) == recomputed_statistics(store.id)
