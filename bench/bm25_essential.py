@@ -57,19 +57,18 @@ def term_rows(store_id: int, lexemes: list[str]) -> list[dict]:
         n, factor = cursor.fetchone()
         cursor.execute(
             "SELECT t.lexeme, t.df, ln(1 + (%s::float8 - t.df + 0.5) / (t.df + 0.5)) * (%s::float8 + 1), "
-            "p.impact / %s, count(*) FROM domains_bm25term t JOIN domains_bm25posting p ON p.term_id = t.id "
+            "p.impact / %s, count(*), max(p.impact) FROM domains_bm25term t "
+            "JOIN domains_bm25posting p ON p.term_id = t.id "
             "WHERE t.store_id = %s AND t.lexeme = ANY(%s) GROUP BY 1, 2, 3, 4",
             [n, params.k1, BUCKET, store_id, lexemes])
         terms: dict[str, dict] = {}
-        for lexeme, df, w, bucket, count in cursor.fetchall():
-            row = terms.setdefault(lexeme, {"df": df, "w": float(w), "buckets": {}})
+        for lexeme, df, w, bucket, count, best in cursor.fetchall():  # one pass over the postings
+            row = terms.setdefault(lexeme, {"df": df, "w": float(w), "buckets": {}, "best": 0})
             row["buckets"][bucket] = count
-        cursor.execute(
-            "SELECT t.lexeme, max(p.impact) FROM domains_bm25term t JOIN domains_bm25posting p ON p.term_id = t.id "
-            "WHERE t.store_id = %s AND t.lexeme = ANY(%s) GROUP BY 1", [store_id, lexemes])
-        for lexeme, best in cursor.fetchall():
-            terms[lexeme]["ub"] = terms[lexeme]["w"] * (best + 1) / IMPACT_SCALE * float(factor)
-            terms[lexeme]["per_bucket"] = terms[lexeme]["w"] * BUCKET / IMPACT_SCALE * float(factor)
+            row["best"] = max(row["best"], best)
+    for row in terms.values():
+        row["ub"] = row["w"] * (row["best"] + 1) / IMPACT_SCALE * float(factor)
+        row["per_bucket"] = row["w"] * BUCKET / IMPACT_SCALE * float(factor)
     return list(terms.values())
 
 
