@@ -3,7 +3,7 @@
 import pytest
 
 from domains.retrieval import RRF_K, RRF_WEIGHTS, convex_fusion, fuse, reciprocal_rank_fusion
-from domains.retrieval.engine import apply_budget
+from domains.retrieval.budget import apply_budget
 from domains.retrieval.recency import blend_recency
 from domains.retrieval.types import RetrievedChunk
 

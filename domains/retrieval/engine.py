@@ -23,6 +23,7 @@ from domains.models import Domain, Store
 from domains.text import normalize_text, strip_unsafe
 
 from . import side_lists
+from .budget import apply_budget
 from .acronyms import acronym_definitions, asked_acronym
 from .bm25 import bm25_search, query_lexemes
 from .definitions import CANDIDATES, asked_subjects, definition_chunks
@@ -38,8 +39,6 @@ logger = logging.getLogger("klea.retrieval")
 # Each ranked list is fetched this deep (at least k) before fusion: RRF needs agreement
 # between lists, which a list cut at k rarely shows.
 LIST_DEPTH = 50
-# Each chunk costs len(text) + CHUNK_OVERHEAD characters of the budget (headers, metadata).
-CHUNK_OVERHEAD = 200
 MODES = ("vector", "bm25")
 # A query asking what a term is ("What is a domain in Klea?") or what an acronym stands
 # for ("What does LEMS stand for?") puts up to this many chunks of each domain that
@@ -121,32 +120,6 @@ def _failure_kind(exc: Exception) -> str:
     if getattr(exc.__cause__, "sqlstate", None) == QUERY_CANCELED:
         return "statement timeout"
     return type(exc).__name__
-
-
-def apply_budget(per_domain: list[list[RetrievedChunk]], max_chars: int) -> list[RetrievedChunk]:
-    """Take chunks round-robin across domains while the budget lasts.
-
-    A chunk costs ``len(text) + 200``; the first chunk that does not fit ends that
-    domain's turn for good (lower-ranked chunks are not used to fill gaps).
-    """
-    taken: list[RetrievedChunk] = []
-    used = 0
-    queues = [list(chunks) for chunks in per_domain]
-    open_queues = [True] * len(queues)
-    while any(open_queues):
-        for i, queue in enumerate(queues):
-            if not open_queues[i]:
-                continue
-            if not queue:
-                open_queues[i] = False
-                continue
-            cost = len(queue[0].text) + CHUNK_OVERHEAD
-            if used + cost > max_chars:
-                open_queues[i] = False
-                continue
-            taken.append(queue.pop(0))
-            used += cost
-    return taken
 
 
 class _Search:
