@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from chat.backends.extractive.fits import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_WHY, CODE_OTHERWISE,
-                                           INGREDIENTS_FOR_RECIPE, MEASURE_FOR_HOW_MANY, NAMED_FOR_WHICH,
-                                           NUMBER_FOR_HOW_MANY, PLACE_FOR_POSITION, POINTING_BACK,
-                                           SPELLED_OUT_FOR_ACRONYM, SUBJECT_FOR_DEFINITION, bonus, enumerates, field,
-                                           in_place, names_one, of_measure, under_heading)
+from chat.backends.extractive.fits import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_HOWTO, CODE_FOR_WHY,
+                                           CODE_OTHERWISE, IMPERATIVE_FOR_HOWTO, INGREDIENTS_FOR_RECIPE,
+                                           MEASURE_FOR_HOW_MANY, NAMED_FOR_WHICH, NUMBER_FOR_HOW_MANY,
+                                           PLACE_FOR_POSITION, POINTING_BACK, SIGN_FOR_DONE, SPELLED_OUT_FOR_ACRONYM,
+                                           SUBJECT_FOR_DEFINITION, bonus, enumerates, field, in_place, names_one,
+                                           of_measure, under_heading)
 from chat.backends.extractive.shapes import shapes
 from chat.backends.extractive.text import matches, terms
 
@@ -84,6 +85,10 @@ def test_code_states_no_cause(kind, text, expected):
     ("At what temperature do I heat the milk?", {"number", "measure:temperature"}),
     ("What range of ports may the server use?", {"number"}),
     ("How do I strengthen the sauce?", {"howto"}),
+    ("How do I know when the caramel is dark enough?", {"howto", "sign"}),  # the sign it is done, asked
+    ("When is the bread done?", {"sign"}),
+    ("Is the custard thick enough once it coats a spoon?", {"sign"}),
+    ("How do I know which version is installed?", {"howto", "number"}),  # a version asked for, no sign
     ("Which cheese goes into fondue?", {"listing", "which:cheese"}),  # what a dish holds, asked with a noun
     ("What liquids go into the crêpe batter?", {"listing"}),
     ("Which cheese goes into the sauce at the end?", {"which:cheese"}),  # a step of the method
@@ -252,6 +257,21 @@ def test_questions_asking_for_a_name_written_in_code(question, expected):
 ])
 def test_a_step_asked_for_by_its_place_fits_at_that_place(question, part, expected):
     assert in_place(shapes(question), part, 4) == expected
+
+
+@pytest.mark.parametrize("kind, text, expected", [
+    ("item", "2. Simmer it, stirring, until the sauce coats the back of a spoon.", SIGN_FOR_DONE),
+    ("item", "4. Take the loaf out when it sounds hollow underneath.", SIGN_FOR_DONE),
+    ("prose", "You'll know the dough is ready by its smooth skin.", SIGN_FOR_DONE),
+    ("prose", "The roast is safe to eat at an internal temperature of 63°C.", SIGN_FOR_DONE),
+    ("item", "1. Put the sugar and the water in a pan.", IMPERATIVE_FOR_HOWTO),  # a step, no sign
+    ("item", "3. Add the cream when the bubbles settle.", SIGN_FOR_DONE + IMPERATIVE_FOR_HOWTO),
+    ("code", "make caramel --until done", CODE_FOR_HOWTO),  # code gives no sign
+])
+def test_a_passage_giving_the_sign_answers_how_do_i_know_when_it_is_done(kind, text, expected):
+    # "How do I" favours any instruction; the step saying when to stop is the one asked for.
+    question_shapes = shapes("How do I know when the caramel is cooked enough?")
+    assert bonus(question_shapes, kind, text, False) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("question, text, expected", [

@@ -3,7 +3,8 @@
 A generic question about "this" is answered by an opening passage; a how-to question by a
 command or code block (or numbered steps) rather than
 by prose about it; "which ... are" (or "what goes in ...") by a whole list or table;
-"when" by a passage holding a year; "what does X stand for" by one spelling X out; "how many" ("how strong", "what ratio") by one
+"when" by a passage holding a year; "how do I know when it is done" by one giving the sign
+("until ...", "when it reaches ..."); "what does X stand for" by one spelling X out; "how many" ("how strong", "what ratio") by one
 holding a number, in digits or words, better one of the measure asked for ("53 qubits" to
 "how many qubits", a percentage to "how strong", a time to "how long"); "who" by one holding a name; "what is X" by the
 sentence that says "X is ..."; "why" by one that gives a cause (never by code); "which option / extra / function" (a name written in
@@ -123,6 +124,15 @@ LIST_FOR_LISTING = 0.10
 POINTING_BACK = -0.05
 _POINTS_BACK = re.compile(r"\b(these|those)\s+(?:[\w-]+\s+){0,2}?[\w-]+s\b|\b(the\s+)?(\w+\s+)?above\b", re.I)
 LIST_OF_COUNT = 0.10  # "the three rules": a list of exactly three items
+# "How do I know when it is done?": the passage giving the sign ("stir until it stops
+# sticking", "remove when the turkey reaches 160°F", "you'll know it's done when ..."); the
+# steps before it share the question's words as much, and "how do I" favours any instruction.
+SIGN_FOR_DONE = 0.10
+_SIGN_IN = re.compile(
+    r"\buntil\b|\b(?:done|ready|cooked|finished|set)\s+when\b|\byou(?:'ll|\s+will)\s+know\b"
+    r"|\b(?:when|once)\s+(?:it|they|the)\b|\binternal\s+temperature\b",
+    re.I,
+)
 YEAR_FOR_WHEN = 0.12
 NO_YEAR_FOR_WHEN = -0.05
 NUMBER_FOR_HOW_MANY = 0.08
@@ -251,6 +261,8 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
         value += POINTING_BACK
     if counts(question_shapes, kind, text):
         value += LIST_OF_COUNT
+    if "sign" in question_shapes and kind in ("prose", "item") and _SIGN_IN.search(text):
+        value += SIGN_FOR_DONE
     if "year" in question_shapes:
         value += YEAR_FOR_WHEN if _YEAR_IN.search(text) else NO_YEAR_FOR_WHEN
     if "number" in question_shapes and _NUMBER_IN.search(_STEP_NUMBER.sub("", text)):

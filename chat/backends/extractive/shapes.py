@@ -53,6 +53,16 @@ NUMBER = re.compile(
     re.I,
 )
 REASON = re.compile(r"^\s*why\b", re.I)
+# "How do I know when the mixture is cooked enough?", "When is the turkey done?", "how can
+# you tell when gnocchi are done": the sign that a thing is done or ready is asked for, not
+# the steps that get it there.
+SIGN = re.compile(
+    r"\bhow\s+(?:do|can|would|will|should|could)\s+(?:i|you|we|one)\s+(?:know|tell|see)\s+(?:when|if|whether|that)\b"
+    r"|\bhow\s+to\s+tell\s+(?:when|if|whether)\b"
+    r"|\bwhen\s+(?:is|are)\b.*\b(?:done|ready|cooked|baked|finished|set)\b"
+    r"|\b(?:cooked|done|baked|long|thick|firm|brown)\s+enough\b",
+    re.I,
+)
 # "What is X and why does it ...?": X to define, then a cause (or a way: "and how").
 DEFINITION_AND = re.compile(
     r"^\s*what\s+(?:is|are)\s+(?:an?\s+|the\s+)?(?P<subject>[\w.-]+(?:\s+[\w.-]+)?)"
@@ -168,9 +178,9 @@ def as_question(question: str) -> str:
 
 
 def shapes(question: str) -> frozenset[str]:
-    """The shapes of a question: any of "generic", "howto", "listing", "year", "number"
-    (with "measure:<kind>", kind one of percent, time, length, size, temperature, and
-    "many:<term>" for what "how many" counts, :func:`.fits.of_measure`), "name", "reason"
+    """The shapes of a question: any of "generic", "howto", "listing", "year", "sign" ("how
+    do I know when it is done?"), "number" (with "measure:<kind>", kind one of percent, time,
+    length, size, temperature, and "many:<term>" for what "how many" counts, :func:`.fits.of_measure`), "name", "reason"
     ("why"), "code name" ("which option ..."), "which:<noun>" ("which SDK does ...": one thing
     by its kind), "count:<n>" ("the three rules": n things), "position:first" /
     "position:last" ("the first step": a step by its place), "recipe" ("the recipe for X"),
@@ -198,6 +208,8 @@ def _shapes(question: str) -> frozenset[str]:
         found.add("code name")
     if REASON.search(question):
         found.add("reason")
+    if SIGN.search(question):
+        found.add("sign")
     if "number" in found:
         found.update("measure:" + kind for kind, pattern in _MEASURE_ASKED.items() if pattern.search(question))
         if match := _HOW_MANY.search(question):
