@@ -11,8 +11,8 @@ from chat.backends.extractive.fits import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_
                                            CODE_OTHERWISE, IMPERATIVE_FOR_HOWTO, INGREDIENTS_FOR_RECIPE,
                                            MEASURE_FOR_HOW_MANY, NAMED_FOR_WHICH, NUMBER_FOR_HOW_MANY,
                                            PLACE_FOR_POSITION, POINTING_BACK, SIGN_FOR_DONE, SPELLED_OUT_FOR_ACRONYM,
-                                           SUBJECT_FOR_DEFINITION, bonus, enumerates, field, in_place, names_one,
-                                           of_measure, under_heading)
+                                           SUBJECT_FOR_DEFINITION, VERSION_FOR_VERSION, bonus, enumerates, field,
+                                           in_place, names_one, of_measure, under_heading)
 from chat.backends.extractive.shapes import shapes
 from chat.backends.extractive.text import matches, terms
 
@@ -88,7 +88,9 @@ def test_code_states_no_cause(kind, text, expected):
     ("How do I know when the caramel is dark enough?", {"howto", "sign"}),  # the sign it is done, asked
     ("When is the bread done?", {"sign"}),
     ("Is the custard thick enough once it coats a spoon?", {"sign"}),
-    ("How do I know which version is installed?", {"howto", "number"}),  # a version asked for, no sign
+    ("How do I know which version is installed?", {"howto", "number", "version"}),  # a version asked for, no sign
+    ("java versions", {"version"}),
+    ("What changed in version 2 of the schema?", set()),  # about a version it names, not asking for one
     ("Which cheese goes into fondue?", {"listing", "which:cheese"}),  # what a dish holds, asked with a noun
     ("What liquids go into the crêpe batter?", {"listing"}),
     ("Which cheese goes into the sauce at the end?", {"which:cheese"}),  # a step of the method
@@ -272,6 +274,20 @@ def test_a_passage_giving_the_sign_answers_how_do_i_know_when_it_is_done(kind, t
     # "How do I" favours any instruction; the step saying when to stop is the one asked for.
     question_shapes = shapes("How do I know when the caramel is cooked enough?")
     assert bonus(question_shapes, kind, text, False) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("It is tested with Java versions 8 and 11.", VERSION_FOR_VERSION),
+    ("- Python (3.12 or later)", VERSION_FOR_VERSION),
+    ("It validates v1.8.1 and v2.x files.", VERSION_FOR_VERSION),
+    ("Requires `numpy>=2`.", VERSION_FOR_VERSION),
+    ("Python 2 is no longer supported by the Python community.", 0.0),  # a version named, no number given
+    ("Support lasts 30 months, and 1.5% of users need longer.", 0.0),  # a time and a share
+    ("Cite it: https://doi.org/10.5334/jors.148 or https://example.org/v1.2/", 0.0),  # an address or a DOI
+])
+def test_a_passage_giving_version_numbers_answers_which_version(text, expected):
+    # The terse list of numbers is what is asked; MiniLM prefers prose about the software.
+    assert bonus(shapes("Which Java versions is the tool tested with?"), "prose", text, False) == expected
 
 
 @pytest.mark.parametrize("question, text, expected", [

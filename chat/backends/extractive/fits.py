@@ -3,8 +3,10 @@
 A generic question about "this" is answered by an opening passage; a how-to question by a
 command or code block (or numbered steps) rather than
 by prose about it; "which ... are" (or "what goes in ...") by a whole list or table;
-"when" by a passage holding a year; "how do I know when it is done" by one giving the sign
-("until ...", "when it reaches ..."); "what does X stand for" by one spelling X out; "how many" ("how strong", "what ratio") by one
+"when" by a passage holding a year; "which version" by one holding version numbers
+("3.11 or later", "v2.x"); "how do I know when it is done" by one giving the sign
+("until ...", "when it reaches ..."); "what does X stand for" by one spelling X out;
+"how many" ("how strong", "what ratio") by one
 holding a number, in digits or words, better one of the measure asked for ("53 qubits" to
 "how many qubits", a percentage to "how strong", a time to "how long"); "who" by one holding a name; "what is X" by the
 sentence that says "X is ..."; "why" by one that gives a cause (never by code); "which option / extra / function" (a name written in
@@ -133,6 +135,18 @@ _SIGN_IN = re.compile(
     r"|\b(?:when|once)\s+(?:it|they|the)\b|\binternal\s+temperature\b",
     re.I,
 )
+# "Which Java versions is it tested with?": the passage giving version numbers ("Java
+# versions 8, 11, 17", "Python (3.11 or later)", "v1.8.1 and v2.x"). MiniLM scores prose
+# about the software ("install Oracle's Java platform") far above a terse list of numbers;
+# as for a definition, the form is what is asked for.
+VERSION_FOR_VERSION = 0.35
+_VERSION_IN = re.compile(
+    r"(?<![\w.])v?\d+\.(?:\d+|x)\b(?!\s*%)|\bversions?\s+v?\d|\b\d+(?:\.\d+)*\s+or\s+(?:later|newer|above|higher)\b"
+    r"|(?:>=|≥)\s*\d",
+    re.I,
+)
+# An address or a DOI ("https://doi.org/10.5334/jors.148") holds dotted numbers that are no version.
+_ADDRESS = re.compile(r"\S*://\S*|\b10\.\d{4,}/\S*")
 YEAR_FOR_WHEN = 0.12
 NO_YEAR_FOR_WHEN = -0.05
 NUMBER_FOR_HOW_MANY = 0.08
@@ -263,6 +277,8 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
         value += LIST_OF_COUNT
     if "sign" in question_shapes and kind in ("prose", "item") and _SIGN_IN.search(text):
         value += SIGN_FOR_DONE
+    if "version" in question_shapes and _VERSION_IN.search(_ADDRESS.sub(" ", text)):
+        value += VERSION_FOR_VERSION
     if "year" in question_shapes:
         value += YEAR_FOR_WHEN if _YEAR_IN.search(text) else NO_YEAR_FOR_WHEN
     if "number" in question_shapes and _NUMBER_IN.search(_STEP_NUMBER.sub("", text)):

@@ -53,6 +53,11 @@ NUMBER = re.compile(
     re.I,
 )
 REASON = re.compile(r"^\s*why\b", re.I)
+# "Which Python version does it need?", "java versions", "What minimum versions of numpy
+# ...": a version number is asked for. A question holding one ("in version 2, ...", "NeuroML
+# v1") asks about that version instead.
+VERSION = re.compile(r"\bversions?\b", re.I)
+_HOLDS_VERSION = re.compile(r"\d|\bv\d", re.I)
 # "How do I know when the mixture is cooked enough?", "When is the turkey done?", "how can
 # you tell when gnocchi are done": the sign that a thing is done or ready is asked for, not
 # the steps that get it there.
@@ -179,14 +184,15 @@ def as_question(question: str) -> str:
 
 def shapes(question: str) -> frozenset[str]:
     """The shapes of a question: any of "generic", "howto", "listing", "year", "sign" ("how
-    do I know when it is done?"), "number" (with "measure:<kind>", kind one of percent, time,
-    length, size, temperature, and "many:<term>" for what "how many" counts, :func:`.fits.of_measure`), "name", "reason"
-    ("why"), "code name" ("which option ..."), "which:<noun>" ("which SDK does ...": one thing
-    by its kind), "count:<n>" ("the three rules": n things), "position:first" /
-    "position:last" ("the first step": a step by its place), "recipe" ("the recipe for X"),
-    "definition:<subject>" ("what is X?"; one per subject of "what is X and what is Y?"; "what
-    is X and why ...?" adds "reason", "... and how ...?" "howto"), "acronym:<X>" ("what does
-    X stand for?", X as written).
+    do I know when it is done?"), "version" ("which Python version ..."), "number" (with
+    "measure:<kind>", kind one of percent, time, length, size, temperature, and "many:<term>"
+    for what "how many" counts, :func:`.fits.of_measure`), "name", "reason" ("why"), "code
+    name" ("which option ..."), "which:<noun>" ("which SDK does ...": one thing by its kind),
+    "count:<n>" ("the three rules": n things), "position:first" / "position:last" ("the first
+    step": a step by its place), "recipe" ("the recipe for X"), "definition:<subject>" ("what
+    is X?"; one per subject of "what is X and what is Y?"; "what is X and why ...?" adds
+    "reason", "... and how ...?" "howto"), "acronym:<X>" ("what does X stand for?", X as
+    written).
     An imperative request has its question form's shapes as well (:func:`as_question`)."""
     asked = as_question(question)
     return _shapes(question) | (_shapes(asked) if asked != question else frozenset())
@@ -210,6 +216,8 @@ def _shapes(question: str) -> frozenset[str]:
         found.add("reason")
     if SIGN.search(question):
         found.add("sign")
+    if VERSION.search(question) and not _HOLDS_VERSION.search(question):
+        found.add("version")
     if "number" in found:
         found.update("measure:" + kind for kind, pattern in _MEASURE_ASKED.items() if pattern.search(question))
         if match := _HOW_MANY.search(question):
