@@ -189,7 +189,7 @@ def hostile_text_cases() -> list[dict]:
     """The bibliographic patterns on the inputs of the review, and the question path's
     (follow-up detection, passage choice) on long runs (in this process)."""
     from chat.backends.extractive.candidates import units_of
-    from chat.backends.extractive.fits import enumerates, names_one, of_measure
+    from chat.backends.extractive.fits import bonus, enumerates, names_one, of_measure
     from chat.backends.extractive.text import matches
     from domains.front_matter import looks_like_front_matter
     from ingestion.convert.pdf_layout import Paragraph, merge_continued
@@ -222,6 +222,13 @@ def hostile_text_cases() -> list[dict]:
             shapes("How many qubits, how long and how large?"), "1" * 200_000 + " x")),
         ("the one thing a 'which' question asks named after 100,000 'A.'", lambda: names_one(
             shapes("Which SDK does Klea use?"), "A." * 100_000 + " SDK")),
+        # session 14: version numbers and the sign that a thing is done
+        ("version number after 100,000 '1.'", lambda: bonus(
+            shapes("Which Java versions is it tested with?"), "prose", "1." * 100_000 + " or later", False)),
+        ("address of a 200,000-letter scheme", lambda: bonus(
+            shapes("Which Java versions is it tested with?"), "prose", "a" * 200_000 + "://x.org/1.2", False)),
+        ("sign after 50,000 'when it'", lambda: bonus(
+            shapes("How do I know when it is done?"), "prose", "when it " * 50_000, False)),
         # session 10 (breaker): front matter, prose lists, OCR paragraph re-joining, question terms
         ("front matter of 200,000 characters of 'a.'", lambda: looks_like_front_matter("a." * 100_000)),
         ("prose list of 50,000 items with no 'and'", lambda: enumerates("Ab, " * 50_000 + "end.")),

@@ -284,6 +284,9 @@ def test_a_passage_giving_the_sign_answers_how_do_i_know_when_it_is_done(kind, t
     ("Python 2 is no longer supported by the Python community.", 0.0),  # a version named, no number given
     ("Support lasts 30 months, and 1.5% of users need longer.", 0.0),  # a time and a share
     ("Cite it: https://doi.org/10.5334/jors.148 or https://example.org/v1.2/", 0.0),  # an address or a DOI
+    # a version or an address starts where its run does: from each start inside one it ran to the end
+    ("1." * 100_000 + " or later", VERSION_FOR_VERSION),
+    ("a" * 200_000 + "://x.org/1.2", 0.0),
 ])
 def test_a_passage_giving_version_numbers_answers_which_version(text, expected):
     # The terse list of numbers is what is asked; MiniLM prefers prose about the software.

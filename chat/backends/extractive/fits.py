@@ -141,12 +141,14 @@ _SIGN_IN = re.compile(
 # as for a definition, the form is what is asked for.
 VERSION_FOR_VERSION = 0.35
 _VERSION_IN = re.compile(
-    r"(?<![\w.])v?\d+\.(?:\d+|x)\b(?!\s*%)|\bversions?\s+v?\d|\b\d+(?:\.\d+)*\s+or\s+(?:later|newer|above|higher)\b"
+    r"(?<![\w.])v?\d+\.(?:\d+|x)\b(?!\s*%)|\bversions?\s+v?\d|(?<![\w.])\d++(?:\.\d++)*+\s+or\s+(?:later|newer|above|higher)\b"
     r"|(?:>=|≥)\s*\d",
     re.I,
 )
 # An address or a DOI ("https://doi.org/10.5334/jors.148") holds dotted numbers that are no version.
-_ADDRESS = re.compile(r"\S*://\S*|\b10\.\d{4,}/\S*")
+# (an address starts where its scheme does, a DOI where its "10." does: from inside a long
+# run each start ran to its end, quadratic)
+_ADDRESS = re.compile(r"(?<![\w+.-])[a-z][\w+.-]*+://\S*|(?<![\w.])10\.\d{4,}/\S*", re.I)
 YEAR_FOR_WHEN = 0.12
 NO_YEAR_FOR_WHEN = -0.05
 NUMBER_FOR_HOW_MANY = 0.08

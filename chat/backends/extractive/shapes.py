@@ -64,7 +64,7 @@ _HOLDS_VERSION = re.compile(r"\d|\bv\d", re.I)
 SIGN = re.compile(
     r"\bhow\s+(?:do|can|would|will|should|could)\s+(?:i|you|we|one)\s+(?:know|tell|see)\s+(?:when|if|whether|that)\b"
     r"|\bhow\s+to\s+tell\s+(?:when|if|whether)\b"
-    r"|\bwhen\s+(?:is|are)\b.*\b(?:done|ready|cooked|baked|finished|set)\b"
+    r"|\bwhen\s+(?:is|are)\s+(?:[\w'-]+\s+){0,6}?(?:done|ready|cooked|baked|finished|set)\b"
     r"|\b(?:cooked|done|baked|long|thick|firm|brown)\s+enough\b",
     re.I,
 )
