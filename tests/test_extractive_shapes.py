@@ -90,6 +90,11 @@ def test_code_states_no_cause(kind, text, expected):
     ("Is the custard thick enough once it coats a spoon?", {"sign"}),
     ("How do I know which version is installed?", {"howto", "number", "version"}),  # a version asked for, no sign
     ("java versions", {"version"}),
+    ("What netcdf4-python version writes complex numbers?", {"version"}),  # a name's digits are no version
+    ("How will I know the kvass has finished fermenting?", {"sign"}),
+    ("How can I check that the chicken is cooked through?", {"howto", "sign"}),
+    ("How do I tell the difference between aioli and mayonnaise?", {"howto"}),  # a comparison, no sign
+    ("When is a turkey smoked on the charcoal grill done?", {"sign"}),
     ("What changed in version 2 of the schema?", set()),  # about a version it names, not asking for one
     ("Which cheese goes into fondue?", {"listing", "which:cheese"}),  # what a dish holds, asked with a noun
     ("What liquids go into the crêpe batter?", {"listing"}),
@@ -267,6 +272,8 @@ def test_a_step_asked_for_by_its_place_fits_at_that_place(question, part, expect
     ("prose", "You'll know the dough is ready by its smooth skin.", SIGN_FOR_DONE),
     ("prose", "The roast is safe to eat at an internal temperature of 63°C.", SIGN_FOR_DONE),
     ("item", "1. Put the sugar and the water in a pan.", IMPERATIVE_FOR_HOWTO),  # a step, no sign
+    ("item", "9. Bake for 40 minutes. The pastry should be golden when done.", SIGN_FOR_DONE + IMPERATIVE_FOR_HOWTO),
+    ("item", "2. Once the butter melts, add the flour.", 0.0),  # an order of steps, no sign
     ("item", "3. Add the cream when the bubbles settle.", SIGN_FOR_DONE + IMPERATIVE_FOR_HOWTO),
     ("code", "make caramel --until done", CODE_FOR_HOWTO),  # code gives no sign
 ])
@@ -284,6 +291,9 @@ def test_a_passage_giving_the_sign_answers_how_do_i_know_when_it_is_done(kind, t
     ("Python 2 is no longer supported by the Python community.", 0.0),  # a version named, no number given
     ("Support lasts 30 months, and 1.5% of users need longer.", 0.0),  # a time and a share
     ("Cite it: https://doi.org/10.5334/jors.148 or https://example.org/v1.2/", 0.0),  # an address or a DOI
+    ("As of v0.8n a menu item exports it.", VERSION_FOR_VERSION),
+    ("The plugin needs PyLEMS 0.5.8+ to run.", VERSION_FOR_VERSION),
+    ("It scored 0.95 and used 1.5 GB.", 0.0),  # decimals, no version
     # a version or an address starts where its run does: from each start inside one it ran to the end
     ("1." * 100_000 + " or later", VERSION_FOR_VERSION),
     ("a" * 200_000 + "://x.org/1.2", 0.0),

@@ -131,8 +131,12 @@ LIST_OF_COUNT = 0.10  # "the three rules": a list of exactly three items
 # steps before it share the question's words as much, and "how do I" favours any instruction.
 SIGN_FOR_DONE = 0.10
 _SIGN_IN = re.compile(
-    r"\buntil\b|\b(?:done|ready|cooked|finished|set)\s+when\b|\byou(?:'ll|\s+will)\s+know\b"
-    r"|\b(?:when|once)\s+(?:it|they|the)\b|\binternal\s+temperature\b",
+    r"\buntil\b|\byou(?:'ll|\s+will)\s+know\b|\binternal\s+temperature\b"
+    # "done when", "golden when done", "it is done", "they are ready"
+    r"|\b(?:done|ready|cooked|finished|set)\s+when\b|\bwhen\s+(?:it\s+is\s+|it's\s+|they\s+are\s+)?(?:done|ready|cooked)\b"
+    r"|\b(?:is|are|it's)\s+(?:done|ready|cooked\s+through)\b"
+    # "remove when the turkey reaches 160°F", "take it out when it sounds hollow"
+    r"|\bwhen\s+(?:it|they|the)\b",
     re.I,
 )
 # "Which Java versions is it tested with?": the passage giving version numbers ("Java
@@ -141,8 +145,10 @@ _SIGN_IN = re.compile(
 # as for a definition, the form is what is asked for.
 VERSION_FOR_VERSION = 0.35
 _VERSION_IN = re.compile(
-    r"(?<![\w.])v?\d+\.(?:\d+|x)\b(?!\s*%)|\bversions?\s+v?\d|(?<![\w.])\d++(?:\.\d++)*+\s+or\s+(?:later|newer|above|higher)\b"
-    r"|(?:>=|≥)\s*\d",
+    # "v1.8.1", "v2.x", "v0.8n", "0.5.8+": a version by its form; a bare "0.95" or "1.5 GB" is none
+    r"(?<![\w.])v\d+(?:\.(?:\d+|x))+[a-z]?\b|(?<![\w.])\d+\.\d+\.\d+"
+    # "versions 8, 11", "3.11 or later", "numpy>=1.20": by the words or signs beside it
+    r"|\bversions?\s+v?\d|(?<![\w.])\d++(?:\.\d++)*+\+?\s+or\s+(?:later|newer|above|higher)\b|(?:>=|≥|==)\s*\d",
     re.I,
 )
 # An address or a DOI ("https://doi.org/10.5334/jors.148") holds dotted numbers that are no version.

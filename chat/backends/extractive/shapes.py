@@ -57,15 +57,18 @@ REASON = re.compile(r"^\s*why\b", re.I)
 # ...": a version number is asked for. A question holding one ("in version 2, ...", "NeuroML
 # v1") asks about that version instead.
 VERSION = re.compile(r"\bversions?\b", re.I)
-_HOLDS_VERSION = re.compile(r"\d|\bv\d", re.I)
+# (a number standing alone: "version 2", "v1", "3.11"; not a name's digits, "netcdf4", "TrakEM2")
+_HOLDS_VERSION = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)*(?![\w.])", re.I)
 # "How do I know when the mixture is cooked enough?", "When is the turkey done?", "how can
 # you tell when gnocchi are done": the sign that a thing is done or ready is asked for, not
 # the steps that get it there.
 SIGN = re.compile(
-    r"\bhow\s+(?:do|can|would|will|should|could)\s+(?:i|you|we|one)\s+(?:know|tell|see)\s+(?:when|if|whether|that)\b"
+    r"\bhow\s+(?:do|can|would|will|should|could)\s+(?:i|you|we|one)\s+(?:know|tell)\b"
+    r"(?!\s+(?:which|what|where|who|whom|how|about|apart|the\s+difference)\b)"
+    r"|\bhow\s+(?:do|can|would|will|should|could)\s+(?:i|you|we|one)\s+(?:see|check)\s+(?:when|if|whether|that)\b"
     r"|\bhow\s+to\s+tell\s+(?:when|if|whether)\b"
-    r"|\bwhen\s+(?:is|are)\s+(?:[\w'-]+\s+){0,6}?(?:done|ready|cooked|baked|finished|set)\b"
-    r"|\b(?:cooked|done|baked|long|thick|firm|brown)\s+enough\b",
+    r"|\bwhen\s+(?:is|are)\s+(?:[\w'-]+\s+){0,12}?(?:done|ready|cooked|baked|finished|set)\b"
+    r"|\b(?:[a-z]+ed|done|long|thick|firm|brown|soft|hot|set)\s+enough\b",
     re.I,
 )
 # "What is X and why does it ...?": X to define, then a cause (or a way: "and how").
