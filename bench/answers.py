@@ -34,14 +34,17 @@ QUESTIONS = ROOT / "bench" / "questions"
 SETS = ("neuroml", "neuroml-2", "neuroml-3", "xarray", "xarray-2", "xarray-3", "cooking", "cooking-2", "cooking-3",
         "klea-docs", "klea-docs-2", "klea-docs-3", "papers", "papers-2", "off-topic", "off-topic-2",
         "neuroml-4", "xarray-4", "cooking-4", "klea-docs-4", "papers-3", "off-topic-3",
-        "neuroml-5", "xarray-5", "cooking-5", "klea-docs-5", "papers-4", "off-topic-5", "off-topic-6")
+        "neuroml-5", "xarray-5", "cooking-5", "klea-docs-5", "papers-4", "off-topic-5", "off-topic-6", "shapes")
 # The fifth sets (and papers-4) were written without reading the answer code or the other
 # sets: held out like the third sets, report their totals only, never tune on them.
 # off-topic-6 (60 questions, written apart the same way) is the refusal's development set:
 # near-misses beside each domain, general knowledge, terse and chit-chat; read and tune on it.
 # Asked only when named (--sets papers): a bench database built before the papers domain
 # (bench/answers.py --ingest adds it) would count its questions as misses of the other sets' totals.
-ON_REQUEST = ("papers", "papers-2", "papers-3", "papers-4")
+# shapes.json: 35 questions over the four documentation domains, written apart (session 14) to
+# check the "sign" and "version" question shapes (14 each) and 7 near-misses of them
+# (chat/backends/extractive/shapes.py); asked when named, read and tuned on once.
+ON_REQUEST = ("papers", "papers-2", "papers-3", "papers-4", "shapes")
 # domain -> folder of KLEA_CORPORA_DIR
 CORPORA = {"neuroml": "docs/neuroml", "xarray": "docs/xarray", "cooking": "docs/based_cooking", "papers": "pdfs"}
 
@@ -85,7 +88,7 @@ def main() -> None:
     parser.add_argument("--ingest", action="store_true", help="Create or refresh the five domains, then stop.")
     parser.add_argument("--force", action="store_true", help="With --ingest: re-chunk and re-embed every file.")
     parser.add_argument("--sets", nargs="+", choices=SETS, default=[s for s in SETS if s not in ON_REQUEST],
-                        help="Question sets to ask (papers sets only when named).")
+                        help="Question sets to ask (papers sets and shapes only when named).")
     parser.add_argument("--backend", help="Override KLEA_LLM_BACKEND.")
     parser.add_argument("--json", metavar="FILE", help="Also write the full report (every question) here.")
     parser.add_argument("-v", "--verbosity", type=int, default=1, help="2: one line per question on stderr.")

@@ -54,9 +54,10 @@ FIFTH = ("neuroml-5", "xarray-5", "cooking-5", "klea-docs-5")
 ON_REQUEST = ("papers", "papers-2", "papers-3", "papers-4")
 # Recorded when named: off-topic questions that routing lets through reach the backend's
 # answer too, and replay counts those it composes nothing for as refused (off-topic-3 and
-# -5 held out: totals only); terse.json's in-domain questions naming their subject "it".
+# -5 held out: totals only); terse.json's in-domain questions naming their subject "it",
+# shapes.json's sign and version questions (bench/answers.py).
 OFF_TOPIC = ("off-topic", "off-topic-2", "off-topic-3", "off-topic-5", "off-topic-6")
-OTHER = ("terse",)
+OTHER = ("terse", "shapes")
 
 
 @dataclass

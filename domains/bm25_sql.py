@@ -60,6 +60,13 @@ Each template takes ``{src}``: a relation with columns (id, store_id, search_vec
 # migration that re-runs it and re-tokenises the chunks (as domains/migrations/0006, 0009, 0016)
 # and rebuilds the index of documents' bibliographic lexemes (REINDEX INDEX domains_document_bibliographic, 0019).
 IGNORABLE = r"\00AD\200B\200C\200D\2060\FEFF"
+# Two words of two or more letters joined by a slash ("safety/guard", "encode/decode"):
+# PostgreSQL reads them as one file-path lexeme that neither word finds. A query adds the
+# two words to that lexeme (domains/retrieval/bm25.py, :func:`query_lexemes`); chunks keep
+# it whole: split in the index too ("NeuroML/LEMS" in some hundred NeuroML chunks), the
+# answer bench ranked its answering files and evidence lower (docs/benchmarks.md, "Slashed
+# words"). A longer path, a file name, a URL and one-letter pairs ("I/O") are no such pair.
+SLASHED_WORDS = r"(?<![/:@.[:alnum:]_-])([[:alpha:]]{2,})/([[:alpha:]]{2,})(?![[:alnum:]_/]|\.[[:alnum:]])"
 # Step 4's dot: after a name character, before a letter and a second name character, and
 # not in a run of name characters (and dots, hyphens) that follows "/", ":" or "@".
 NAME_DOT = r"(?<![/:@][[:alnum:]_.-]*)(?<=[[:alnum:]_])\.(?=[[:alpha:]][[:alnum:]_])"

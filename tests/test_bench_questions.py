@@ -99,3 +99,15 @@ def test_terse_questions_of_bench_routing():
     assert {q.domain for q in questions} == {"neuroml", "xarray", "cooking", "klea-docs"}
     missing = [(q.number, q.file) for q in questions if not holds(q.domain, q.file, q.evidence)]
     assert missing == []
+
+
+def test_shape_questions_of_bench_answers():
+    """bench/answers.py's "shapes" set: the sign that a thing is done, a version, near-misses
+    of both; domains of the documentation corpora, evidence verbatim, asked in no other set."""
+    questions = load_questions(QUESTIONS / "shapes.json")
+    assert len(questions) == 35
+    assert {q.domain for q in questions} == {"neuroml", "xarray", "cooking", "klea-docs"}
+    others = {q.question.casefold() for name in SETS for q in load_questions(QUESTIONS / f"{name}.json")}
+    assert [q.question for q in questions if q.question.casefold() in others] == []
+    missing = [(q.number, q.file) for q in questions if not holds(q.domain, q.file, q.evidence)]
+    assert missing == []

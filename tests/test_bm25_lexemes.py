@@ -108,6 +108,47 @@ def test_query_lexemes_of_dotted_names(db, query, lexemes):
     assert query_lexemes(query) == lexemes
 
 
+@pytest.mark.parametrize(
+    "query, lexemes",
+    [
+        # two words joined by a slash: the slashed lexeme (PostgreSQL reads it as a path), then each word
+        ("Which safety/guard model?", ["safety/guard", "model", "safeti", "guard"]),
+        ("encode/decode datetimes", ["encode/decode", "datetim", "encod", "decod"]),
+        ("reading/writing netCDF3", ["reading/writing", "netcdf", "3", "netcdf3", "read", "write"]),
+        ("and/or", ["and/or"]),  # both words are stop words
+        # a one-letter part is no word ("I/O"); a longer path, a file name or a URL stays whole
+        ("I/O engines", ["i/o", "engin"]),
+        ("see docs/api.md", ["see", "docs/api.md"]),
+        ("ci/requirements/min-all-deps.yml", ["ci/requirements/min-all-deps.yml"]),
+        ("https://x.org/ab/cd", ["x.org/ab/cd", "x.org", "/ab/cd"]),
+        ("1/2 cup", ["1/2", "cup"]),
+    ],
+)
+def test_query_lexemes_of_slashed_words(db, query, lexemes):
+    assert query_lexemes(query) == lexemes
+
+
+def test_a_question_with_slashed_words_finds_each_word(db):
+    """A question writing two words with a slash between them finds the chunks holding
+    either word, and the chunks writing the same slashed pair; chunks keep the pair whole."""
+    store, ids = _bm25_store("slashed", [
+        "Optional: recommended to encode/decode datetimes.",  # 0
+        "The guard model screens questions.",  # 1
+        "Paths such as docs/api.md are kept whole.",  # 2
+        "Unrelated text about neurons.",  # 3
+    ])
+
+    def found(query):
+        return sorted(ids.index(cid) for cid, _ in bm25_search(store.id, query_lexemes(query), 10))
+
+    assert str(Chunk.objects.get(id=ids[0]).search_vector) == "'datetim':5 'encode/decode':4 'option':1 'recommend':2"
+    assert found("safety/guard") == [1]
+    assert found("encode/decode") == [0]
+    assert found("decode") == []  # the chunk's pair is one lexeme (docs/retrieval.md, "Tokens")
+    assert found("docs/api.md") == [2] and found("api") == []
+    assert indexed_statistics(store.id) == recomputed_statistics(store.id)
+
+
 def test_dotted_names_are_found_by_their_parts(db):
     """A chunk that writes a method with its class or module is found by the method's
     name alone, and by the dotted form it does not use (index and query lexemes agree)."""

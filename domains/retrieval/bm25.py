@@ -21,7 +21,7 @@ from itertools import groupby
 from django.conf import settings
 from django.db import connection, transaction
 
-from domains.bm25_sql import IMPACT_B, IMPACT_K1, REREFERENCE
+from domains.bm25_sql import IMPACT_B, IMPACT_K1, REREFERENCE, SLASHED_WORDS
 from domains.models import SEARCH_CONFIG
 from domains.text import check_refused
 
@@ -34,7 +34,9 @@ def query_lexemes(text: str) -> list[str]:
     Any text is valid: tsquery operators are never parsed from user input (the text
     goes through ``to_tsvector``). A query made only of stop words gives ``[]``. The text
     is rewritten as the chunks' is (``klea_search_text``, domains/bm25_sql.py): "COVID 19",
-    "covid19" and "COVID-19" all give ``covid`` and ``19``, the last two also ``covid19``.
+    "covid19" and "COVID-19" all give ``covid`` and ``19``, the last two also ``covid19``;
+    two words joined by a slash give the slashed lexeme and each word ("safety/guard":
+    ``safety/guard``, ``safeti``, ``guard``; :data:`domains.bm25_sql.SLASHED_WORDS`).
 
     Inside :func:`shared_results` a text's lexemes are read once (the router's, then
     retrieve's).
@@ -47,7 +49,7 @@ def query_lexemes(text: str) -> list[str]:
     if shared is not None and ("lexemes", text) in shared:
         return list(shared["lexemes", text])
     with connection.cursor() as cursor:
-        cursor.execute(_LEXEMES, {"config": SEARCH_CONFIG, "text": text})
+        cursor.execute(_LEXEMES, {"config": SEARCH_CONFIG, "text": text, "slashed": SLASHED_WORDS})
         lexemes = [row[0] for row in cursor.fetchall()]
     _share_lexemes(text, lexemes)
     return lexemes
@@ -59,7 +61,8 @@ def _share_lexemes(text: str, lexemes: list[str]) -> None:
 
 
 _LEXEMES = (
-    "SELECT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, klea_search_text(%(text)s))) "
+    "SELECT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, klea_search_text(%(text)s) || ' ' || "
+    "array_to_string(ARRAY(SELECT m[1] || ' ' || m[2] FROM regexp_matches(%(text)s, %(slashed)s, 'g') m), ' '))) "
     "ORDER BY positions[1], lexeme"
 )
 # The text's lexemes (as _LEXEMES), and each text search configuration's name and count
@@ -85,7 +88,8 @@ def lexemes_and_language(text: str) -> tuple[list[str], str]:
     """
     check_refused("text", text)
     with connection.cursor() as cursor:
-        cursor.execute(_LEXEMES_AND_WORDS_PER_CONFIGURATION, {"config": SEARCH_CONFIG, "text": text})
+        cursor.execute(_LEXEMES_AND_WORDS_PER_CONFIGURATION,
+                       {"config": SEARCH_CONFIG, "text": text, "slashed": SLASHED_WORDS})
         lexemes, names, counts = cursor.fetchone()
     _share_lexemes(text, lexemes)
     return lexemes, _language(dict(zip(names, counts)))
@@ -121,7 +125,8 @@ def question_language(text: str) -> str:
     """
     check_refused("text", text)
     with connection.cursor() as cursor:
-        cursor.execute(_LEXEMES_AND_WORDS_PER_CONFIGURATION, {"config": SEARCH_CONFIG, "text": text})
+        cursor.execute(_LEXEMES_AND_WORDS_PER_CONFIGURATION,
+                       {"config": SEARCH_CONFIG, "text": text, "slashed": SLASHED_WORDS})
         _, names, counts = cursor.fetchone()
     kept = dict(zip(names, counts))
     language = _language(dict(kept))
