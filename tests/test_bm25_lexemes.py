@@ -1,5 +1,8 @@
 """BM25 lexemes of scientific tokens: the index and queries agree on hyphenated, joined
-and spaced forms, signed numbers, ligatures and invisible characters (issue 18)."""
+and spaced forms, signed numbers, ligatures and invisible characters (issue 18), dotted
+names; a question's slashed words (issue 13)."""
+
+from functools import partial
 
 import pytest
 
@@ -15,6 +18,11 @@ def _bm25_store(name: str, texts: list[str]) -> tuple[Store, list[int]]:
     doc = Document.objects.create(store=store, file_name="a.md")
     chunks = Chunk.objects.bulk_create(Chunk(store=store, document=doc, ordinal=i, text=t) for i, t in enumerate(texts))
     return store, [c.id for c in chunks]
+
+
+def _found(store: Store, ids: list[int], query: str) -> list[int]:
+    """The positions in ``ids`` of the chunks BM25 finds for ``query``, in position order."""
+    return sorted(ids.index(cid) for cid, _ in bm25_search(store.id, query_lexemes(query), 10))
 
 
 @pytest.mark.parametrize(
@@ -67,9 +75,7 @@ def test_scientific_tokens_match_in_every_written_form(db):
         "Unrelated text about neurons.",  # 5
     ])
 
-    def found(query):
-        return [ids.index(cid) for cid, _ in bm25_search(store.id, query_lexemes(query), 10)]
-
+    found = partial(_found, store, ids)
     assert Chunk.objects.get(id=ids[0]).search_vector is not None
     assert str(Chunk.objects.get(id=ids[3]).search_vector) == "'fibrosi':2 'high':5 'score':3"
     for query in ["COVID-19", "covid19", "COVID 19", "Covid\u201019"]:
@@ -138,9 +144,7 @@ def test_a_question_with_slashed_words_finds_each_word(db):
         "Unrelated text about neurons.",  # 3
     ])
 
-    def found(query):
-        return sorted(ids.index(cid) for cid, _ in bm25_search(store.id, query_lexemes(query), 10))
-
+    found = partial(_found, store, ids)
     assert str(Chunk.objects.get(id=ids[0]).search_vector) == "'datetim':5 'encode/decode':4 'option':1 'recommend':2"
     assert found("safety/guard") == [1]
     assert found("encode/decode") == [0]
@@ -160,9 +164,7 @@ def test_dotted_names_are_found_by_their_parts(db):
         "Unrelated text about neurons.",  # 4
     ])
 
-    def found(query):
-        return sorted(ids.index(cid) for cid, _ in bm25_search(store.id, query_lexemes(query), 10))
-
+    found = partial(_found, store, ids)
     assert str(Chunk.objects.get(id=ids[0]).search_vector) == "'dataarray':6 'ffill':7 'fill':1 'forward':4 'gap':3"
     assert found("ffill") == [0, 2]
     ranked = [ids.index(cid) for cid, _ in bm25_search(store.id, query_lexemes("DataArray.ffill"), 10)]
