@@ -64,6 +64,23 @@ def require_test_database() -> None:
 
 
 @pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The test database, with autovacuum off on its tables. Tests write inside
+    transactions they never commit: an automatic ANALYZE in the middle of one counted no
+    live row and recorded the BM25 postings as empty, and the plan the delete trigger then
+    chose (a sequential scan of the postings for each deleted lexeme) took minutes where it
+    takes a second (tests/test_bm25_topk.py). Never analysed, the planner estimates a
+    table's rows from its size."""
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute("SELECT c.oid::regclass::text FROM pg_class c WHERE c.relkind = 'r' "
+                       "AND c.relnamespace = 'public'::regnamespace")
+        for (table,) in cursor.fetchall():
+            cursor.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+
+
+@pytest.fixture(scope="session")
 def doc_domains(django_db_setup, django_db_blocker):
     """The NeuroML and xarray documentation ingested as two domains, once per session.
 
