@@ -274,7 +274,9 @@ def test_a_step_asked_for_by_its_place_fits_at_that_place(question, part, expect
     ("item", "1. Put the sugar and the water in a pan.", IMPERATIVE_FOR_HOWTO),  # a step, no sign
     ("item", "9. Bake for 40 minutes. The pastry should be golden when done.", SIGN_FOR_DONE + IMPERATIVE_FOR_HOWTO),
     ("item", "2. Once the butter melts, add the flour.", 0.0),  # an order of steps, no sign
-    ("item", "3. Add the cream when the bubbles settle.", SIGN_FOR_DONE + IMPERATIVE_FOR_HOWTO),
+    ("item", "3. Add the cream when the syrup turns amber.", SIGN_FOR_DONE + IMPERATIVE_FOR_HOWTO),
+    ("prose", "The gnocchi rise to the top when they are ready.", SIGN_FOR_DONE),
+    ("prose", "It answers 503 when the database does not answer.", 0.0),  # a condition, no sign of done
     ("code", "make caramel --until done", CODE_FOR_HOWTO),  # code gives no sign
 ])
 def test_a_passage_giving_the_sign_answers_how_do_i_know_when_it_is_done(kind, text, expected):

@@ -135,8 +135,12 @@ _SIGN_IN = re.compile(
     # "done when", "golden when done", "it is done", "they are ready"
     r"|\b(?:done|ready|cooked|finished|set)\s+when\b|\bwhen\s+(?:it\s+is\s+|it's\s+|they\s+are\s+)?(?:done|ready|cooked)\b"
     r"|\b(?:is|are|it's)\s+(?:done|ready|cooked\s+through)\b"
-    # "remove when the turkey reaches 160°F", "take it out when it sounds hollow"
-    r"|\bwhen\s+(?:it|they|the)\b",
+    # "remove when the turkey reaches 160°F", "take it out when it sounds hollow", "when
+    # they are golden"; not any "when the ..." ("when the database does not answer")
+    r"|\bwhen\s+(?:it|they|the\s+[\w-]+(?:\s+[\w-]+)?)\s+(?:(?:reach|turn|become|look|feel|sound|show|rise|float|"
+    r"stop|start|begin|thicken|darken|bubble|boil|simmer|spring|come|pull)(?:s|es)?\b|(?:is|are|gets?)\s+(?:\w+\s+)?"
+    r"(?:done|ready|cooked|golden|brown|browned|soft|tender|firm|set|thick|crisp|crispy|clear|smooth|fragrant|"
+    r"translucent|melted|dissolved|hot|warm|cool|cold)\b)",
     re.I,
 )
 # "Which Java versions is it tested with?": the passage giving version numbers ("Java
