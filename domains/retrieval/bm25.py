@@ -49,7 +49,7 @@ def query_lexemes(text: str) -> list[str]:
     if shared is not None and ("lexemes", text) in shared:
         return list(shared["lexemes", text])
     with connection.cursor() as cursor:
-        cursor.execute(_LEXEMES, {"config": SEARCH_CONFIG, "text": text, "slashed": SLASHED_WORDS})
+        cursor.execute(_LEXEMES, _lexeme_parameters(text))
         lexemes = [row[0] for row in cursor.fetchall()]
     _share_lexemes(text, lexemes)
     return lexemes
@@ -58,6 +58,11 @@ def query_lexemes(text: str) -> list[str]:
 def _share_lexemes(text: str, lexemes: list[str]) -> None:
     if (shared := _shared.get()) is not None:
         shared["lexemes", text] = tuple(lexemes)
+
+
+def _lexeme_parameters(text: str) -> dict:
+    """The parameters of :data:`_LEXEMES` (and the statements built on it) for ``text``."""
+    return {"config": SEARCH_CONFIG, "text": text, "slashed": SLASHED_WORDS}
 
 
 _LEXEMES = (
@@ -88,8 +93,7 @@ def lexemes_and_language(text: str) -> tuple[list[str], str]:
     """
     check_refused("text", text)
     with connection.cursor() as cursor:
-        cursor.execute(_LEXEMES_AND_WORDS_PER_CONFIGURATION,
-                       {"config": SEARCH_CONFIG, "text": text, "slashed": SLASHED_WORDS})
+        cursor.execute(_LEXEMES_AND_WORDS_PER_CONFIGURATION, _lexeme_parameters(text))
         lexemes, names, counts = cursor.fetchone()
     _share_lexemes(text, lexemes)
     return lexemes, _language(dict(zip(names, counts)))
@@ -125,8 +129,7 @@ def question_language(text: str) -> str:
     """
     check_refused("text", text)
     with connection.cursor() as cursor:
-        cursor.execute(_LEXEMES_AND_WORDS_PER_CONFIGURATION,
-                       {"config": SEARCH_CONFIG, "text": text, "slashed": SLASHED_WORDS})
+        cursor.execute(_LEXEMES_AND_WORDS_PER_CONFIGURATION, _lexeme_parameters(text))
         _, names, counts = cursor.fetchone()
     kept = dict(zip(names, counts))
     language = _language(dict(kept))
