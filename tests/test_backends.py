@@ -195,13 +195,16 @@ def test_extractive_answers_leave_out_lines_of_code(sentence, code):
 def test_extractive_sentences_do_not_end_at_abbreviations():
     text = ("- RRF (default; Cormack et al. 2009): score = the sum of 1 / (60 + rank). Fused lists, "
             "e.g. BM25 and dense, are cut to k. See Fig. 3 on p. 4 for the figures of the benchmark.\n"
-            "A line break always ends a sentence, et al.\nNothing joins across it at all.")
+            "A line break always ends a sentence, et al.\nNothing joins across it at all. Tablets from "
+            "Babylonia, ca. 1740 BC. Dr. Smith read Eq. 2 in Vol. 3 of the series.")
     assert split_sentences(text) == [
         "- RRF (default; Cormack et al. 2009): score = the sum of 1 / (60 + rank).",
         "Fused lists, e.g. BM25 and dense, are cut to k.",
         "See Fig. 3 on p. 4 for the figures of the benchmark.",
         "A line break always ends a sentence, et al.",
         "Nothing joins across it at all.",
+        "Tablets from Babylonia, ca. 1740 BC.",
+        "Dr. Smith read Eq. 2 in Vol. 3 of the series.",
     ]
 
 

@@ -10,8 +10,9 @@ import pytest
 from chat.backends.extractive.fits import (BLOCK_OTHERWISE, CAUSE_FOR_WHY, CODE_FOR_HOWTO, CODE_FOR_WHY,
                                            CODE_OTHERWISE, IMPERATIVE_FOR_HOWTO, INGREDIENTS_FOR_RECIPE,
                                            MEASURE_FOR_HOW_MANY, NAMED_FOR_WHICH, NUMBER_FOR_HOW_MANY,
-                                           PLACE_FOR_POSITION, POINTING_BACK, SIGN_FOR_DONE, SPELLED_OUT_FOR_ACRONYM,
-                                           SUBJECT_FOR_DEFINITION, VERSION_FOR_VERSION, bonus, enumerates, field,
+                                           NO_YEAR_FOR_WHEN, PLACE_FOR_POSITION, POINTING_BACK, SIGN_FOR_DONE,
+                                           SPELLED_OUT_FOR_ACRONYM, SUBJECT_FOR_DEFINITION, SUBSTITUTE_FOR_SUBSTITUTE,
+                                           VERSION_FOR_VERSION, YEAR_FOR_WHEN, bonus, enumerates, field,
                                            in_place, names_one, of_measure, under_heading)
 from chat.backends.extractive.shapes import shapes
 from chat.backends.extractive.text import matches, terms
@@ -77,7 +78,7 @@ def test_code_states_no_cause(kind, text, expected):
     ("How strong is homemade kvass?", {"number", "measure:percent"}),
     ("limoncello alcohol percentage", {"number", "measure:percent"}),  # terse: the measure named
     ("What ratio of water to vinegar for pickled onions?", {"number"}),
-    ("How old is the NeuroML project?", {"number", "measure:time"}),
+    ("How old is the NeuroML project?", {"number", "measure:time", "year"}),  # an age or when it began
     ("What time span can nanosecond datetimes cover?", {"number", "measure:time"}),  # a range of years, a quantity
     ("How long should the dough rise?", {"number", "measure:time", "measure:length"}),
     ("How many qubits did the experiment use?", {"number", "many:qubit"}),
@@ -108,6 +109,12 @@ def test_code_states_no_cause(kind, text, expected):
     ("What sort of models is the NEST simulator suited for?", {"listing"}),  # as "what kind of"
     ("Which SDK does Klea use to call MCP tools?", {"which:sdk"}),
     ("What pot is fondue cooked in?", {"which:pot"}),
+    ("What can I use instead of turnip greens in the soup?", {"substitute"}),
+    ("Can I make quarkbällchen without quark?", {"substitute"}),
+    ("Is there a substitute for guanciale?", {"substitute"}),
+    ("What if I don't have a dutch oven?", {"substitute"}),
+    ("Can I replace the butter with oil?", {"substitute"}),
+    ("What can I use to replace the yeast?", {"substitute"}),
     ("What is consolidated metadata in Zarr and why does it make opening faster?",
      {"definition:consolidated metadata", "reason"}),
 ])
@@ -343,3 +350,34 @@ def test_a_name_starts_where_a_token_does_and_is_read_in_linear_time():
     question_shapes = shapes("Which SDK does Klea use?")
     assert names_one(question_shapes, "A." * 100_000 + " SDK") is True
     assert names_one(question_shapes, "A." * 100_000 + " x") is False
+
+
+@pytest.mark.parametrize("kind, text, expected", [
+    ("item", "- 420ml quark (plain yoghurt can be used as a replacement)", SUBSTITUTE_FOR_SUBSTITUTE),
+    ("prose", "If you can not find turnips with their greens still attached Mustard greens can be substituted.",
+     SUBSTITUTE_FOR_SUBSTITUTE),
+    ("prose", "You can also use pumpkin instead of squash.", SUBSTITUTE_FOR_SUBSTITUTE),
+    ("item", "- 1 tbsp rice vinegar or alternatively white wine vinegar", SUBSTITUTE_FOR_SUBSTITUTE),
+    ("prose", "If you don't have a dutch oven, a covered pot works.", SUBSTITUTE_FOR_SUBSTITUTE),
+    ("prose", "Quark is a type of fresh dairy product, like curd cheese.", 0.0),  # what it is, no replacement
+    ("item", "- 420ml quark", 0.0),
+    ("list", "- butter\n- or use oil instead", BLOCK_OTHERWISE),  # a list answers "which ... are", not this
+])
+def test_a_passage_offering_a_replacement_answers_what_to_use_instead(kind, text, expected):
+    # The dish's description shares the question's words and MiniLM favours it; the line
+    # offering the replacement is what is asked.
+    question_shapes = shapes("Can I make quarkbällchen without quark?")
+    assert bonus(question_shapes, kind, text, False) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("It was written in 1998.", YEAR_FOR_WHEN),
+    ("Extracted from tablets from Babylonia, ca. 1740 BC.", YEAR_FOR_WHEN),  # a date of an era
+    ("Pompeii was buried in AD 79.", YEAR_FOR_WHEN),
+    ("The dish dates from the 16th century.", YEAR_FOR_WHEN),
+    ("An eighteenth-century recipe.", YEAR_FOR_WHEN),
+    ("A stew of sorts, made in spring.", NO_YEAR_FOR_WHEN),
+    ("It serves 12 and keeps 3 days.", NO_YEAR_FOR_WHEN),  # numbers, no year
+])
+def test_a_passage_holding_a_year_an_era_date_or_a_century_answers_when(text, expected):
+    assert bonus(shapes("When was the recipe first written down?"), "prose", text, False) == pytest.approx(expected)

@@ -5,7 +5,8 @@ command or code block (or numbered steps) rather than
 by prose about it; "which ... are" (or "what goes in ...") by a whole list or table;
 "when" by a passage holding a year; "which version" by one holding version numbers
 ("3.11 or later", "v2.x"); "how do I know when it is done" by one giving the sign
-("until ...", "when it reaches ..."); "what does X stand for" by one spelling X out;
+("until ...", "when it reaches ..."); "what can I use instead of X" by one offering a
+replacement ("can be substituted", "or use ..."); "what does X stand for" by one spelling X out;
 "how many" ("how strong", "what ratio") by one
 holding a number, in digits or words, better one of the measure asked for ("53 qubits" to
 "how many qubits", a percentage to "how strong", a time to "how long"); "who" by one holding a name; "what is X" by the
@@ -70,7 +71,13 @@ _NUMBER_IN = re.compile(
 )
 # A numbered list's item markers ("3. Add the sugar") number the steps, not the quantity asked for.
 _STEP_NUMBER = re.compile(r"^\s*\d{1,3}[.)]\s+", re.M)
-_YEAR_IN = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+# A year ("1998"), a date of an era ("ca. 1740 BC", "AD 79") or a century ("the 16th
+# century", "eighteenth-century"): what "when" and "how old is it" ask for.
+_YEAR_IN = re.compile(
+    r"\b(1[5-9]\d\d|20\d\d)\b|\b\d{1,4}\s*(?:BCE?|CE|AD)\b|\bAD\s*\d{1,4}\b"
+    r"|\b(?i:(?:\d{1,2}(?:st|nd|rd|th)|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|"
+    r"twelfth|thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth)[\s-]+centur(?:y|ies))\b"
+)
 _PROPER_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?\s+[A-Z][a-z]+\b")
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 # A list written as prose ("the seasons DJF, MAM, JJA and SON"): three or more short
@@ -159,6 +166,18 @@ _VERSION_IN = re.compile(
 # (an address starts where its scheme does, a DOI where its "10." does: from inside a long
 # run each start ran to its end, quadratic)
 _ADDRESS = re.compile(r"(?<![\w+.-])[a-z][\w+.-]*+://\S*|(?<![\w.])10\.\d{4,}/\S*", re.I)
+# "What can I use instead of X?", "Can I make it without X?": the passage offering the
+# replacement ("plain yoghurt can be used as a replacement", "Mustard greens can be
+# substituted", "or use ...", "if you can't find ..."). It shares the question's words no
+# more than the ingredient line or step it sits in, and MiniLM scores the dish's
+# description above it.
+SUBSTITUTE_FOR_SUBSTITUTE = 0.15
+_SUBSTITUTE_IN = re.compile(
+    r"\binstead\b|\bin\s+place\s+of\b|\bsubstitut\w*|\breplac(?:e|es|ed|ing|ements?)\b|\balternativ\w*|\bswap\w*"
+    r"|\bwithout\b|\b(?:can|could|may)\s+(?:also\s+)?(?:be\s+used|use)\b|\bor\s+use\b"
+    r"|\bif\s+you\s+(?:can\s*not|can't|cannot|don't|do\s+not)\s+(?:find|have|get)\b",
+    re.I,
+)
 YEAR_FOR_WHEN = 0.12
 NO_YEAR_FOR_WHEN = -0.05
 NUMBER_FOR_HOW_MANY = 0.08
@@ -291,6 +310,8 @@ def bonus(question_shapes: frozenset[str], kind: str, text: str, opening: bool) 
         value += SIGN_FOR_DONE
     if "version" in question_shapes and _VERSION_IN.search(_ADDRESS.sub(" ", text)):
         value += VERSION_FOR_VERSION
+    if "substitute" in question_shapes and kind in ("prose", "item") and _SUBSTITUTE_IN.search(text):
+        value += SUBSTITUTE_FOR_SUBSTITUTE
     if "year" in question_shapes:
         value += YEAR_FOR_WHEN if _YEAR_IN.search(text) else NO_YEAR_FOR_WHEN
     if "number" in question_shapes and _NUMBER_IN.search(_STEP_NUMBER.sub("", text)):

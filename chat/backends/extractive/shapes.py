@@ -33,8 +33,10 @@ LISTING = re.compile(
     r"|^\s*what\s+(do|does|did)\b.*\b(contain|include|consist|require|need)s?\b",
     re.I,
 )
-# "When was/did ..." asks for a time; "when does ..." and a mid-question "when" for a condition.
-YEAR = re.compile(r"\bwhen\s+(was|were|did|had)\b|\b(what|which)\s+(year|date)\b|\bsince\s+when\b", re.I)
+# "When was/did ..." asks for a time; "when does ..." and a mid-question "when" for a
+# condition. "How old is the recipe?" asks for an age or for when it began ("ca. 1740 BC").
+YEAR = re.compile(r"\bwhen\s+(was|were|did|had)\b|\b(what|which)\s+(year|date)\b|\bsince\s+when\b|\bhow\s+old\b",
+                  re.I)
 # "Which <noun>s can ...", "What aged <noun>s are ...": several things are asked for (a
 # plural noun before an auxiliary; "which setting selects" is a singular noun and a verb).
 PLURAL_ASKED = re.compile(
@@ -69,6 +71,13 @@ SIGN = re.compile(
     r"|\bhow\s+to\s+tell\s+(?:when|if|whether)\b"
     r"|\bwhen\s+(?:is|are)\s+(?:[\w'-]+\s+){0,12}?(?:done|ready|cooked|baked|finished|set)\b"
     r"|\b(?:[a-z]+ed|done|long|thick|firm|brown|soft|hot|set)\s+enough\b",
+    re.I,
+)
+# "What can I use instead of turnip greens?", "Can I make it without quark?", "a substitute
+# for ...", "an alternative to ...": a replacement (or doing without) is asked for.
+SUBSTITUTE = re.compile(
+    r"\binstead\s+of\b|\bin\s+place\s+of\b|\bsubstitut\w*|\breplac(?:e|es|ed|ing|ements?)\b|\balternatives?\b"
+    r"|\bswap\b|\bwithout\b|\b(?:do\s+not|don't|dont)\s+have\b",
     re.I,
 )
 # "What is X and why does it ...?": X to define, then a cause (or a way: "and how").
@@ -187,7 +196,8 @@ def as_question(question: str) -> str:
 
 def shapes(question: str) -> frozenset[str]:
     """The shapes of a question: any of "generic", "howto", "listing", "year", "sign" ("how
-    do I know when it is done?"), "version" ("which Python version ..."), "number" (with
+    do I know when it is done?"), "version" ("which Python version ..."), "substitute" ("what can I use instead of X?", "can I
+    make it without X?"), "number" (with
     "measure:<kind>", kind one of percent, time, length, size, temperature, and "many:<term>"
     for what "how many" counts, :func:`.fits.of_measure`), "name", "reason" ("why"), "code
     name" ("which option ..."), "which:<noun>" ("which SDK does ...": one thing by its kind),
@@ -219,6 +229,8 @@ def _shapes(question: str) -> frozenset[str]:
         found.add("reason")
     if SIGN.search(question):
         found.add("sign")
+    if SUBSTITUTE.search(question):
+        found.add("substitute")
     if VERSION.search(question) and not _HOLDS_VERSION.search(question):
         found.add("version")
     if "number" in found:

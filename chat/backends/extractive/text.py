@@ -33,14 +33,15 @@ _STOP_WORDS = frozenset(
     "who why with you your my me we our into use using there other than any some".split()
 )
 # A colon does not end a sentence ("(admin: Ingestion > Staged files)"), nor does an
-# abbreviation ("e.g. `mean`", "(resp. `Dataset`)"). A closing quote or bracket after the
+# abbreviation ("e.g. `mean`", "(resp. `Dataset`)", "ca. 1740 BC", "Dr. Smith", "Eq. 3"). A closing quote or bracket after the
 # mark belongs to the sentence it ends ('... asks "Why?" Then ...'); inside quotation
 # marks a mark followed by a lower-case word ends nothing ('so "In what year was ...
 # published?" reaches ...').
 _NEXT_STARTS = r"(?=[A-Z0-9\"'(\[`“‘])"
 _SENTENCE = re.compile(
     r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bresp\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bcf\.)(?<!\bal\.)"
-    r"(?<!\bapprox\.)(?<!\bFig\.)(?<!\bNo\.)(?<!\bp\.)(?<!\bpp\.)\s+" + _NEXT_STARTS
+    r"(?<!\bapprox\.)(?<!\bFig\.)(?<!\bNo\.)(?<!\bp\.)(?<!\bpp\.)(?<!\bca\.)(?<!\bc\.)(?<!\b[Vv]ol\.)(?<!\bEq\.)(?<!\bEqs\.)"
+    r"(?<!\bSec\.)(?<!\bRef\.)(?<!\bRefs\.)(?<!\bDr\.)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bProf\.)(?<!\bSt\.)\s+" + _NEXT_STARTS
     + r"|(?<=[.!?][\"'”’)\]])\s+" + _NEXT_STARTS + r"|\n+"
 )
 
@@ -204,7 +205,6 @@ def _starts_one(ordered: list[str], term: str) -> bool:
 
 FENCE = "```"
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+\S")
-_YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 
 
 @dataclass(frozen=True)
@@ -361,7 +361,3 @@ def code_body(block: Block) -> str:
     """The lines of a fenced code block without its fences."""
     lines = block.text.split("\n")
     return "\n".join(lines[1:-1])
-
-
-def has_year(text: str) -> bool:
-    return bool(_YEAR.search(text))
