@@ -14,6 +14,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
+from chat.models import ChatSession
 from domains.models import Domain
 
 from .browser import DESKTOP, PHONE, browser_page, screenshot, sign_in
@@ -200,6 +201,7 @@ def test_phone_layout_keeps_the_question_box_and_collapses_the_conversation_list
         with LiveDaphne(tmp_path / "daphne.log", **env) as server, browser_page(PHONE, touch=True) as page:
             page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(json.loads(payload))))
             in_thread(lambda: User.objects.filter(pk=world.bob.pk).update(is_staff=True))  # all four header items
+            in_thread(lambda: ChatSession.objects.create(owner=world.bob, title="Earlier notes"))
             sign_in(page, server, world.bob)
             # the header is one line: the menu button, the brand, the name and the three links
             header = page.locator(".top").evaluate(HEADER_LINE)
@@ -261,9 +263,13 @@ def test_phone_layout_keeps_the_question_box_and_collapses_the_conversation_list
             # the toggle opens the list; picking a conversation closes it again
             toggle.click()
             expect(toggle).to_have_attribute("aria-expanded", "true")
-            title = page.locator("#session-list .open")
-            expect(title).to_have_text(["What do the rendering notes say?"])
+            rows = page.locator("#session-list li")
+            expect(rows.locator(".open")).to_have_text(["What do the rendering notes say?", "Earlier notes"])
+            # no hover on a touch screen: Rename and Delete only on the open conversation
+            expect(rows.nth(0).get_by_role("button", name="Delete What do the rendering notes say?")).to_be_visible()
+            expect(rows.nth(1).locator(".actions")).to_be_hidden()
             screenshot(page, "chat-phone-conversations")
+            title = rows.nth(0).locator(".open")
             title.click()
             expect(page.locator("#sessions")).to_be_hidden()
             expect(toggle).to_have_attribute("aria-expanded", "false")
