@@ -27,14 +27,14 @@ from bench.common import ROOT, command_line, setup_django  # noqa: E402
 SETS = ("neuroml", "xarray", "cooking", "klea-docs", "neuroml-2", "xarray-2", "cooking-2", "klea-docs-2")
 # Written apart (bench/questions, 2026-12-07): asked when named.
 FOURTH = ("neuroml-4", "xarray-4", "cooking-4", "klea-docs-4")
-# Written apart over less-read files (2026-12-08), a development set: asked when named.
-SIXTH = ("neuroml-6", "xarray-6", "cooking-6", "klea-docs-6")
+# Written apart over less-read files (2026-12-08; the seventh as first-time users ask), development sets: asked when named.
+SIXTH_SEVENTH = ("neuroml-6", "xarray-6", "cooking-6", "klea-docs-6", "neuroml-7", "xarray-7", "cooking-7")
 DEPTH = 50
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", nargs="+", choices=SETS + FOURTH + SIXTH, default=list(SETS),
+    parser.add_argument("--sets", nargs="+", choices=SETS + FOURTH + SIXTH_SEVENTH, default=list(SETS),
                         help="Question sets (domain-N: a set written apart).")
     parser.add_argument("--json", metavar="FILE", help="Also write one row per question here.")
     args = parser.parse_args()

@@ -50,8 +50,8 @@ HELD_OUT = ("neuroml-3", "xarray-3", "cooking-3", "klea-docs-3")
 FOURTH = ("neuroml-4", "xarray-4", "cooking-4", "klea-docs-4")
 # Written apart without reading the answer code or the other sets (2026-12-07): held out like the third sets.
 FIFTH = ("neuroml-5", "xarray-5", "cooking-5", "klea-docs-5")
-# Written apart over less-read files (2026-12-08), a development set: recorded when named.
-SIXTH = ("neuroml-6", "xarray-6", "cooking-6", "klea-docs-6")
+# Written apart over less-read files (2026-12-08; the seventh as first-time users ask), development sets: recorded when named.
+SIXTH_SEVENTH = ("neuroml-6", "xarray-6", "cooking-6", "klea-docs-6", "neuroml-7", "xarray-7", "cooking-7")
 # as bench/answers.py: recorded when named (the bench database needs its domain)
 ON_REQUEST = ("papers", "papers-2", "papers-3", "papers-4")
 # Recorded when named: off-topic questions that routing lets through reach the backend's
@@ -296,7 +296,8 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "", k: int | No
         elif verbosity >= 2 or (misses and in_refs and not got):
             mark = "ok  " if got else ("MISS" if in_refs else "miss")
             how = {True: " [how-to: instruction first]", False: " [how-to: no instruction first]"}.get(lead, "")
-            print(f"{mark} {row['set']}: {inputs['question'] if inputs else '(no answer call)'}{how}")
+            uncited = "" if cited else " [file not cited]"
+            print(f"{mark} {row['set']}: {inputs['question'] if inputs else '(no answer call)'}{how}{uncited}")
             if not got and (verbosity >= 3 or misses):
                 print("   evidence: " + row["evidence"].replace("\n", " ")[:300])
                 print("   answer:   " + text.replace("\n", " ")[:500])
@@ -308,7 +309,7 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "", k: int | No
               "third sets": [t for name in HELD_OUT for t in totals.get(name, [])],
               "fourth sets": [t for name in FOURTH for t in totals.get(name, [])],
               "fifth sets": [t for name in FIFTH for t in totals.get(name, [])],
-              "sixth sets": [t for name in SIXTH for t in totals.get(name, [])]}
+              "sixth, seventh": [t for name in SIXTH_SEVENTH for t in totals.get(name, [])]}
     groups = {name: rows for name, rows in groups.items() if rows}
     where = "in the chunks given" if k else "in references"
     for name, rows in [*totals.items(), *groups.items(), ("all", [t for rows in groups.values() for t in rows])]:
@@ -329,7 +330,7 @@ def main() -> None:
     parser.add_argument("-v", "--verbosity", type=int, default=1, help="2: one line per question; 3: misses' texts.")
     parser.add_argument("--misses", action="store_true", help="Show misses whose evidence is in the references.")
     parser.add_argument("--only", default="", help="Explain the questions holding this text.")
-    parser.add_argument("--sets", nargs="+", choices=SETS + HELD_OUT + FOURTH + FIFTH + SIXTH + ON_REQUEST + OFF_TOPIC + OTHER,
+    parser.add_argument("--sets", nargs="+", choices=SETS + HELD_OUT + FOURTH + FIFTH + SIXTH_SEVENTH + ON_REQUEST + OFF_TOPIC + OTHER,
                         default=SETS,
                         help="record: the question sets (default: the first and second sets).")
     parser.add_argument("--k", type=int, help="record: every domain's k (no reference budget); "

@@ -368,3 +368,23 @@ def test_the_row_asked_about_is_quoted_under_the_header_of_a_short_table_too():
                   source(1, INGEST_FIGURES, ["Benchmarks", "Ingest"])) == (
         "| corpus | files stored | chunks | ingest time |\n| --- | --- | --- | --- |\n| Quill | 122 | 1,333 | 62 s |\n\n[1]"
     )
+
+
+def test_a_caption_saying_only_the_questions_words_answers_nothing():
+    # "A C++ API for NeuroML." holds every word of the question and nothing else: the
+    # sentence saying how it is produced answers (SAYS_NOTHING_NEW).
+    produced = ("The C++ API is generated from the NeuroML specification using the CodeSynthesis XSD XML Schema "
+                "to C++ data binding compiler.")
+    assert answer("Is there a C++ API for NeuroML, and how is it produced?",
+                  source(1, "A C++ API for NeuroML.", ["NeuroML C++ API"], score=0.9),
+                  source(2, produced, ["NeuroML C++ API", "Generating the API"], score=0.6)) == f"{produced} [2]"
+
+
+def test_one_new_name_is_enough_to_answer():
+    # "ModelDB" starts with the question's "model" but is a name of its own: the sentence
+    # says where the code was published.
+    text = ("This page documents the conversion of the Ray et al. 2020 model to NeuroML.\n\n"
+            "The original code is published on ModelDB.")
+    assert answer("Where was the original code of the model published?", source(1, text, ["Ray et al. 2020"])) == (
+        "The original code is published on ModelDB. [1]"
+    )

@@ -74,7 +74,7 @@ def test_a_passage_of_another_file_stating_the_same_is_cited_beside_the_quoted_o
     # Two pages state the endorsement (embeddings 0.93 apart, the same question terms,
     # scores 0.18 apart): the best is quoted, the other file cited with it, its marker
     # recording its own chunk.
-    question = "Which organisations endorse NeuroML as a standard?"
+    question = "Which organisation endorses NeuroML as a standard?"
     text, cited = answer_citing(
         question,
         _stored(1, "NeuroML is an INCF endorsed standard.", ["Standards"], 0.8, "Standards.md", 11),

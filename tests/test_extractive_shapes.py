@@ -90,7 +90,7 @@ def test_code_states_no_cause(kind, text, expected):
     ("When is the bread done?", {"sign"}),
     ("Is the custard thick enough once it coats a spoon?", {"sign"}),
     ("How do I know which version is installed?", {"howto", "number", "version"}),  # a version asked for, no sign
-    ("java versions", {"version"}),
+    ("java versions", {"listing", "version"}),
     ("What netcdf4-python version writes complex numbers?", {"version"}),  # a name's digits are no version
     ("How will I know the kvass has finished fermenting?", {"sign"}),
     ("How can I check that the chicken is cooked through?", {"howto", "sign"}),
@@ -109,6 +109,12 @@ def test_code_states_no_cause(kind, text, expected):
     ("What sort of models is the NEST simulator suited for?", {"listing"}),  # as "what kind of"
     ("Which SDK does Klea use to call MCP tools?", {"which:sdk"}),
     ("What pot is fondue cooked in?", {"which:pot"}),
+    ("neuroml code of conduct rules", {"listing"}),  # a keyword query naming things in the plural
+    ("lenten chili spices", {"listing"}),
+    ("rolling window", set()),
+    ("Which simulators import NeuroML models by converting them?", {"listing"}),  # a plural noun, a verb
+    ("Which attribute stores dimension names in Zarr?", {"which:attribute"}),  # a noun, then a verb in -s
+    ("I don't own a smoker. Can I still make the ribs?", {"substitute"}),
     ("What can I use instead of turnip greens in the soup?", {"substitute"}),
     ("Can I make quarkbällchen without quark?", {"substitute"}),
     ("Is there a substitute for guanciale?", {"substitute"}),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.backends.extractive.stated import STATED, STRONG, content, names, states
+from chat.backends.extractive.stated import STATED, STRONG, content, misspelt, names, states
 from chat.backends.extractive.text import terms
 
 from .extractive_helpers import answer, source
@@ -101,3 +101,13 @@ def test_a_follow_up_is_judged_by_its_own_words():
         return "".join([piece async for piece in composer.pieces(lambda number, *rest: f"[{number}]")])
 
     assert async_to_sync(collect)() == f"{text} [1]"
+
+
+def test_a_name_spelled_otherwise_is_held():
+    # "tabouli" asked, "Tabouleh" the recipe's title: one word; short words and other
+    # starts are not
+    text = "Tabouleh\nSoak the cracked wheat in the hot water, about 30 minutes."
+    assert misspelt({"tabouli", "bulgur", "soak", "tabular"}, text) == {"tabouli"}
+    assert misspelt({"neuorml"}, "NeuroML is a standard") == {"neuorml"}
+    assert misspelt({"zarr"}, "zarrs") == set()  # under MISSPELT_LENGTH letters
+    assert misspelt({"gabouli"}, "tabouleh") == set()  # another first letter

@@ -175,7 +175,7 @@ SUBSTITUTE_FOR_SUBSTITUTE = 0.15
 _SUBSTITUTE_IN = re.compile(
     r"\binstead\b|\bin\s+place\s+of\b|\bsubstitut\w*|\breplac(?:e|es|ed|ing|ements?)\b|\balternativ\w*|\bswap\w*"
     r"|\bwithout\b|\b(?:can|could|may)\s+(?:also\s+)?(?:be\s+used|use)\b|\bor\s+use\b"
-    r"|\bif\s+you\s+(?:can\s*not|can't|cannot|don't|do\s+not)\s+(?:find|have|get)\b",
+    r"|\bif\s+you\s+(?:can\s*not|can't|cannot|don't|do\s+not)\s+(?:find|have|get|own)\b",
     re.I,
 )
 YEAR_FOR_WHEN = 0.12

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 from .candidates import Passage, headings_of, overlap
-from .text import list_items, matches
+from .text import list_items, matches, terms
 
 # Cosine similarity (question vs. heading chain + passage) below which a passage does
 # not answer. Measured on the documentation corpora: answered questions' best passage
@@ -52,6 +52,14 @@ WIDE_TIE = 0.2
 # questions (first / second sets 110 / 58 -> 112 / 59), at +1 against +14 median characters
 # there and +14 against +58 on the held-out sets (`passage`, 2026-12-07).
 THIRD_TIE = NEAR_TIE / 2
+# A sentence or item saying nothing but the question's own words ("A C++ API for NeuroML.",
+# a page's caption) matches the question best and answers nothing: fewer than NEW_WORDS
+# words of its own cost it SAYS_NOTHING_NEW,
+# and it never follows another. One is enough: "The original code is published
+# on ModelDB." answers where it was published (two cost it that answer on bench/questions).
+NEW_WORDS = 1
+SAYS_NOTHING_NEW = -0.15
+_NAME = re.compile(r"\b[A-Za-z][a-z]*[A-Z][\w]*")  # "ModelDB", "NetPyNE", "jLEMS": a capital inside
 # A passage whose words are this share of another's, in order, restates it (:func:`restates`).
 RESTATED = 0.8
 # An item of a numbered list: a step of a procedure ("2. Finely slice the garlic").
@@ -64,6 +72,7 @@ class Followers:
 
     shapes: frozenset[str]  # the question's (:func:`.shapes.shapes`)
     wanted: set[str]  # its terms
+    question: str
 
     def _second(self, best: Passage, others: Sequence[Passage], idf: dict[str, float], total: float) -> Passage | None:
         """The passage quoted after ``best`` (of ``others``, best scored first), or None:
@@ -153,9 +162,11 @@ class Followers:
 
     def _may_follow(self, chosen: Sequence[Passage], other: Passage) -> bool:
         """Whether ``other`` may be quoted after ``chosen``: all fit in :data:`SECOND_CHARS`,
-        it reaches :data:`MIN_SIMILARITY` or holds every question term, and it repeats
-        none of them."""
+        it reaches :data:`MIN_SIMILARITY` or holds every question term, says more than the
+        question (:meth:`says_more`) and repeats none of them."""
         if sum(len(passage.text) for passage in chosen) + len(other.text) > SECOND_CHARS:
+            return False
+        if other.kind in ("prose", "item") and not self.says_more(other):
             return False
         if other.cosine < MIN_SIMILARITY and not self.holds_all(other):
             return False
@@ -163,6 +174,15 @@ class Followers:
         # repeated in its introduction with a word changed) say nothing new.
         return not any(overlap(passage, other) or other.text in passage.text or passage.text in other.text
                        or restates(passage.text, other.text) for passage in chosen)
+
+    def says_more(self, passage: Passage) -> bool:
+        """Whether ``passage`` holds :data:`NEW_WORDS` or more terms (a number is one) that
+        are not the question's: a term that neither starts nor is started by one of its
+        terms, or a name the question does not hold as written ("ModelDB" beside "model")."""
+        asked = self.wanted | terms(self.question)
+        new = {word for word in terms(passage.text) if not any(word.startswith(t) or t.startswith(word) for t in asked)}
+        new |= {name for name in _NAME.findall(passage.text) if not terms(name) <= asked}
+        return len(new) >= NEW_WORDS
 
     def fits_better(self, passage: Passage, than: Passage) -> bool:
         """Whether ``passage`` is the whole list or table a "which ... are" question asks

@@ -37,10 +37,10 @@ from .candidates import (READ_CHARS, Chunk, Passage, candidates, evidence, follo
                          resumes, trails_lead_in, units_of)
 from .findings import finding, label_asked
 from .fits import bonus, counts, defined, enumerates, in_place, instructs, under_heading
-from .followers import MIN_SIMILARITY, SECOND_CHARS, WIDE_TIE, Followers
+from .followers import MIN_SIMILARITY, SAYS_NOTHING_NEW, SECOND_CHARS, WIDE_TIE, Followers
 from .reach import extend, lean_back, with_list
 from .shapes import counted, shapes, subjects
-from .stated import states
+from .stated import misspelt, states
 from .text import list_items, matches, terms
 
 # Score = cosine + LEXICAL_WEIGHT x lexical share + RETRIEVAL_WEIGHT x chunk score + shape.
@@ -156,6 +156,7 @@ class Composer(Followers):
                     + under_heading(self.shapes, passage.kind, chunk.section)
                     + (finding(passage.text) + label_asked(passage.text, self.wanted) if chunk.paged else 0.0)
                     + (self.keyed(passage.text, idf) if passage.kind in ("rows", "table") else 0.0)
+                    + (SAYS_NOTHING_NEW if passage.kind in ("prose", "item") and not self.says_more(passage) else 0.0)
                 )
                 offered.append(passage)
         offered.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))
@@ -220,6 +221,9 @@ class Composer(Followers):
         held: set[str] = set()
         for passage in chosen:
             held |= passage.found | matches(self.wanted, f"{headings_of(passage)}\n{self.about[passage.chunk.number]}")
+        # a name spelled otherwise ("tabouli" for the recipe "Tabouleh") is held too
+        held |= misspelt(self.wanted - held, " ".join(
+            f"{p.text}\n{headings_of(p)}\n{self.about[p.chunk.number]}" for p in chosen))
         cosine = max(passage.cosine for passage in chosen)
         asked = terms(self.question) & self.wanted or self.wanted
         return states(self.question, asked, idf, cosine, held, MIN_SIMILARITY, "listing" in self.shapes)

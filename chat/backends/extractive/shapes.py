@@ -41,7 +41,20 @@ YEAR = re.compile(r"\bwhen\s+(was|were|did|had)\b|\b(what|which)\s+(year|date)\b
 # plural noun before an auxiliary; "which setting selects" is a singular noun and a verb).
 PLURAL_ASKED = re.compile(
     r"^\s*(which|what)\s+((?!of\b)[\w'-]+\s+){0,2}[\w-]*[a-rt-z]s'?\s+"
-    r"(are|were|do|did|does|can|could|may|might|should|would|will|must|have|has)\b",
+    r"(are|were|do|did|does|can|could|may|might|should|would|will|must|have|has)\b"
+    # "Which simulators import NeuroML models ...?": a plural noun right after "which", before a
+    # verb (after a word more it may be a verb itself: "Which attribute stores dimension names";
+    # "what" would read "What happens when" so)
+    r"|^\s*which\s+[\w-]*[a-rt-z]s\s+(?!(?:is|was|does|did|has|of|in|on|for|to|from|with|by|the|this|that|its|their|my|your|our)\b)"
+    r"[a-z]{3,}\s+(?!(?:the|a|an|this|that|its|their|my|your|our)\b)",
+    re.I,
+)
+# A keyword query ending in a plural noun ("neuroml code of conduct rules", "lenten chili
+# spices") asks for the things it names, as "Which are the ...?" would.
+_TERSE_PLURAL = re.compile(
+    r"^(?!\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|should|would|"
+    r"will|may|might|must|has|have|had|i|my|please|tell|give|show|list)\b)\s*(?:[\w'.-]+\s+){1,5}"
+    r"[a-z-]*[a-rt-z]s\s*$",
     re.I,
 )
 NUMBER = re.compile(
@@ -77,7 +90,7 @@ SIGN = re.compile(
 # for ...", "an alternative to ...": a replacement (or doing without) is asked for.
 SUBSTITUTE = re.compile(
     r"\binstead\s+of\b|\bin\s+place\s+of\b|\bsubstitut\w*|\breplac(?:e|es|ed|ing|ements?)\b|\balternatives?\b"
-    r"|\bswap\b|\bwithout\b|\b(?:do\s+not|don't|dont)\s+have\b",
+    r"|\bswap\b|\bwithout\b|\b(?:do\s+not|don't|dont)\s+(?:have|own)\b",
     re.I,
 )
 # "What is X and why does it ...?": X to define, then a cause (or a way: "and how").
@@ -215,7 +228,7 @@ def _shapes(question: str) -> frozenset[str]:
     found = {"generic"} if is_generic(question) else set()
     if HOWTO.search(question):
         found.add("howto")
-    if LISTING.search(question) or PLURAL_ASKED.search(question):
+    if LISTING.search(question) or PLURAL_ASKED.search(question) or _TERSE_PLURAL.match(question):
         found.add("listing")
     if YEAR.search(question):
         found.add("year")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from difflib import SequenceMatcher
 from functools import lru_cache
 
 from .routing import LISTING_FRAME
@@ -96,6 +97,20 @@ def names(question: str) -> set[str]:
             capitalised |= terms(token)
     titled = sum(token[0].isupper() for token in tokens) > TITLE_CASE * len(tokens) and len(tokens) > 2
     return inner if titled else inner | capitalised
+
+
+# A question term and a word of the quoted text are one word spelled two ways ("tabouli" /
+# "tabouleh", "neuorml" / "neuroml") when both have MISSPELT_LENGTH letters or more, start
+# alike and difflib's ratio reaches MISSPELT_RATIO.
+MISSPELT_LENGTH = 5
+MISSPELT_RATIO = 0.8
+
+
+def misspelt(missing: Iterable[str], text: str) -> set[str]:
+    """The terms of ``missing`` that a word of ``text`` spells otherwise (:data:`MISSPELT_RATIO`)."""
+    words = {word for word in terms(text) if len(word) >= MISSPELT_LENGTH}
+    return {term for term in missing if len(term) >= MISSPELT_LENGTH and any(
+        word[0] == term[0] and SequenceMatcher(None, term, word).ratio() >= MISSPELT_RATIO for word in words)}
 
 
 def states(question: str, wanted: set[str], idf: dict[str, float], cosine: float, held: set[str],
