@@ -388,3 +388,25 @@ def test_one_new_name_is_enough_to_answer():
     assert answer("Where was the original code of the model published?", source(1, text, ["Ray et al. 2020"])) == (
         "The original code is published on ModelDB. [1]"
     )
+
+
+APPROACHES = (
+    "A simulator may have an equivalent internal representation of the core concepts from NeuroML2/LEMS, and so "
+    "be able to natively read/write these formats.\n\n"
+    "This is the approach taken in jNeuroML and EDEN.\n\n"
+    "Another approach is for simulators to natively support importing (a subset of) NeuroML models, whereby the "
+    "NeuroML components are converted to the equivalent entities in the simulator's internal representation of "
+    "the model.\n\n"
+    "This is the approach taken in MOOSE, Arbor and NetPyNE."
+)
+
+
+def test_a_one_sentence_paragraph_leaning_on_the_one_before_is_quoted_with_it():
+    # Markdown authors set "This is the approach taken in ..." apart; it names the
+    # simulators the question asks for, and means nothing without the paragraph before.
+    assert answer("Which simulators import NeuroML models by converting them into their own internal representation?",
+                  source(1, APPROACHES, ["Approaches to supporting NeuroML"])) == (
+        "Another approach is for simulators to natively support importing (a subset of) NeuroML models, whereby the "
+        "NeuroML components are converted to the equivalent entities in the simulator's internal representation of "
+        "the model. This is the approach taken in MOOSE, Arbor and NetPyNE. [1]"
+    )

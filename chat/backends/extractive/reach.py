@@ -26,13 +26,16 @@ _LEANING = re.compile(
 
 def lean_back(passage: Passage) -> Passage:
     """A prose passage whose first sentence leans on the one before (:data:`_LEANING`)
-    starts one sentence earlier, within its paragraph."""
+    starts one sentence earlier, within its paragraph (or in the paragraph before, when
+    the sentence is a paragraph of its own: :func:`_carries_on`)."""
     units = passage.chunk.units
     before = passage.start - 1
     if passage.kind != "prose" or before < 0 or not _LEANING.match(units[passage.start].text):
         return passage
     unit = units[before]
-    if unit.kind != "sentence" or unit.paragraph != units[passage.start].paragraph or looks_like_code(unit.text):
+    if unit.kind != "sentence" or looks_like_code(unit.text):
+        return passage
+    if unit.paragraph != units[passage.start].paragraph and not _carries_on(units, passage.start):
         return passage
     if mid_sentence(passage.chunk, before):
         return passage
@@ -47,17 +50,33 @@ def lean_back(passage: Passage) -> Passage:
 
 def _next_sentence(passage: Passage) -> Unit | None:
     """The sentence after ``passage`` in its paragraph when it may be quoted with it (not a
-    lead-in, code or front matter, within :data:`EXTEND_CHARS`); else None."""
+    lead-in, code or front matter, within :data:`EXTEND_CHARS`), or opening the next
+    paragraph when it leans on the one before (:func:`_carries_on`); else None."""
     units = passage.chunk.units
     nxt = passage.end + 1
     if passage.kind != "prose" or nxt >= len(units):
         return None
     unit = units[nxt]
-    if unit.kind != "sentence" or unit.paragraph != units[passage.end].paragraph or leads_on(unit.text):
+    if unit.kind != "sentence" or leads_on(unit.text):
+        return None
+    if unit.paragraph != units[passage.end].paragraph and not _carries_on(units, nxt):
         return None
     if looks_like_code(unit.text) or looks_like_front_matter(unit.text) or len(passage.text) + len(unit.text) + 1 > EXTEND_CHARS:
         return None
     return unit
+
+
+def _carries_on(units: list[Unit], index: int) -> bool:
+    """Whether the sentence ``units[index]``, opening a paragraph of its own, carries on
+    from the paragraph before: a one-sentence paragraph (a whole sentence, not the lead-in
+    of what follows) leaning on it ("This is the
+    approach taken in MOOSE, Arbor and NetPyNE." after the paragraph describing the
+    approach: Markdown authors set such a sentence apart)."""
+    unit = units[index]
+    before = units[index - 1]
+    alone = index + 1 >= len(units) or units[index + 1].paragraph != unit.paragraph
+    return (alone and before.kind == "sentence" and before.paragraph == unit.paragraph - 1
+            and unit.text.rstrip()[-1:] in ".!?" and bool(_LEANING.match(unit.text)))
 
 
 def extend(passage: Passage, wanted: set[str], idf: dict[str, float]) -> Passage:
