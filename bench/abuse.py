@@ -190,7 +190,8 @@ def hostile_text_cases() -> list[dict]:
     (follow-up detection, passage choice) on long runs (in this process)."""
     from chat.backends.extractive.candidates import units_of
     from chat.backends.extractive.fits import bonus, enumerates, names_one, of_measure
-    from chat.backends.extractive.text import matches
+    from chat.backends.extractive.stated import misspelt
+    from chat.backends.extractive.text import matches, split_sentences
     from domains.front_matter import looks_like_front_matter
     from ingestion.convert.pdf_layout import Paragraph, merge_continued
     from ingestion.convert.pdf_lines import Line
@@ -229,6 +230,15 @@ def hostile_text_cases() -> list[dict]:
             shapes("Which Java versions is it tested with?"), "prose", "a" * 200_000 + "://x.org/1.2", False)),
         ("sign after 50,000 'when it'", lambda: bonus(
             shapes("How do I know when it is done?"), "prose", "when it " * 50_000, False)),
+        # session 15: substitutes, era years, keyword lists, misspelt names, sentence ends
+        ("substitute after 50,000 'if you do not'", lambda: bonus(
+            shapes("Can I make it without quark?"), "prose", "if you do not " * 50_000, False)),
+        ("era year after 100,000 digits and spaces", lambda: bonus(
+            shapes("How old is the recipe?"), "prose", "1 " * 100_000 + "x", False)),
+        ("keyword query of 4,000 characters", lambda: sorted(shapes("spices " * 570))),
+        ("misspelt question terms against 30,000 words of one first letter", lambda: sorted(misspelt(
+            {f"a{i:05d}zzq" for i in range(500)}, " ".join(f"a{i:05d}yyq" for i in range(30_000))))),
+        ("sentences of 100,000 'ca. 1'", lambda: len(split_sentences("ca. 1 " * 100_000))),
         # session 10 (breaker): front matter, prose lists, OCR paragraph re-joining, question terms
         ("front matter of 200,000 characters of 'a.'", lambda: looks_like_front_matter("a." * 100_000)),
         ("prose list of 50,000 items with no 'and'", lambda: enumerates("Ab, " * 50_000 + "end.")),

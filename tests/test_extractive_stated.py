@@ -111,3 +111,12 @@ def test_a_name_spelled_otherwise_is_held():
     assert misspelt({"neuorml"}, "NeuroML is a standard") == {"neuorml"}
     assert misspelt({"zarr"}, "zarrs") == set()  # under MISSPELT_LENGTH letters
     assert misspelt({"gabouli"}, "tabouleh") == set()  # another first letter
+
+
+def test_misspelt_names_are_looked_for_in_bounded_work():
+    # 500 missing terms against 30,000 words of one first letter and length: only the eight
+    # longest terms, in the first MISSPELT_CHARS of the text (37 s unbounded)
+    terms_ = {f"a{i:05d}zzq" for i in range(500)}
+    text = " ".join(f"a{i:05d}yyq" for i in range(30_000)) + " a00001zzq"
+    assert misspelt(terms_, text) == set()  # the match lies past MISSPELT_CHARS
+    assert misspelt({"a00001zzq"}, text[:200] + " a00001zzw") == {"a00001zzq"}
