@@ -410,3 +410,18 @@ def test_a_one_sentence_paragraph_leaning_on_the_one_before_is_quoted_with_it():
         "NeuroML components are converted to the equivalent entities in the simulator's internal representation of "
         "the model. This is the approach taken in MOOSE, Arbor and NetPyNE. [1]"
     )
+
+
+def test_a_short_second_passage_carries_on_as_the_first_does():
+    # The note's first sentence follows the method; short, it is quoted with the sentences
+    # carrying on after it, as the best passage would be: the preparation takes both.
+    directions = ("1. Cut liver into cubes.\n"
+                  "2. Put into a pot and cover with cold water, add 1tsp salt. Bring to a boil and boil for 10-15 "
+                  "minutes.\n3. Grate carrots and dice onions. Stew in a frying pan with a little bit of water until "
+                  "soft.\n4. In a food processor blend all ingredients together.")
+    notes = ("With beef liver, remove its membrane, that is on top, with your fingers. Cut it in small pieces even "
+             "cubes or slices and remove the vessels that are inside it. They are not very tasty and are impossible "
+             "to chew.")
+    result = answer("How do I prep beef liver before making the liver pâté?",
+                    source(1, directions, ["Liver pâté", "Directions"]), source(2, notes, ["Liver pâté", "Notes"]))
+    assert result == f"{directions} [1]\n\n{notes} [2]"  # "They are ..." carries on about the vessels

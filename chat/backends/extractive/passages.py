@@ -202,7 +202,7 @@ class Composer(Followers):
             # A passage that defines what "what is X" asks about says it all (but "why").
             second = self._second(best, kept[1:], idf, total)
         if second is not None:
-            chosen.append(self.grown(lean_back(second)))
+            chosen.append(self.grown(lean_back(extend(second, self.wanted, idf))))
             siblings = self._siblings(chosen, kept[1:])
             third = None if siblings else self._third(chosen, kept[1:], idf, total)
             chosen.extend(siblings or ([lean_back(third)] if third is not None else []))
