@@ -21,7 +21,7 @@ keeps each domain's M best of them (by score) and numbers the sources again.
     python bench/passage_replay.py replay /tmp/deep.pickle --k 12  # answered from the 12 best of them
     python bench/passage_replay.py record /tmp/held.pickle --sets neuroml-3 xarray-3 cooking-3 klea-docs-3
 
-The held-out third and fifth sets (``*-3``, ``*-5``, ``papers-4``) are not recorded unless
+The held-out third, fifth and eighth sets (``*-3``, ``*-5``, ``*-8``, ``papers-4``) are not recorded unless
 named with ``--sets``: replay them for their totals only (no ``-v 2``, no ``--misses``),
 never to choose a change. Off-topic sets (``--sets off-topic off-topic-6``) are recorded
 too: those routing lets through reach the answer, and replay counts as refused each one
@@ -50,6 +50,8 @@ HELD_OUT = ("neuroml-3", "xarray-3", "cooking-3", "klea-docs-3")
 FOURTH = ("neuroml-4", "xarray-4", "cooking-4", "klea-docs-4")
 # Written apart without reading the answer code or the other sets (2026-12-07): held out like the third sets.
 FIFTH = ("neuroml-5", "xarray-5", "cooking-5", "klea-docs-5")
+# Files drawn at random, written apart (2026-12-08): held out the same way.
+EIGHTH = ("neuroml-8", "xarray-8", "cooking-8")
 # Written apart over less-read files (2026-12-08; the seventh as first-time users ask), development sets: recorded when named.
 SIXTH_SEVENTH = ("neuroml-6", "xarray-6", "cooking-6", "klea-docs-6", "neuroml-7", "xarray-7", "cooking-7")
 # as bench/answers.py: recorded when named (the bench database needs its domain)
@@ -309,7 +311,8 @@ def replay(path: Path, verbosity: int, misses: bool, only: str = "", k: int | No
               "third sets": [t for name in HELD_OUT for t in totals.get(name, [])],
               "fourth sets": [t for name in FOURTH for t in totals.get(name, [])],
               "fifth sets": [t for name in FIFTH for t in totals.get(name, [])],
-              "sixth, seventh": [t for name in SIXTH_SEVENTH for t in totals.get(name, [])]}
+              "sixth, seventh": [t for name in SIXTH_SEVENTH for t in totals.get(name, [])],
+              "eighth sets": [t for name in EIGHTH for t in totals.get(name, [])]}
     groups = {name: rows for name, rows in groups.items() if rows}
     where = "in the chunks given" if k else "in references"
     for name, rows in [*totals.items(), *groups.items(), ("all", [t for rows in groups.values() for t in rows])]:
@@ -330,7 +333,7 @@ def main() -> None:
     parser.add_argument("-v", "--verbosity", type=int, default=1, help="2: one line per question; 3: misses' texts.")
     parser.add_argument("--misses", action="store_true", help="Show misses whose evidence is in the references.")
     parser.add_argument("--only", default="", help="Explain the questions holding this text.")
-    parser.add_argument("--sets", nargs="+", choices=SETS + HELD_OUT + FOURTH + FIFTH + SIXTH_SEVENTH + ON_REQUEST + OFF_TOPIC + OTHER,
+    parser.add_argument("--sets", nargs="+", choices=SETS + HELD_OUT + FOURTH + FIFTH + SIXTH_SEVENTH + EIGHTH + ON_REQUEST + OFF_TOPIC + OTHER,
                         default=SETS,
                         help="record: the question sets (default: the first and second sets).")
     parser.add_argument("--k", type=int, help="record: every domain's k (no reference budget); "

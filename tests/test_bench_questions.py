@@ -51,7 +51,7 @@ SETS = {"neuroml": 30, "xarray": 30, "cooking": 30, "klea-docs": 30, "papers": 3
         "neuroml-4": 30, "xarray-4": 30, "cooking-4": 25, "klea-docs-4": 25, "papers-3": 20,
         "neuroml-5": 30, "xarray-5": 30, "cooking-5": 25, "klea-docs-5": 25, "papers-4": 15,
         "neuroml-6": 25, "xarray-6": 23, "cooking-6": 24, "klea-docs-6": 18,
-        "neuroml-7": 30, "xarray-7": 30, "cooking-7": 30}  # set -> least size
+        "neuroml-7": 30, "xarray-7": 30, "cooking-7": 30, "neuroml-8": 25, "xarray-8": 25, "cooking-8": 25}  # set -> least size
 
 
 def set_domain(name: str) -> str:
