@@ -136,6 +136,12 @@ def test_a_quoted_row_far_below_its_header_is_scrolled_into_view(world, port_tab
         assert final["text"] == ("| service | port |\n| --- | --- |\n| ledger | 9440 |\n\n[1]\n\n"
                                  "Each service listens on its own port. [1]")
         assert reference["markers"][0]["passages"] == [quoted]
+        # the marker under the table is set as the table's source line, the one after prose is not
+        lines = page.locator(".message.assistant .text p.sources-line")
+        expect(lines).to_have_count(1)
+        expect(lines).to_have_text("[1]")
+        assert lines.evaluate("(p) => getComputedStyle(p, '::before').content") == '"Source "'
+        expect(page.locator(".message.assistant .text p").nth(1)).not_to_have_class("sources-line")
         page.locator(".message.assistant .text button.cite").first.click()
         view = page.locator("#source-view")
         # the chunk (rows 55-67, under its header repeated from line 5), then the quoted lines

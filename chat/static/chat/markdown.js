@@ -94,7 +94,18 @@ const KleaMarkdown = (() => {
       table.replaceWith(scroller);
       scroller.append(table);
     }
-    if (cite) linkCitations(wrapper, cite);
+    if (cite) {
+      linkCitations(wrapper, cite);
+      // A paragraph of markers alone cites the table or code block above it (a marker inside
+      // a cell would read as its value): chat.css sets it as that block's source line.
+      for (const p of wrapper.querySelectorAll("p")) {
+        const nodes = [...p.childNodes];
+        if (nodes.some((n) => n.nodeType === Node.ELEMENT_NODE) && nodes.every((n) => (
+          n.nodeType === Node.ELEMENT_NODE ? n.matches("button.cite") : !n.nodeValue.trim()))) {
+          p.classList.add("sources-line");
+        }
+      }
+    }
     const fragment = document.createDocumentFragment();
     fragment.append(...wrapper.childNodes);
     return fragment;
