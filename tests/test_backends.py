@@ -196,7 +196,8 @@ def test_extractive_sentences_do_not_end_at_abbreviations():
     text = ("- RRF (default; Cormack et al. 2009): score = the sum of 1 / (60 + rank). Fused lists, "
             "e.g. BM25 and dense, are cut to k. See Fig. 3 on p. 4 for the figures of the benchmark.\n"
             "A line break always ends a sentence, et al.\nNothing joins across it at all. Tablets from "
-            "Babylonia, ca. 1740 BC. Dr. Smith read Eq. 2 in Vol. 3 of the series.")
+            "Babylonia, ca. 1740 BC. Read Eq. 2 in Vol. 3 of the series. Choose one of the options a, b or c. "
+            "Then take the tram to the museum on Main St. The museum opens at nine every day.")
     assert split_sentences(text) == [
         "- RRF (default; Cormack et al. 2009): score = the sum of 1 / (60 + rank).",
         "Fused lists, e.g. BM25 and dense, are cut to k.",
@@ -204,7 +205,10 @@ def test_extractive_sentences_do_not_end_at_abbreviations():
         "A line break always ends a sentence, et al.",
         "Nothing joins across it at all.",
         "Tablets from Babylonia, ca. 1740 BC.",
-        "Dr. Smith read Eq. 2 in Vol. 3 of the series.",
+        "Read Eq. 2 in Vol. 3 of the series.",
+        "Choose one of the options a, b or c.",
+        "Then take the tram to the museum on Main St.",
+        "The museum opens at nine every day.",
     ]
 
 

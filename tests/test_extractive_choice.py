@@ -425,3 +425,12 @@ def test_a_short_second_passage_carries_on_as_the_first_does():
     result = answer("How do I prep beef liver before making the liver pâté?",
                     source(1, directions, ["Liver pâté", "Directions"]), source(2, notes, ["Liver pâté", "Notes"]))
     assert result == f"{directions} [1]\n\n{notes} [2]"  # "They are ..." carries on about the vessels
+
+
+def test_a_second_passage_never_carries_on_into_the_first():
+    # The best passage is the second sentence; the first, short, follows it: carried on, it
+    # would quote the best one again.
+    text = "Cream the butter and sugar until pale. Add the orange zest and the eggs one at a time."
+    result = answer("How do I make orange butter cake?", source(1, text, ["Orange butter cake", "Directions"]))
+    assert result.count("Add the orange zest") == 1
+    assert result == f"{text} [1]"

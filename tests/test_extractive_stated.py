@@ -104,19 +104,22 @@ def test_a_follow_up_is_judged_by_its_own_words():
 
 
 def test_a_name_spelled_otherwise_is_held():
-    # "tabouli" asked, "Tabouleh" the recipe's title: one word; short words and other
-    # starts are not
-    text = "Tabouleh\nSoak the cracked wheat in the hot water, about 30 minutes."
-    assert misspelt({"tabouli", "bulgur", "soak", "tabular"}, text) == {"tabouli"}
-    assert misspelt({"neuorml"}, "NeuroML is a standard") == {"neuorml"}
-    assert misspelt({"zarr"}, "zarrs") == set()  # under MISSPELT_LENGTH letters
+    # "tabouli" asked, "Tabouleh" the recipe's title: one name; short words, other starts
+    # and overlong tokens are not
+    names = "Tabouleh (tabouleh.md)\nDirections"
+    assert misspelt({"tabouli", "bulgur", "soak", "tabular"}, names) == {"tabouli"}
+    assert misspelt({"neuorml"}, "NeuroML documentation") == {"neuorml"}
+    assert misspelt({"zarrs"}, "zarr") == set()  # under MISSPELT_LENGTH letters
+    assert misspelt({"bitter"}, "Orange butter cake") == set()  # another second letter: two words
     assert misspelt({"gabouli"}, "tabouleh") == set()  # another first letter
+    sequence = "acgt" * 12
+    assert misspelt({sequence}, sequence[:-1] + "a") == set()  # over MISSPELT_LONGEST letters
 
 
 def test_misspelt_names_are_looked_for_in_bounded_work():
-    # 500 missing terms against 30,000 words of one first letter and length: only the eight
+    # 500 missing terms against 30,000 words of one start and length: only the eight
     # longest terms, in the first MISSPELT_CHARS of the text (37 s unbounded)
-    terms_ = {f"a{i:05d}zzq" for i in range(500)}
-    text = " ".join(f"a{i:05d}yyq" for i in range(30_000)) + " a00001zzq"
+    terms_ = {f"ab{i:05d}zzzq" for i in range(500)}
+    text = " ".join(f"ab{i:05d}yyyq" for i in range(30_000)) + " ab00001zzzq"
     assert misspelt(terms_, text) == set()  # the match lies past MISSPELT_CHARS
-    assert misspelt({"a00001zzq"}, text[:200] + " a00001zzw") == {"a00001zzq"}
+    assert misspelt({"ab00001zzzq"}, text[:200] + " ab00001zzzw") == {"ab00001zzzq"}

@@ -13,6 +13,7 @@ within :data:`THIRD_TIE` of the first. None repeats a passage already quoted
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
@@ -64,6 +65,28 @@ _NAME = re.compile(r"\b[A-Za-z][a-z]*[A-Z][\w]*")  # "ModelDB", "NetPyNE", "jLEM
 RESTATED = 0.8
 # An item of a numbered list: a step of a procedure ("2. Finely slice the garlic").
 _NUMBERED = re.compile(r"\s*\d+[.)]\s")
+
+
+# A yes/no question: an auxiliary first, and no question word after it ("Is there a C++
+# API, and how is it produced?" asks how).
+YES_NO = re.compile(
+    r"^\s*(?:is|are|was|were|do|does|did|can|could|will|would|should|has|have|had|may|must|shall)\b"
+    r"(?!.*\b(?:what|which|who|whom|whose|when|where|why|how)\b)", re.I | re.S)
+PREFIX_LETTERS = 4
+
+
+def _asked_word(word: str, asked: set[str], ordered: list[str]) -> bool:
+    """Whether ``word`` is a question term: one of ``asked``, or (both of
+    :data:`PREFIX_LETTERS` letters or more) a start of one or started by one (``ordered``:
+    ``asked`` sorted)."""
+    if word in asked:
+        return True
+    if len(word) < PREFIX_LETTERS:
+        return False
+    if any(word[:n] in asked for n in range(PREFIX_LETTERS, len(word))):
+        return True
+    i = bisect_left(ordered, word)
+    return i < len(ordered) and ordered[i].startswith(word)
 
 
 class Followers:
@@ -177,12 +200,24 @@ class Followers:
 
     def says_more(self, passage: Passage) -> bool:
         """Whether ``passage`` holds :data:`NEW_WORDS` or more terms (a number is one) that
-        are not the question's: a term that neither starts nor is started by one of its
-        terms, or a name the question does not hold as written ("ModelDB" beside "model")."""
-        asked = self.wanted | terms(self.question)
-        new = {word for word in terms(passage.text) if not any(word.startswith(t) or t.startswith(word) for t in asked)}
+        are not the question's: a term that is none of its terms, nor (both of four letters
+        or more: "not" is no part of "notebook") starts or is started by one, or a name the
+        question does not hold as written ("ModelDB" beside "model"). To a yes/no question
+        ("Can xarray read netCDF files?") the sentence saying so in its words is the
+        answer: every passage says more."""
+        if YES_NO.match(self.question):
+            return True
+        asked, ordered = self._asked()
+        new = {word for word in terms(passage.text) if not _asked_word(word, asked, ordered)}
         new |= {name for name in _NAME.findall(passage.text) if not terms(name) <= asked}
         return len(new) >= NEW_WORDS
+
+    def _asked(self) -> tuple[set[str], list[str]]:
+        """The question's terms (its search text's too), as a set and sorted; made once."""
+        if getattr(self, "_asked_terms", None) is None:
+            asked = self.wanted | terms(self.question)
+            self._asked_terms = (asked, sorted(asked))
+        return self._asked_terms
 
     def fits_better(self, passage: Passage, than: Passage) -> bool:
         """Whether ``passage`` is the whole list or table a "which ... are" question asks

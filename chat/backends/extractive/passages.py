@@ -202,7 +202,9 @@ class Composer(Followers):
             # A passage that defines what "what is X" asks about says it all (but "why").
             second = self._second(best, kept[1:], idf, total)
         if second is not None:
-            chosen.append(self.grown(lean_back(extend(second, self.wanted, idf))))
+            # it carries on as the best one does, but never into it (the same sentence twice)
+            grown = self.grown(lean_back(extend(second, self.wanted, idf)))
+            chosen.append(grown if not overlap(best, grown) else self.grown(second))
             siblings = self._siblings(chosen, kept[1:])
             third = None if siblings else self._third(chosen, kept[1:], idf, total)
             chosen.extend(siblings or ([lean_back(third)] if third is not None else []))
@@ -221,9 +223,11 @@ class Composer(Followers):
         held: set[str] = set()
         for passage in chosen:
             held |= passage.found | matches(self.wanted, f"{headings_of(passage)}\n{self.about[passage.chunk.number]}")
-        # a name spelled otherwise ("tabouli" for the recipe "Tabouleh") is held too
-        held |= misspelt(self.wanted - held, " ".join(
-            f"{p.text}\n{headings_of(p)}\n{self.about[p.chunk.number]}" for p in chosen))
+        # a name spelled otherwise ("tabouli" for the recipe "Tabouleh") is held too, when no
+        # source holds the word as written
+        unknown = self.wanted - held - matches(self.wanted - held, "\n".join(
+            unit.text for chunk in self.chunks for unit in chunk.units))
+        held |= misspelt(unknown, "\n".join(f"{headings_of(p)}\n{self.about[p.chunk.number]}" for p in chosen))
         cosine = max(passage.cosine for passage in chosen)
         asked = terms(self.question) & self.wanted or self.wanted
         return states(self.question, asked, idf, cosine, held, MIN_SIMILARITY, "listing" in self.shapes)

@@ -34,27 +34,33 @@ LISTING = re.compile(
     re.I,
 )
 # "When was/did ..." asks for a time; "when does ..." and a mid-question "when" for a
-# condition. "How old is the recipe?" asks for an age or for when it began ("ca. 1740 BC").
-YEAR = re.compile(r"\bwhen\s+(was|were|did|had)\b|\b(what|which)\s+(year|date)\b|\bsince\s+when\b|\bhow\s+old\b",
-                  re.I)
+# condition. "How old is the recipe?" asks for an age or for when it began ("ca. 1740 BC");
+# "How old must I be ...?" for an age only.
+YEAR = re.compile(r"\bwhen\s+(was|were|did|had)\b|\b(what|which)\s+(year|date)\b|\bsince\s+when\b"
+                  r"|\bhow\s+old\s+(?:is|are|was|were)\s+(?:it|they|the|this|that|these|those)\b", re.I)
 # "Which <noun>s can ...", "What aged <noun>s are ...": several things are asked for (a
 # plural noun before an auxiliary; "which setting selects" is a singular noun and a verb).
 PLURAL_ASKED = re.compile(
     r"^\s*(which|what)\s+((?!of\b)[\w'-]+\s+){0,2}[\w-]*[a-rt-z]s'?\s+"
     r"(are|were|do|did|does|can|could|may|might|should|would|will|must|have|has)\b"
-    # "Which simulators import NeuroML models ...?": a plural noun right after "which", before a
-    # verb (after a word more it may be a verb itself: "Which attribute stores dimension names";
-    # "what" would read "What happens when" so)
-    r"|^\s*which\s+[\w-]*[a-rt-z]s\s+(?!(?:is|was|does|did|has|of|in|on|for|to|from|with|by|the|this|that|its|their|my|your|our)\b)"
-    r"[a-z]{3,}\s+(?!(?:the|a|an|this|that|its|their|my|your|our)\b)",
+    # "Which simulators import NeuroML models ...?": a plural noun right after "which" (lower
+    # case, not "-us", "-is", "-as", "-os": "status", "axis", "alias"; nor "news"), before a
+    # verb (after a word more it may be a verb itself: "Which attribute stores dimension
+    # names"; "what" would read "What happens when" so)
+    r"|^\s*which\s+(?!news\b)(?-i:[a-z][a-z-]*[^\WsuiaoA-Z_]s)\s+(?!(?:is|was|does|did|has|of|in|on|for|to|from|with|by)\b)"
+    r"[a-z]{3,}\b",
     re.I,
 )
-# A keyword query ending in a plural noun ("neuroml code of conduct rules", "lenten chili
-# spices") asks for the things it names, as "Which are the ...?" would.
+# A keyword query ending in a plural noun naming things one lists ("neuroml code of conduct
+# rules", "lenten chili spices") asks for them, as "Which are the ...?" would; any other
+# final "-s" may be a verb ("git clone fails") or one thing ("status", "news").
 _TERSE_PLURAL = re.compile(
     r"^(?!\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|should|would|"
     r"will|may|might|must|has|have|had|i|my|please|tell|give|show|list)\b)\s*(?:[\w'.-]+\s+){1,5}"
-    r"[a-z-]*[a-rt-z]s\s*$",
+    r"(?:rules|steps|stages|ingredients|spices|herbs|toppings|options|settings|features|requirements|dependencies|"
+    r"prerequisites|versions|types|kinds|formats|tools|commands|methods|functions|parameters|arguments|examples|"
+    r"members|modules|components|engines|backends|extras|fields|limits|codes|errors|variables|alternatives|"
+    r"substitutes|differences|benefits|advantages|platforms|simulators|libraries|packages|endpoints)\s*\??\s*$",
     re.I,
 )
 NUMBER = re.compile(
@@ -87,10 +93,13 @@ SIGN = re.compile(
     re.I,
 )
 # "What can I use instead of turnip greens?", "Can I make it without quark?", "a substitute
-# for ...", "an alternative to ...": a replacement (or doing without) is asked for.
+# for ...", "an alternative to ...", "replace the butter with ...": a replacement (or doing
+# without) is asked for; not "How do I replace a broken sensor?", nor "the alternative
+# hypothesis".
 SUBSTITUTE = re.compile(
-    r"\binstead\s+of\b|\bin\s+place\s+of\b|\bsubstitut\w*|\breplac(?:e|es|ed|ing|ements?)\b|\balternatives?\b"
-    r"|\bswap\b|\bwithout\b|\b(?:do\s+not|don't|dont)\s+(?:have|own)\b",
+    r"\binstead\s+of\b|\bin\s+place\s+of\b|\bsubstitut\w*\s+(?:for|with)\b|\b(?:a|any|good)\s+substitute\b"
+    r"|\breplacement\s+for\b|\bto\s+replace\b|\breplace\s+(?:[\w'-]+\s+){1,3}with\b|\balternatives?\s+(?:to|for)\b"
+    r"|\bswap\s+(?:[\w'-]+\s+){1,3}for\b|\bwithout\b|\b(?:do\s+not|don't|dont)\s+(?:have|own)\b",
     re.I,
 )
 # "What is X and why does it ...?": X to define, then a cause (or a way: "and how").

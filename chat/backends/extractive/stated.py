@@ -99,29 +99,32 @@ def names(question: str) -> set[str]:
     return inner if titled else inner | capitalised
 
 
-# A question term and a word of the quoted text are one word spelled two ways ("tabouli" /
-# "tabouleh", "neuorml" / "neuroml") when both have MISSPELT_LENGTH letters or more, start
-# alike, differ in length by at most MISSPELT_SPREAD and difflib's ratio reaches
-# MISSPELT_RATIO. Only the MISSPELT_TERMS longest missing terms are looked for, in the first
-# MISSPELT_CHARS of the text: a question of 4,000 characters against a long text compared
-# 1.5 million pairs (37 s).
-MISSPELT_LENGTH = 5
+# A question term and a word naming a quoted source (its title, file name or headings) are
+# one name spelled two ways ("tabouli" / "Tabouleh", "neuorml" / "NeuroML") when both have
+# MISSPELT_LENGTH to MISSPELT_LONGEST letters, the same first two, differ in length by at most
+# MISSPELT_SPREAD and difflib's ratio reaches MISSPELT_RATIO. Names only, and only a term no
+# source holds anywhere: in running text "bitter" / "butter", "stock" / "stack" are two words.
+# Only the MISSPELT_TERMS longest such terms are looked for, in the first MISSPELT_CHARS of
+# the text (a question of 4,000 characters against a long text compared 1.5 million pairs).
+MISSPELT_LENGTH = 6
+MISSPELT_LONGEST = 40
 MISSPELT_SPREAD = 2
 MISSPELT_RATIO = 0.8
 MISSPELT_TERMS = 8
 MISSPELT_CHARS = 20_000
 
 
-def misspelt(missing: Iterable[str], text: str) -> set[str]:
-    """The terms of ``missing`` that a word of ``text`` spells otherwise (:data:`MISSPELT_RATIO`)."""
+def misspelt(missing: Iterable[str], names: str) -> set[str]:
+    """The terms of ``missing`` that a word of ``names`` spells otherwise (:data:`MISSPELT_RATIO`)."""
     by_start: dict[str, set[str]] = {}
-    for word in terms(text[:MISSPELT_CHARS]):
-        if len(word) >= MISSPELT_LENGTH:
-            by_start.setdefault(word[0], set()).add(word)
-    looked = sorted((t for t in missing if len(t) >= MISSPELT_LENGTH), key=lambda t: (-len(t), t))[:MISSPELT_TERMS]
+    for word in terms(names[:MISSPELT_CHARS]):
+        if MISSPELT_LENGTH <= len(word) <= MISSPELT_LONGEST:
+            by_start.setdefault(word[:2], set()).add(word)
+    looked = sorted((t for t in missing if MISSPELT_LENGTH <= len(t) <= MISSPELT_LONGEST),
+                    key=lambda t: (-len(t), t))[:MISSPELT_TERMS]
     found = set()
     for term in looked:
-        for word in by_start.get(term[0], ()):
+        for word in by_start.get(term[:2], ()):
             if abs(len(word) - len(term)) > MISSPELT_SPREAD:
                 continue
             matcher = SequenceMatcher(None, term, word)

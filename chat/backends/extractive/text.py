@@ -33,15 +33,19 @@ _STOP_WORDS = frozenset(
     "who why with you your my me we our into use using there other than any some".split()
 )
 # A colon does not end a sentence ("(admin: Ingestion > Staged files)"), nor does an
-# abbreviation ("e.g. `mean`", "(resp. `Dataset`)", "ca. 1740 BC", "Dr. Smith", "Eq. 3"). A closing quote or bracket after the
+# abbreviation ("e.g. `mean`", "(resp. `Dataset`)", "ca. 1740 BC", "Eq. 3"; a title before a
+# name, "Dr. Smith", reads as a sentence end followed by a name, "... on Main St. The museum"). A closing quote or bracket after the
 # mark belongs to the sentence it ends ('... asks "Why?" Then ...'); inside quotation
 # marks a mark followed by a lower-case word ends nothing ('so "In what year was ...
 # published?" reaches ...').
 _NEXT_STARTS = r"(?=[A-Z0-9\"'(\[`“‘])"
 _SENTENCE = re.compile(
     r"(?<=[.!?])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bresp\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bcf\.)(?<!\bal\.)"
-    r"(?<!\bapprox\.)(?<!\bFig\.)(?<!\bNo\.)(?<!\bp\.)(?<!\bpp\.)(?<!\bca\.)(?<!\bc\.)(?<!\b[Vv]ol\.)(?<!\bEq\.)(?<!\bEqs\.)"
-    r"(?<!\bSec\.)(?<!\bRef\.)(?<!\bRefs\.)(?<!\bDr\.)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bProf\.)(?<!\bSt\.)\s+" + _NEXT_STARTS
+    r"(?<!\bapprox\.)(?<!\bFig\.)(?<!\bNo\.)(?<!\bp\.)(?<!\bpp\.)"
+    # before a number only: "ca. 1740 BC", "Eq. 3", "Vol. 2" (a sentence may end in "c." or
+    # "vol.": "press a, b or c. Then ...")
+    r"(?!(?<=\bca\.)\s+\d)(?!(?<=\bc\.)\s+\d)(?!(?<=\b[Vv]ol\.)\s+\d)(?!(?<=\bEq\.)\s+\d)(?!(?<=\bEqs\.)\s+\d)"
+    r"(?!(?<=\bSec\.)\s+\d)(?!(?<=\bRef\.)\s+\d)(?!(?<=\bRefs\.)\s+\d)\s+" + _NEXT_STARTS
     + r"|(?<=[.!?][\"'”’)\]])\s+" + _NEXT_STARTS + r"|\n+"
 )
 
