@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from chat.backends.extractive.candidates import Chunk, Passage, candidates, headings_of, units_of
+from chat.backends.extractive.followers import _asked_word
 from chat.backends.extractive.passages import INSTRUCTION_UNDER_TASK, Composer
 from chat.backends.extractive.reach import SHORT_LIST, extend, with_list
 from chat.backends.extractive.text import matches, terms
@@ -434,3 +435,21 @@ def test_a_second_passage_never_carries_on_into_the_first():
     result = answer("How do I make orange butter cake?", source(1, text, ["Orange butter cake", "Directions"]))
     assert result.count("Add the orange zest") == 1
     assert result == f"{text} [1]"
+
+
+def test_to_a_yes_no_question_the_sentence_in_its_words_is_the_answer():
+    # "Xarray can read netCDF files." holds nothing but the question's words, and says yes.
+    assert answer("Can xarray read netCDF files?", source(1, "Xarray can read netCDF files.", ["I/O"])) == (
+        "Xarray can read netCDF files. [1]")
+
+
+@pytest.mark.parametrize("word, expected", [
+    ("notebook", True), ("widget", True),
+    ("not", False),  # no part of "notebook": a sentence saying no says something new
+    ("installation", True),  # started by "install"
+    ("instal", True),  # starts "installation"
+    ("ins", False),  # under four letters: only as itself
+])
+def test_a_word_of_a_passage_is_a_question_term_as_itself_or_by_a_start_of_four_letters(word, expected):
+    asked = {"notebook", "widget", "install", "installation"}
+    assert _asked_word(word, asked, sorted(asked)) is expected

@@ -112,6 +112,13 @@ def test_code_states_no_cause(kind, text, expected):
     ("neuroml code of conduct rules", {"listing"}),  # a keyword query naming things in the plural
     ("lenten chili spices", {"listing"}),
     ("rolling window", set()),
+    ("git clone fails", set()),  # a final "-s" that is a verb
+    ("latest news", set()),
+    ("Which status code means the upload was rejected?", set()),  # "status" is one thing
+    ("Which HTTPS port does it use?", set()),
+    ("How do I replace a broken sensor?", {"howto"}),  # a part swapped, no substitute asked for
+    ("When was the old API replaced?", {"year"}),
+    ("How old must I be to open an account?", {"number", "measure:time"}),  # an age, not a year
     ("Which simulators import NeuroML models by converting them?", {"listing"}),  # a plural noun, a verb
     ("Which attribute stores dimension names in Zarr?", {"which:attribute"}),  # a noun, then a verb in -s
     ("I don't own a smoker. Can I still make the ribs?", {"substitute"}),
