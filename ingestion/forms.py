@@ -6,6 +6,8 @@ from pathlib import Path
 
 from django import forms
 from django.conf import settings
+from django.urls import reverse
+from django.utils.html import format_html
 
 from domains.access import managed_domains
 from domains.models import Store
@@ -63,6 +65,11 @@ class UploadForm(forms.Form):
         self.fields["store"].queryset = (
             Store.objects.filter(domain__in=managed_domains(user)).select_related("domain").order_by("name")
         )
+        # a new user meets this form before any store of theirs exists (a new-user trial)
+        self.fields["store"].help_text = format_html(
+            'The store the files go into. A store belongs to a domain: to add one, open a domain under '
+            '<a href="{}">Domains</a> and fill a row of its Stores at the bottom of the page.',
+            reverse("admin:domains_domain_changelist"))
 
     def clean_files(self):
         """The files that can be saved and ingested; each other one goes to ``self.refused``

@@ -158,6 +158,8 @@ def test_uploads_are_limited_by_store_access_and_size(stores, settings, tmp_path
     uploader = staff("uploader", "add_document", "view_ingestionjob")
     page = uploader.get("/admin/ingestion/ingestionjob/upload/")
     assert [s.name for s in page.context["adminform"].form.fields["store"].queryset] == ["open-store"]
+    assert ('open a domain under <a href="/admin/domains/domain/">Domains</a> and fill a row of its Stores'
+            in page.content.decode())  # how to make the first store
     refused = uploader.post("/admin/ingestion/ingestionjob/upload/", {
         "store": secret_store.pk, "files": [SimpleUploadedFile("a.md", b"# A\n\nText.\n")], "max_tokens": 450,
         "ocr": "auto"})
