@@ -36,7 +36,7 @@ $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	# The CPU build of torch first, so that no requirement pulls a CUDA build.
-	@echo "Installing torch: once downloaded, pip prints nothing for several minutes while it unpacks it (a new-user trial thought it hung)"
+	@echo "Installing torch: once downloaded, pip prints nothing for several minutes while it unpacks it; that is normal."
 	$(PIP) install torch==2.13.0
 	$(PIP) install -r requirements.txt
 	touch $@
