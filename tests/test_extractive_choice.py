@@ -452,4 +452,4 @@ def test_to_a_yes_no_question_the_sentence_in_its_words_is_the_answer():
 ])
 def test_a_word_of_a_passage_is_a_question_term_as_itself_or_by_a_start_of_four_letters(word, expected):
     asked = {"notebook", "widget", "install", "installation"}
-    assert _asked_word(word, asked, sorted(asked)) is expected
+    assert _asked_word(word, asked, sorted(asked), max(map(len, asked))) is expected

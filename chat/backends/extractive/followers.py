@@ -55,9 +55,9 @@ WIDE_TIE = 0.2
 THIRD_TIE = NEAR_TIE / 2
 # A sentence or item saying nothing but the question's own words ("A C++ API for NeuroML.",
 # a page's caption) matches the question best and answers nothing: fewer than NEW_WORDS
-# words of its own cost it SAYS_NOTHING_NEW,
-# and it never follows another. One is enough: "The original code is published
-# on ModelDB." answers where it was published (two cost it that answer on bench/questions).
+# words of its own cost it SAYS_NOTHING_NEW, and it never follows another. One is enough:
+# "The original code is published on ModelDB." answers where it was published (two cost it
+# that answer on bench/questions).
 NEW_WORDS = 1
 SAYS_NOTHING_NEW = -0.15
 _NAME = re.compile(r"\b[A-Za-z][a-z]*[A-Z][\w]*")  # "ModelDB", "NetPyNE", "jLEMS": a capital inside
@@ -75,15 +75,16 @@ YES_NO = re.compile(
 PREFIX_LETTERS = 4
 
 
-def _asked_word(word: str, asked: set[str], ordered: list[str]) -> bool:
+def _asked_word(word: str, asked: set[str], ordered: list[str], longest: int) -> bool:
     """Whether ``word`` is a question term: one of ``asked``, or (both of
     :data:`PREFIX_LETTERS` letters or more) a start of one or started by one (``ordered``:
-    ``asked`` sorted)."""
+    ``asked`` sorted; ``longest``: the longest term's length)."""
     if word in asked:
         return True
     if len(word) < PREFIX_LETTERS:
         return False
-    if any(word[:n] in asked for n in range(PREFIX_LETTERS, len(word))):
+    # (its starts no longer than the longest term: a 20,000-letter token made 20,000 slices)
+    if any(word[:n] in asked for n in range(PREFIX_LETTERS, min(len(word), longest + 1))):
         return True
     i = bisect_left(ordered, word)
     return i < len(ordered) and ordered[i].startswith(word)
@@ -207,16 +208,17 @@ class Followers:
         answer: every passage says more."""
         if YES_NO.match(self.question):
             return True
-        asked, ordered = self._asked()
-        new = {word for word in terms(passage.text) if not _asked_word(word, asked, ordered)}
+        asked, ordered, longest = self._asked()
+        new = {word for word in terms(passage.text) if not _asked_word(word, asked, ordered, longest)}
         new |= {name for name in _NAME.findall(passage.text) if not terms(name) <= asked}
         return len(new) >= NEW_WORDS
 
-    def _asked(self) -> tuple[set[str], list[str]]:
-        """The question's terms (its search text's too), as a set and sorted; made once."""
+    def _asked(self) -> tuple[set[str], list[str], int]:
+        """The question's terms (its search text's too): as a set, sorted, and the longest's
+        length; made once."""
         if getattr(self, "_asked_terms", None) is None:
             asked = self.wanted | terms(self.question)
-            self._asked_terms = (asked, sorted(asked))
+            self._asked_terms = (asked, sorted(asked), max(map(len, asked), default=0))
         return self._asked_terms
 
     def fits_better(self, passage: Passage, than: Passage) -> bool:
