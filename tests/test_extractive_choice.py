@@ -3,14 +3,14 @@ list for "which ... are" or "what goes into", a number for "how many", one step 
 long method, the label of a field line, a name written in code), how far a passage
 carries on. The question's shapes themselves and the words matching its terms:
 test_extractive_shapes.py; a second passage after the best one: test_extractive_runner_up.py;
-quoting across chunks: test_extractive_chunks.py."""
+quoting across chunks: test_extractive_chunks.py; how far a passage carries on:
+test_extractive_reach.py; passages saying nothing new: test_extractive_says_more.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from chat.backends.extractive.candidates import Chunk, Passage, candidates, headings_of, units_of
-from chat.backends.extractive.followers import _asked_word
 from chat.backends.extractive.passages import INSTRUCTION_UNDER_TASK, Composer
 from chat.backends.extractive.reach import SHORT_LIST, extend, with_list
 from chat.backends.extractive.text import matches, terms
@@ -369,87 +369,3 @@ def test_the_row_asked_about_is_quoted_under_the_header_of_a_short_table_too():
                   source(1, INGEST_FIGURES, ["Benchmarks", "Ingest"])) == (
         "| corpus | files stored | chunks | ingest time |\n| --- | --- | --- | --- |\n| Quill | 122 | 1,333 | 62 s |\n\n[1]"
     )
-
-
-def test_a_caption_saying_only_the_questions_words_answers_nothing():
-    # "A C++ API for NeuroML." holds every word of the question and nothing else: the
-    # sentence saying how it is produced answers (SAYS_NOTHING_NEW).
-    produced = ("The C++ API is generated from the NeuroML specification using the CodeSynthesis XSD XML Schema "
-                "to C++ data binding compiler.")
-    assert answer("Is there a C++ API for NeuroML, and how is it produced?",
-                  source(1, "A C++ API for NeuroML.", ["NeuroML C++ API"], score=0.9),
-                  source(2, produced, ["NeuroML C++ API", "Generating the API"], score=0.6)) == f"{produced} [2]"
-
-
-def test_one_new_name_is_enough_to_answer():
-    # "ModelDB" starts with the question's "model" but is a name of its own: the sentence
-    # says where the code was published.
-    text = ("This page documents the conversion of the Ray et al. 2020 model to NeuroML.\n\n"
-            "The original code is published on ModelDB.")
-    assert answer("Where was the original code of the model published?", source(1, text, ["Ray et al. 2020"])) == (
-        "The original code is published on ModelDB. [1]"
-    )
-
-
-APPROACHES = (
-    "A simulator may have an equivalent internal representation of the core concepts from NeuroML2/LEMS, and so "
-    "be able to natively read/write these formats.\n\n"
-    "This is the approach taken in jNeuroML and EDEN.\n\n"
-    "Another approach is for simulators to natively support importing (a subset of) NeuroML models, whereby the "
-    "NeuroML components are converted to the equivalent entities in the simulator's internal representation of "
-    "the model.\n\n"
-    "This is the approach taken in MOOSE, Arbor and NetPyNE."
-)
-
-
-def test_a_one_sentence_paragraph_leaning_on_the_one_before_is_quoted_with_it():
-    # Markdown authors set "This is the approach taken in ..." apart; it names the
-    # simulators the question asks for, and means nothing without the paragraph before.
-    assert answer("Which simulators import NeuroML models by converting them into their own internal representation?",
-                  source(1, APPROACHES, ["Approaches to supporting NeuroML"])) == (
-        "Another approach is for simulators to natively support importing (a subset of) NeuroML models, whereby the "
-        "NeuroML components are converted to the equivalent entities in the simulator's internal representation of "
-        "the model. This is the approach taken in MOOSE, Arbor and NetPyNE. [1]"
-    )
-
-
-def test_a_short_second_passage_carries_on_as_the_first_does():
-    # The note's first sentence follows the method; short, it is quoted with the sentences
-    # carrying on after it, as the best passage would be: the preparation takes both.
-    directions = ("1. Cut liver into cubes.\n"
-                  "2. Put into a pot and cover with cold water, add 1tsp salt. Bring to a boil and boil for 10-15 "
-                  "minutes.\n3. Grate carrots and dice onions. Stew in a frying pan with a little bit of water until "
-                  "soft.\n4. In a food processor blend all ingredients together.")
-    notes = ("With beef liver, remove its membrane, that is on top, with your fingers. Cut it in small pieces even "
-             "cubes or slices and remove the vessels that are inside it. They are not very tasty and are impossible "
-             "to chew.")
-    result = answer("How do I prep beef liver before making the liver pâté?",
-                    source(1, directions, ["Liver pâté", "Directions"]), source(2, notes, ["Liver pâté", "Notes"]))
-    assert result == f"{directions} [1]\n\n{notes} [2]"  # "They are ..." carries on about the vessels
-
-
-def test_a_second_passage_never_carries_on_into_the_first():
-    # The best passage is the second sentence; the first, short, follows it: carried on, it
-    # would quote the best one again.
-    text = "Cream the butter and sugar until pale. Add the orange zest and the eggs one at a time."
-    result = answer("How do I make orange butter cake?", source(1, text, ["Orange butter cake", "Directions"]))
-    assert result.count("Add the orange zest") == 1
-    assert result == f"{text} [1]"
-
-
-def test_to_a_yes_no_question_the_sentence_in_its_words_is_the_answer():
-    # "Xarray can read netCDF files." holds nothing but the question's words, and says yes.
-    assert answer("Can xarray read netCDF files?", source(1, "Xarray can read netCDF files.", ["I/O"])) == (
-        "Xarray can read netCDF files. [1]")
-
-
-@pytest.mark.parametrize("word, expected", [
-    ("notebook", True), ("widget", True),
-    ("not", False),  # no part of "notebook": a sentence saying no says something new
-    ("installation", True),  # started by "install"
-    ("instal", True),  # starts "installation"
-    ("ins", False),  # under four letters: only as itself
-])
-def test_a_word_of_a_passage_is_a_question_term_as_itself_or_by_a_start_of_four_letters(word, expected):
-    asked = {"notebook", "widget", "install", "installation"}
-    assert _asked_word(word, asked, sorted(asked), max(map(len, asked))) is expected

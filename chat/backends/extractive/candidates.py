@@ -109,6 +109,8 @@ class Passage:
     # heading of the item's own (:func:`headings_of`).
     lead: str = ""
     found: set[str] = field(default_factory=set)
+    # holds no word of its own besides the question's (:meth:`.followers.Followers.says_more`)
+    says_nothing: bool = False
     # Passages of other sources stating what this one states (:meth:`.passages.Composer.corroborate`):
     # cited beside it, not quoted.
     also: list[Passage] = field(default_factory=list)

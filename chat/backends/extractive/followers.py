@@ -97,6 +97,8 @@ class Followers:
     shapes: frozenset[str]  # the question's (:func:`.shapes.shapes`)
     wanted: set[str]  # its terms
     question: str
+    # the question's terms (its search text's too): as a set, sorted, the longest's length
+    asked: tuple[set[str], list[str], int]
 
     def _second(self, best: Passage, others: Sequence[Passage], idf: dict[str, float], total: float) -> Passage | None:
         """The passage quoted after ``best`` (of ``others``, best scored first), or None:
@@ -187,10 +189,10 @@ class Followers:
     def _may_follow(self, chosen: Sequence[Passage], other: Passage) -> bool:
         """Whether ``other`` may be quoted after ``chosen``: all fit in :data:`SECOND_CHARS`,
         it reaches :data:`MIN_SIMILARITY` or holds every question term, says more than the
-        question (:meth:`says_more`) and repeats none of them."""
+        question (:meth:`says_more`, recorded as ``says_nothing``) and repeats none of them."""
         if sum(len(passage.text) for passage in chosen) + len(other.text) > SECOND_CHARS:
             return False
-        if other.kind in ("prose", "item") and not self.says_more(other):
+        if other.says_nothing:
             return False
         if other.cosine < MIN_SIMILARITY and not self.holds_all(other):
             return False
@@ -208,18 +210,10 @@ class Followers:
         answer: every passage says more."""
         if YES_NO.match(self.question):
             return True
-        asked, ordered, longest = self._asked()
+        asked, ordered, longest = self.asked
         new = {word for word in terms(passage.text) if not _asked_word(word, asked, ordered, longest)}
         new |= {name for name in _NAME.findall(passage.text) if not terms(name) <= asked}
         return len(new) >= NEW_WORDS
-
-    def _asked(self) -> tuple[set[str], list[str], int]:
-        """The question's terms (its search text's too): as a set, sorted, and the longest's
-        length; made once."""
-        if getattr(self, "_asked_terms", None) is None:
-            asked = self.wanted | terms(self.question)
-            self._asked_terms = (asked, sorted(asked), max(map(len, asked), default=0))
-        return self._asked_terms
 
     def fits_better(self, passage: Passage, than: Passage) -> bool:
         """Whether ``passage`` is the whole list or table a "which ... are" question asks

@@ -97,6 +97,8 @@ class Composer(Followers):
         self.question = question
         self.shapes = shapes(question)
         self.wanted = terms(search_text or question)
+        asked = self.wanted | terms(question)
+        self.asked = (asked, sorted(asked), max(map(len, asked), default=0))
         self.counted = counted(question) & self.wanted
         self.chunks: list[Chunk] = []
         self.files = {source.number: str(getattr(source, "file_name", "")) for source in sources}
@@ -118,6 +120,7 @@ class Composer(Followers):
     def _idf(self) -> dict[str, float]:
         units = [unit.text for chunk in self.chunks for unit in chunk.units] or [""]
         found = [matches(self.wanted, text) for text in units]
+        self.in_units = set().union(*found)  # the question terms some source's text holds
         return {t: float(np.log(1 + len(units) / (1 + sum(t in hit for hit in found)))) for t in self.wanted}
 
     def offered(self, idf: dict[str, float]) -> list[Passage]:
@@ -142,6 +145,7 @@ class Composer(Followers):
                 if passage.kind == "item" and "listing" in self.shapes and not enumerates(passage.text):
                     continue  # "which ... are" asks for the whole list, never a few of its items (one listing some is one)
                 passage.found = matches(self.wanted, evidence(passage))
+                passage.says_nothing = passage.kind in ("prose", "item") and not self.says_more(passage)
                 if counts(self.shapes, passage.kind, passage.text):
                     # a list of three items is "the three rules" the question counts, rarely in those words
                     passage.found |= self.counted
@@ -156,7 +160,7 @@ class Composer(Followers):
                     + under_heading(self.shapes, passage.kind, chunk.section)
                     + (finding(passage.text) + label_asked(passage.text, self.wanted) if chunk.paged else 0.0)
                     + (self.keyed(passage.text, idf) if passage.kind in ("rows", "table") else 0.0)
-                    + (SAYS_NOTHING_NEW if passage.kind in ("prose", "item") and not self.says_more(passage) else 0.0)
+                    + (SAYS_NOTHING_NEW if passage.says_nothing else 0.0)
                 )
                 offered.append(passage)
         offered.sort(key=lambda p: (-p.cheap, p.chunk.rank, p.start))
@@ -225,9 +229,8 @@ class Composer(Followers):
             held |= passage.found | matches(self.wanted, f"{headings_of(passage)}\n{self.about[passage.chunk.number]}")
         # a name spelled otherwise ("tabouli" for the recipe "Tabouleh") is held too, when no
         # source holds the word as written
-        unknown = self.wanted - held - matches(self.wanted - held, "\n".join(
-            unit.text for chunk in self.chunks for unit in chunk.units))
-        held |= misspelt(unknown, "\n".join(f"{headings_of(p)}\n{self.about[p.chunk.number]}" for p in chosen))
+        held |= misspelt(self.wanted - held - self.in_units,
+                         "\n".join(f"{headings_of(p)}\n{self.about[p.chunk.number]}" for p in chosen))
         cosine = max(passage.cosine for passage in chosen)
         asked = terms(self.question) & self.wanted or self.wanted
         return states(self.question, asked, idf, cosine, held, MIN_SIMILARITY, "listing" in self.shapes)

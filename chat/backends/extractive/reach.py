@@ -69,9 +69,9 @@ def _next_sentence(passage: Passage) -> Unit | None:
 def _carries_on(units: list[Unit], index: int) -> bool:
     """Whether the sentence ``units[index]``, opening a paragraph of its own, carries on
     from the paragraph before: a one-sentence paragraph (a whole sentence, not the lead-in
-    of what follows) leaning on it ("This is the
-    approach taken in MOOSE, Arbor and NetPyNE." after the paragraph describing the
-    approach: Markdown authors set such a sentence apart)."""
+    of what follows) leaning on it ("This is the approach taken in MOOSE, Arbor and
+    NetPyNE." after the paragraph describing the approach: Markdown authors set such a
+    sentence apart)."""
     unit = units[index]
     before = units[index - 1]
     alone = index + 1 >= len(units) or units[index + 1].paragraph != unit.paragraph

@@ -218,8 +218,8 @@ def as_question(question: str) -> str:
 
 def shapes(question: str) -> frozenset[str]:
     """The shapes of a question: any of "generic", "howto", "listing", "year", "sign" ("how
-    do I know when it is done?"), "version" ("which Python version ..."), "substitute" ("what can I use instead of X?", "can I
-    make it without X?"), "number" (with
+    do I know when it is done?"), "version" ("which Python version ..."), "substitute" ("what
+    can I use instead of X?", "can I make it without X?"), "number" (with
     "measure:<kind>", kind one of percent, time, length, size, temperature, and "many:<term>"
     for what "how many" counts, :func:`.fits.of_measure`), "name", "reason" ("why"), "code
     name" ("which option ..."), "which:<noun>" ("which SDK does ...": one thing by its kind),

@@ -34,8 +34,8 @@ _STOP_WORDS = frozenset(
 )
 # A colon does not end a sentence ("(admin: Ingestion > Staged files)"), nor does an
 # abbreviation ("e.g. `mean`", "(resp. `Dataset`)", "ca. 1740 BC", "Eq. 3"; a title before a
-# name, "Dr. Smith", reads as a sentence end followed by a name, "... on Main St. The museum"). A closing quote or bracket after the
-# mark belongs to the sentence it ends ('... asks "Why?" Then ...'); inside quotation
+# name, "Dr. Smith", reads as a sentence end followed by a name, "... on Main St. The
+# museum"). A closing quote or bracket after the mark belongs to the sentence it ends ('... asks "Why?" Then ...'); inside quotation
 # marks a mark followed by a lower-case word ends nothing ('so "In what year was ...
 # published?" reaches ...').
 _NEXT_STARTS = r"(?=[A-Z0-9\"'(\[`“‘])"
